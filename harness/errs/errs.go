@@ -1,0 +1,120 @@
+// Package errs defines harnessd's stable error codes and the coded error type
+// that every surface (MCP, HTTP, CLI, embedding) reports to callers.
+//
+// Codes are part of the public contract: add new ones, never rename.
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code.
+type Code string
+
+// The stable codes of DESIGN.md section 6.
+const (
+	InvalidArgument         Code = "INVALID_ARGUMENT"
+	NotFound                Code = "NOT_FOUND"
+	NotAGitRepository       Code = "NOT_A_GIT_REPOSITORY"
+	RepositoryNotRegistered Code = "REPOSITORY_NOT_REGISTERED"
+	PathOutsideRoot         Code = "PATH_OUTSIDE_ROOT"
+	SecretPathDenied        Code = "SECRET_PATH_DENIED"
+	PathNotAllowed          Code = "PATH_NOT_ALLOWED"
+	IsDirectory             Code = "IS_DIRECTORY"
+	RouteRejected           Code = "ROUTE_REJECTED"
+	RouteDurableRequired    Code = "ROUTE_DURABLE_REQUIRED"
+	PolicyDenied            Code = "POLICY_DENIED"
+	ApprovalRequired        Code = "APPROVAL_REQUIRED"
+	LoopDetected            Code = "LOOP_DETECTED"
+	MutationBusy            Code = "MUTATION_BUSY"
+	LeaseLost               Code = "LEASE_LOST"
+	RequestIDRequired       Code = "REQUEST_ID_REQUIRED"
+	RequestConflict         Code = "REQUEST_CONFLICT"
+	RequestInProgress       Code = "REQUEST_IN_PROGRESS"
+	RequestOutcomeUnknown   Code = "REQUEST_OUTCOME_UNKNOWN"
+	PatchConflict           Code = "PATCH_CONFLICT"
+	PatchRollbackIncomplete Code = "PATCH_ROLLBACK_INCOMPLETE"
+	Timeout                 Code = "TIMEOUT"
+	Cancelled               Code = "CANCELLED"
+	Unavailable             Code = "UNAVAILABLE"
+	Internal                Code = "INTERNAL"
+)
+
+// Error is a coded error. Its JSON form is the "error" object of a tool error:
+// {"code": "...", "message": "...", "details": {...}}.
+type Error struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	cause   error
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the underlying cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is an *Error with the same code, so
+// errors.Is(err, errs.E(errs.NotFound)) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && t.Message == ""
+}
+
+// New returns a coded error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns a coded error that keeps cause for errors.Is/As.
+func Wrap(code Code, cause error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// E returns a bare error of the given code, for use as an errors.Is target.
+func E(code Code) *Error { return &Error{Code: code} }
+
+// With returns a copy of e with the detail key set.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		c.Details[k] = v
+	}
+	c.Details[key] = value
+	return &c
+}
+
+// CodeOf returns the code of err: the code of the first *Error in its chain,
+// Cancelled or Timeout for context errors, and Internal otherwise.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if errors.Is(err, errContextCanceled) {
+		return Cancelled
+	}
+	if errors.Is(err, errDeadlineExceeded) {
+		return Timeout
+	}
+	return Internal
+}
+
+// From converts any error into an *Error. Uncoded errors become Internal with
+// their text as the message.
+func From(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	code := CodeOf(err)
+	return &Error{Code: code, Message: err.Error(), cause: err}
+}
