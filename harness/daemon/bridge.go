@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/client"
+	"github.com/harnessd/harnessd/harness/mcpserver"
+)
+
+// StartTimeout bounds how long EnsureDaemon waits for a daemon it started.
+const StartTimeout = 20 * time.Second
+
+// EnsureDaemon returns a client for the daemon of dataDir, starting one
+// (detached, logging to <data-dir>/harnessd.log) when none answers. Two
+// callers racing here both end up on the same daemon: the loser's daemon
+// finds the data dir locked and exits.
+func EnsureDaemon(ctx context.Context, dataDir, exe string, lg *zap.Logger) (*client.Client, error) {
+	p := PathsOf(dataDir)
+	c := client.Unix(p.Socket)
+	if err := ping(ctx, c); err == nil {
+		return c, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	logf, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "serve", "--data-dir", dataDir, "--log-format", "json")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start harnessd serve: %w", err)
+	}
+	lg.Info("started harnessd", zap.Int("pid", cmd.Process.Pid), zap.String("log", p.Log))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	deadline := time.NewTimer(StartTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := ping(ctx, c); err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			return nil, fmt.Errorf("harnessd did not answer on %s within %s (see %s)", p.Socket, StartTimeout, p.Log)
+		case err := <-exited:
+			// Lost a start race to another daemon, or it failed: give the
+			// winner a moment, else report.
+			if perr := waitHealthy(ctx, c, 5*time.Second); perr == nil {
+				return c, nil
+			}
+			return nil, fmt.Errorf("harnessd exited (%v) before answering; see %s", err, p.Log)
+		case <-tick.C:
+		}
+	}
+}
+
+func ping(ctx context.Context, c *client.Client) error {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return c.Healthy(pctx)
+}
+
+func waitHealthy(ctx context.Context, c *client.Client, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := ping(ctx, c)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Remote returns an Executor that forwards operations to a daemon.
+func Remote(c *client.Client) mcpserver.Executor {
+	return mcpserver.ExecutorFunc(func(ctx context.Context, op string, args json.RawMessage) (any, error) {
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		out, err := c.Call(ctx, op, args)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	})
+}
+
+// RunStdio serves MCP over stdin/stdout, forwarding every tool call to the
+// daemon behind c, until the client disconnects or ctx ends. Stdout carries
+// only MCP frames.
+func RunStdio(ctx context.Context, c *client.Client) error {
+	srv := mcpserver.New(Remote(c), harness.VersionString())
+	err := srv.Run(ctx, &mcp.StdioTransport{})
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

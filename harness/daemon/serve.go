@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/httpapi"
+	"github.com/harnessd/harnessd/harness/mcpserver"
+)
+
+// Config configures Serve.
+type Config struct {
+	DataDir string
+	// Listen is an optional loopback TCP address (127.0.0.1:PORT or
+	// [::1]:PORT) guarded by the bearer token in <data-dir>/token.
+	Listen       string
+	ShutdownWait time.Duration
+	// Ready, if set, is called once the daemon accepts connections.
+	Ready func(Paths)
+}
+
+func (c Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("data dir is empty")
+	}
+	if c.Listen != "" {
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return fmt.Errorf("--listen %q: %v", c.Listen, err)
+		}
+		if port == "" {
+			return fmt.Errorf("--listen %q: no port", c.Listen)
+		}
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("--listen %q: only loopback addresses are allowed (127.0.0.1, [::1], localhost)", c.Listen)
+		}
+	}
+	if c.ShutdownWait < 0 {
+		return fmt.Errorf("--shutdown-wait %s is negative", c.ShutdownWait)
+	}
+	return nil
+}
+
+// Serve runs the daemon until ctx is cancelled, then shuts down in the
+// order documented on the package.
+func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.ShutdownWait == 0 {
+		cfg.ShutdownWait = 10 * time.Second
+	}
+	p := PathsOf(cfg.DataDir)
+	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	release, err := lock(p)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg})
+	if err != nil {
+		return err
+	}
+	closeHarness := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+		defer cancel()
+		return h.Close(cctx)
+	}
+
+	mcpSrv := mcpserver.New(mcpserver.Local(h), harness.VersionString())
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler})
+
+	// The socket is stale if we hold the lock.
+	_ = os.Remove(p.Socket)
+	unixLn, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", p.Socket, err), closeHarness())
+	}
+	defer os.Remove(p.Socket)
+	if err := os.Chmod(p.Socket, 0o600); err != nil {
+		unixLn.Close()
+		return errors.Join(fmt.Errorf("chmod socket: %w", err), closeHarness())
+	}
+	listeners := []net.Listener{unixLn}
+	handlers := []http.Handler{handler}
+	if cfg.Listen != "" {
+		token, err := ensureToken(p)
+		if err != nil {
+			unixLn.Close()
+			return errors.Join(err, closeHarness())
+		}
+		tcpLn, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			unixLn.Close()
+			return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeHarness())
+		}
+		listeners = append(listeners, tcpLn)
+		handlers = append(handlers, httpapi.RequireToken(token, handler))
+	}
+
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	servers := make([]*http.Server, len(listeners))
+	serveErr := make(chan error, len(listeners))
+	for i, ln := range listeners {
+		srv := &http.Server{
+			Handler:           handlers[i],
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(net.Listener) context.Context { return baseCtx },
+			ErrorLog:          zap.NewStdLog(lg.Named("http")),
+		}
+		servers[i] = srv
+		go func(ln net.Listener) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}(ln)
+	}
+	addrs := []string{p.Socket}
+	if cfg.Listen != "" {
+		addrs = append(addrs, listeners[1].Addr().String())
+	}
+	lg.Info("harnessd ready", zap.Strings("listen", addrs), zap.String("data_dir", p.DataDir),
+		zap.Int("pid", os.Getpid()), zap.String("version", harness.VersionString()))
+	if cfg.Ready != nil {
+		cfg.Ready(p)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		lg.Info("shutting down", zap.Duration("shutdown_wait", cfg.ShutdownWait))
+	case runErr = <-serveErr:
+		lg.Error("server failed; shutting down", zap.Error(runErr))
+	}
+
+	// 1. Stop accepting; idle connections close, busy ones finish below.
+	shutdownDone := make(chan struct{})
+	sctx, cancelShutdown := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+	defer cancelShutdown()
+	go func() {
+		defer close(shutdownDone)
+		for _, srv := range servers {
+			_ = srv.Shutdown(sctx)
+		}
+	}()
+	// 2. Close the harness: running operations finish, actors drain, store closes.
+	closeErr := closeHarness()
+	// 3. End what is left (MCP streams) and close the servers.
+	cancelBase()
+	cancelShutdown()
+	<-shutdownDone
+	for _, srv := range servers {
+		_ = srv.Close()
+	}
+	if closeErr != nil {
+		lg.Error("close", zap.Error(closeErr))
+	} else {
+		lg.Info("stopped cleanly")
+	}
+	return errors.Join(runErr, closeErr)
+}

@@ -1,0 +1,174 @@
+// Package httpapi serves harnessd's JSON API: POST /v1/<operation> for every
+// operation, GET /v1/status, GET /v1/ops, GET /healthz and GET /metrics,
+// plus the MCP streamable HTTP handler at /mcp.
+package httpapi
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/errs"
+)
+
+// MaxBody bounds a request body.
+const MaxBody = 8 << 20
+
+// Options configures Handler.
+type Options struct {
+	// MCP is mounted at /mcp when non-nil.
+	MCP http.Handler
+	// Registry receives the API's metrics; nil = a private registry.
+	Registry *prometheus.Registry
+}
+
+type api struct {
+	h       *harness.Harness
+	calls   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+}
+
+// Handler returns the daemon's HTTP handler.
+func Handler(h *harness.Harness, o Options) http.Handler {
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	a := &api{
+		h: h,
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harnessd_operations_total", Help: "Operations served over the JSON API, by operation and result code.",
+		}, []string{"operation", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "harnessd_operation_seconds", Help: "Operation latency over the JSON API.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .1, .5, 1, 5, 15},
+		}, []string{"operation"}),
+	}
+	reg.MustRegister(a.calls, a.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /v1/ops", a.ops)
+	mux.HandleFunc("GET /v1/repositories", func(w http.ResponseWriter, r *http.Request) { a.call(w, r, "repository_list", []byte("{}")) })
+	mux.HandleFunc("POST /v1/{op}", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		if err != nil {
+			writeError(w, errs.New(errs.InvalidArgument, "request body: %v", err))
+			return
+		}
+		a.call(w, r, r.PathValue("op"), body)
+	})
+	if o.MCP != nil {
+		mux.Handle("/mcp", o.MCP)
+	}
+	return mux
+}
+
+func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
+	start := time.Now()
+	out, err := a.h.CallOp(r.Context(), op, body)
+	code := "OK"
+	if err != nil {
+		code = string(errs.CodeOf(err))
+	}
+	if _, known := harness.LookupOp(op); known {
+		a.calls.WithLabelValues(op, code).Inc()
+		a.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) {
+	st, err := a.h.Status(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+type opInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	ReadOnly    bool   `json:"read_only"`
+	InputSchema any    `json:"input_schema"`
+}
+
+func (a *api) ops(w http.ResponseWriter, r *http.Request) {
+	var out []opInfo
+	for _, o := range harness.Ops() {
+		out = append(out, opInfo{Name: o.Name, Description: o.Description, ReadOnly: o.ReadOnly, InputSchema: o.InputSchema})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"operations": out})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, errs.Wrap(errs.Internal, err, "encode result: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := errs.From(err)
+	writeJSON(w, StatusOf(e.Code), map[string]any{"error": e})
+}
+
+// StatusOf maps an error code to an HTTP status.
+func StatusOf(c errs.Code) int {
+	switch c {
+	case errs.InvalidArgument, errs.RequestIDRequired, errs.NotAGitRepository, errs.IsDirectory:
+		return http.StatusBadRequest
+	case errs.NotFound, errs.RepositoryNotRegistered:
+		return http.StatusNotFound
+	case errs.PathOutsideRoot, errs.SecretPathDenied, errs.PathNotAllowed, errs.PolicyDenied, errs.ApprovalRequired:
+		return http.StatusForbidden
+	case errs.RouteRejected, errs.RouteDurableRequired, errs.LoopDetected:
+		return http.StatusUnprocessableEntity
+	case errs.MutationBusy, errs.RequestConflict, errs.RequestInProgress, errs.PatchConflict, errs.LeaseLost, errs.RequestOutcomeUnknown:
+		return http.StatusConflict
+	case errs.Timeout:
+		return http.StatusGatewayTimeout
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	case errs.Cancelled:
+		return 499
+	}
+	return http.StatusInternalServerError
+}
+
+// RequireToken wraps next so every request must carry
+// "Authorization: Bearer <token>" (compared in constant time).
+func RequireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": errs.New(errs.PolicyDenied, "missing or wrong bearer token (see <data-dir>/token)")})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

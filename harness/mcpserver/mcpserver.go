@@ -1,0 +1,95 @@
+// Package mcpserver exposes harnessd's agent-facing operations as MCP tools
+// with the official go-sdk. The same server runs inside the daemon (over
+// streamable HTTP, executing locally) and inside `harnessd mcp` (over stdio,
+// forwarding each call to the daemon).
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/errs"
+)
+
+// Executor runs one operation with raw JSON arguments and returns its
+// result (any JSON-marshalable value, or json.RawMessage).
+type Executor interface {
+	Exec(ctx context.Context, op string, args json.RawMessage) (any, error)
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, op string, args json.RawMessage) (any, error)
+
+// Exec calls f.
+func (f ExecutorFunc) Exec(ctx context.Context, op string, args json.RawMessage) (any, error) {
+	return f(ctx, op, args)
+}
+
+// Local returns an Executor that runs operations on h.
+func Local(h *harness.Harness) Executor {
+	return ExecutorFunc(func(ctx context.Context, op string, args json.RawMessage) (any, error) {
+		return h.CallOp(ctx, op, args)
+	})
+}
+
+// New returns an MCP server whose tools are harnessd's agent-facing
+// operations, each executed by ex.
+func New(ex Executor, version string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: version}, &mcp.ServerOptions{
+		Instructions: "harnessd mediates repository work: register a repository with repository_register, " +
+			"then use its repo_id with the other tools. Errors carry a stable code in structuredContent.error.code.",
+	})
+	for _, o := range harness.Ops() {
+		if !o.Agent {
+			continue
+		}
+		name := o.Name
+		ro := o.ReadOnly
+		s.AddTool(&mcp.Tool{
+			Name:        name,
+			Description: o.Description,
+			InputSchema: o.InputSchema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro},
+		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out, err := ex.Exec(ctx, name, req.Params.Arguments)
+			if err != nil {
+				return ErrorResult(err), nil
+			}
+			return Result(out)
+		})
+	}
+	return s
+}
+
+// Result wraps an operation result as a tool result: structured content
+// plus the same JSON as text for clients that read only text.
+func Result(out any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ErrorResult(errs.Wrap(errs.Internal, err, "encode result: %v", err)), nil
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
+
+// ErrorBody is the structured content of a tool error.
+type ErrorBody struct {
+	Error *errs.Error `json:"error"`
+}
+
+// ErrorResult wraps err as an isError tool result whose structured content
+// is {"error": {"code", "message", "details"}}.
+func ErrorResult(err error) *mcp.CallToolResult {
+	body := ErrorBody{Error: errs.From(err)}
+	b, _ := json.Marshal(body)
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}
+}

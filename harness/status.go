@@ -1,0 +1,93 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Version is the harnessd version; set with -ldflags "-X
+// github.com/harnessd/harnessd/harness.Version=v1.2.3", else taken from the
+// build info.
+var Version = ""
+
+// VersionString returns Version or the module/VCS version of the build.
+func VersionString() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev := ""
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = s.Value[:12]
+			}
+		}
+		v := bi.Main.Version
+		if v == "" || v == "(devel)" {
+			v = "devel"
+		}
+		if rev != "" {
+			v += "+" + rev
+		}
+		return v
+	}
+	return "devel"
+}
+
+// StatusResult describes a running Harness.
+type StatusResult struct {
+	Pid          int            `json:"pid"`
+	Version      string         `json:"version"`
+	GoVersion    string         `json:"go_version"`
+	StartedAt    time.Time      `json:"started_at"`
+	UptimeS      float64        `json:"uptime_s"`
+	DataDir      string         `json:"data_dir,omitempty"`
+	InMemory     bool           `json:"in_memory,omitempty"`
+	Repositories int            `json:"repositories"`
+	StoreBytes   int64          `json:"store_bytes"`
+	Actors       map[string]int `json:"actors"`
+	Goroutines   int            `json:"goroutines"`
+}
+
+// Status reports the harness's vital signs.
+func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
+	if err := h.enter(); err != nil {
+		return nil, err
+	}
+	defer h.leave()
+	actorsByKind := map[string]int{}
+	if c, err := request[messages.CountsReply](ctx, h, h.root, messages.Counts{}); err == nil {
+		for k, v := range c.ByKind {
+			actorsByKind[k] += v
+		}
+	}
+	if c, err := request[messages.CountsReply](ctx, h, h.reg, messages.Counts{}); err == nil {
+		for k, v := range c.ByKind {
+			if k == "registry" {
+				continue // counted by the root as its child
+			}
+			actorsByKind[k] += v
+		}
+	}
+	lsm, vlog := h.store.Size()
+	now := h.cfg.Now()
+	return &StatusResult{
+		Pid: os.Getpid(), Version: VersionString(), GoVersion: runtime.Version(),
+		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
+		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
+		Repositories: h.index.Len(), StoreBytes: lsm + vlog, Actors: actorsByKind,
+		Goroutines: runtime.NumGoroutine(),
+	}, nil
+}
+
+func (h *Harness) dataDirIfPersistent() string {
+	if h.cfg.InMemory {
+		return ""
+	}
+	return h.cfg.DataDir
+}

@@ -1,0 +1,287 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// ErrNotFound reports a missing key.
+var ErrNotFound = errors.New("persistence: not found")
+
+// ErrClosed reports use of a closed Store.
+var ErrClosed = errors.New("persistence: store closed")
+
+// Options configures Open. Zero fields mean "use the default".
+type Options struct {
+	// Dir is the Badger directory. Required unless InMemory.
+	Dir string
+	// InMemory keeps everything in memory (tests).
+	InMemory bool
+	// Logger receives Badger's log lines (Info lowered to Debug). Nil = no logs.
+	Logger *zap.Logger
+	// GCInterval is how often the value log is garbage-collected; 0 = 5 min.
+	GCInterval time.Duration
+}
+
+// Store is a typed key/value store over Badger. Safe for concurrent use.
+type Store struct {
+	db    *badger.DB
+	stopc chan struct{}
+	donec chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store and starts its value-log GC loop.
+func Open(o Options) (*Store, error) {
+	if !o.InMemory && o.Dir == "" {
+		return nil, errors.New("persistence: open: no directory")
+	}
+	bo := badger.DefaultOptions(o.Dir).
+		WithInMemory(o.InMemory).
+		WithLogger(nil).
+		// Sized on purpose: harnessd stores small snapshots, not bulk data.
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(2).
+		WithCompactL0OnClose(true).
+		WithMetricsEnabled(false)
+	if o.InMemory {
+		bo.Dir, bo.ValueDir = "", ""
+	}
+	if o.Logger != nil {
+		bo = bo.WithLogger(badgerLogger{o.Logger.Named("badger").Sugar()})
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w", o.Dir, err)
+	}
+	s := &Store{db: db, stopc: make(chan struct{}), donec: make(chan struct{})}
+	interval := o.GCInterval
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	if o.InMemory {
+		close(s.donec)
+	} else {
+		go s.gcLoop(interval)
+	}
+	return s, nil
+}
+
+func (s *Store) gcLoop(interval time.Duration) {
+	defer close(s.donec)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopc:
+			return
+		case <-t.C:
+			// RunValueLogGC rewrites at most one file per call; loop until
+			// it says there is nothing worth rewriting.
+			for s.db.RunValueLogGC(0.5) == nil {
+				select {
+				case <-s.stopc:
+					return
+				default:
+				}
+			}
+		}
+	}
+}
+
+// Close stops the GC loop and closes Badger. Safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stopc)
+		<-s.donec
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+// Get decodes the value at key into v.
+func (s *Store) Get(key []byte, v any) error {
+	return s.db.View(func(txn *badger.Txn) error { return txnGet(txn, key, v) })
+}
+
+// Has reports whether key exists.
+func (s *Store) Has(key []byte) (bool, error) {
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(key)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, mapErr(err)
+}
+
+// Put stores v at key. It is durable once Badger flushes; use PutSync for
+// writes that must survive a crash the moment Put returns.
+func (s *Store) Put(key []byte, v any) error { return s.put(key, v, false) }
+
+// PutSync stores v at key and fsyncs before returning.
+func (s *Store) PutSync(key []byte, v any) error { return s.put(key, v, true) }
+
+func (s *Store) put(key []byte, v any, sync bool) error {
+	b, err := Encode(v)
+	if err != nil {
+		return err
+	}
+	return s.Update(sync, func(tx *Txn) error { return tx.setRaw(key, b) })
+}
+
+// Delete removes key (no error if absent).
+func (s *Store) Delete(key []byte) error {
+	return s.Update(false, func(tx *Txn) error { return tx.Delete(key) })
+}
+
+// DeleteSync removes key and fsyncs.
+func (s *Store) DeleteSync(key []byte) error {
+	return s.Update(true, func(tx *Txn) error { return tx.Delete(key) })
+}
+
+// Update runs fn in a read-write transaction, retrying on conflict, and
+// fsyncs after commit when sync is true.
+func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Txn{txn: txn}) })
+		if !errors.Is(err, badger.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return mapErr(err)
+	}
+	if sync {
+		if err := s.db.Sync(); err != nil {
+			return fmt.Errorf("persistence: sync: %w", err)
+		}
+	}
+	return nil
+}
+
+// Scan calls fn for every key with the given prefix, in key order. decode
+// unwraps the value; it is valid only during the call.
+func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error) error) error {
+	return mapErr(s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+			item := it.Item()
+			key := item.KeyCopy(nil)
+			err := fn(key, func(v any) error {
+				return item.Value(func(b []byte) error { return Decode(b, v) })
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// ScanRaw calls fn with every key and raw envelope under prefix.
+func (s *Store) ScanRaw(prefix []byte, fn func(key, value []byte) error) error {
+	return mapErr(s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+			item := it.Item()
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(item.KeyCopy(nil), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// Count returns the number of keys under prefix.
+func (s *Store) Count(prefix []byte) (int, error) {
+	n := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+			n++
+		}
+		return nil
+	})
+	return n, mapErr(err)
+}
+
+// Size returns Badger's LSM and value-log sizes in bytes.
+func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
+
+// Txn is a read-write transaction handed to Update's function.
+type Txn struct{ txn *badger.Txn }
+
+// Get decodes the value at key into v, or returns ErrNotFound.
+func (t *Txn) Get(key []byte, v any) error { return txnGet(t.txn, key, v) }
+
+// Put stores v at key.
+func (t *Txn) Put(key []byte, v any) error {
+	b, err := Encode(v)
+	if err != nil {
+		return err
+	}
+	return t.setRaw(key, b)
+}
+
+// Delete removes key.
+func (t *Txn) Delete(key []byte) error { return mapErr(t.txn.Delete(key)) }
+
+func (t *Txn) setRaw(key, b []byte) error { return mapErr(t.txn.Set(key, b)) }
+
+func txnGet(txn *badger.Txn, key []byte, v any) error {
+	item, err := txn.Get(key)
+	if err != nil {
+		return mapErr(err)
+	}
+	return item.Value(func(b []byte) error { return Decode(b, v) })
+}
+
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return ErrNotFound
+	case errors.Is(err, badger.ErrDBClosed):
+		return ErrClosed
+	}
+	return err
+}
+
+// badgerLogger adapts zap to badger.Logger; Badger's chatty Info goes to Debug.
+type badgerLogger struct{ s *zap.SugaredLogger }
+
+func (l badgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(f, a...) }
+func (l badgerLogger) Warningf(f string, a ...any) { l.s.Warnf(f, a...) }
+func (l badgerLogger) Infof(f string, a ...any)    { l.s.Debugf(f, a...) }
+func (l badgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(f, a...) }

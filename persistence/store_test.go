@@ -1,0 +1,232 @@
+package persistence
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type sample struct {
+	Name  string    `json:"name"`
+	Count int       `json:"count"`
+	When  time.Time `json:"when"`
+}
+
+func openMem(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestPutGetDelete(t *testing.T) {
+	s := openMem(t)
+	k := RepoKey("r1")
+	want := sample{Name: "a", Count: 3}
+	if err := s.PutSync(k, want); err != nil {
+		t.Fatal(err)
+	}
+	var got sample
+	if err := s.Get(k, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if ok, err := s.Has(k); !ok || err != nil {
+		t.Fatalf("Has = %v, %v, want true, nil", ok, err)
+	}
+	if err := s.Delete(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Get(k, &got); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after delete: err = %v, want ErrNotFound", err)
+	}
+	if ok, err := s.Has(k); ok || err != nil {
+		t.Fatalf("Has after delete = %v, %v, want false, nil", ok, err)
+	}
+}
+
+func TestScanPrefixInOrder(t *testing.T) {
+	s := openMem(t)
+	for i := uint64(0); i < 300; i += 7 {
+		if err := s.Put(AuditKey(i), sample{Count: int(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(RepoKey("x"), sample{}); err != nil {
+		t.Fatal(err)
+	}
+	prev := -1
+	n := 0
+	err := s.Scan([]byte(PrefixAudit), func(key []byte, decode func(any) error) error {
+		var v sample
+		if err := decode(&v); err != nil {
+			return err
+		}
+		if v.Count <= prev {
+			t.Fatalf("scan order: %d after %d", v.Count, prev)
+		}
+		if seq, _ := SeqOf(key); int(seq) != v.Count {
+			t.Fatalf("key seq %d, value %d", seq, v.Count)
+		}
+		prev = v.Count
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 43; n != want {
+		t.Fatalf("scanned %d, want %d", n, want)
+	}
+	if c, _ := s.Count([]byte(PrefixAudit)); c != n {
+		t.Fatalf("Count = %d, want %d", c, n)
+	}
+}
+
+func TestUpdateAtomic(t *testing.T) {
+	s := openMem(t)
+	boom := errors.New("boom")
+	err := s.Update(true, func(tx *Txn) error {
+		if err := tx.Put(RepoKey("a"), sample{Name: "a"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	if ok, _ := s.Has(RepoKey("a")); ok {
+		t.Fatal("failed transaction left a write behind")
+	}
+}
+
+func TestReopenDurable(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, GCInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutSync(RepoKey("r"), sample{Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	s, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got sample
+	if err := s.Get(RepoKey("r"), &got); err != nil || got.Name != "kept" {
+		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+func TestDecodeUnknownVersion(t *testing.T) {
+	var v sample
+	err := Decode([]byte(`{"v":2,"state":{"name":"x"}}`), &v)
+	if !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("err = %v, want ErrUnknownVersion", err)
+	}
+	if v.Name != "" {
+		t.Fatalf("decode of unknown version filled the value: %+v", v)
+	}
+	for _, bad := range []string{``, `{}`, `{"v":1}`, `[]`, `{"v":1,"state":"x"}`} {
+		if err := Decode([]byte(bad), &v); err == nil {
+			t.Errorf("Decode(%q) = nil, want error", bad)
+		}
+	}
+}
+
+// TestGolden pins the on-disk format of the envelope.
+func TestGolden(t *testing.T) {
+	v := sample{Name: "golden", Count: 7, When: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	got, err := Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "envelope_v1.golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("encode = %s, want %s", got, want)
+	}
+	var back sample
+	if err := Decode(want, &back); err != nil || back != v {
+		t.Fatalf("decode golden = %+v, %v, want %+v", back, err, v)
+	}
+}
+
+func TestReadable(t *testing.T) {
+	tests := []struct {
+		key  []byte
+		want string
+	}{
+		{RepoKey("repo_1"), "reg/repo/repo_1"},
+		{AuditKey(42), "audit/#42"},
+		{ReceiptKey("r", 7), "receipt/r/#7"},
+	}
+	for _, tt := range tests {
+		if got := Readable(tt.key); got != tt.want {
+			t.Errorf("Readable = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"v":1,"state":{"name":"x","count":1}}`))
+	f.Add([]byte(`{"v":2,"state":{}}`))
+	f.Add([]byte(`{"v":1,"state":null}`))
+	f.Add([]byte(`garbage`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v sample
+		err := Decode(b, &v)
+		if err == nil {
+			// Whatever decodes must re-encode and decode to the same value.
+			re, err := Encode(v)
+			if err != nil {
+				t.Fatalf("re-encode: %v", err)
+			}
+			var again sample
+			if err := Decode(re, &again); err != nil || !again.When.Equal(v.When) || again.Name != v.Name || again.Count != v.Count {
+				t.Fatalf("round trip: %+v vs %+v (%v)", again, v, err)
+			}
+		}
+	})
+}
+
+func FuzzKeys(f *testing.F) {
+	f.Add("repo", uint64(1))
+	f.Fuzz(func(t *testing.T, id string, seq uint64) {
+		k := ReceiptKey(id, seq)
+		if got, ok := SeqOf(k); !ok || got != seq {
+			t.Fatalf("SeqOf(ReceiptKey(%q, %d)) = %d, %v", id, seq, got, ok)
+		}
+		_ = Readable(k)
+	})
+}
