@@ -36,7 +36,9 @@ type RepoEntry struct {
 // repositories: the registry actor is its only writer and replaces it whole
 // after every change, so Fast Path callers resolve a repo_id without a
 // round trip through the mailbox.
-type RepoIndex struct{ p atomic.Pointer[map[string]RepoEntry] }
+type RepoIndex struct {
+	p atomic.Pointer[map[string]RepoEntry]
+}
 
 // Lookup returns the entry for repoID.
 func (ix *RepoIndex) Lookup(repoID string) (RepoEntry, bool) {

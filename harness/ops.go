@@ -35,6 +35,7 @@ type Op struct {
 // Call decodes args strictly (unknown fields, wrong types and missing
 // required fields are INVALID_ARGUMENT) and runs the operation.
 func (o *Op) Call(ctx context.Context, h *Harness, args json.RawMessage) (any, error) {
+	args = normArgs(args)
 	if err := o.Validate(args); err != nil {
 		return nil, err
 	}
@@ -43,9 +44,7 @@ func (o *Op) Call(ctx context.Context, h *Harness, args json.RawMessage) (any, e
 
 // Validate checks args against the input schema without running anything.
 func (o *Op) Validate(args json.RawMessage) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
+	args = normArgs(args)
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
 		return errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
@@ -92,6 +91,15 @@ func def[In, Out any](name, desc string, readOnly bool, fn func(h *Harness, ctx 
 			return out, nil
 		},
 	}
+}
+
+// normArgs treats absent and null arguments as the empty object.
+func normArgs(args json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(args)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return args
 }
 
 func cleanJSONErr(err error) string {

@@ -52,6 +52,7 @@ type StatusResult struct {
 	StoreBytes   int64          `json:"store_bytes"`
 	Actors       map[string]int `json:"actors"`
 	Goroutines   int            `json:"goroutines"`
+	Notes        []string       `json:"notes,omitempty"`
 }
 
 // Status reports the harness's vital signs.

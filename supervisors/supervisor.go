@@ -112,7 +112,8 @@ func (s *supervisor) spawn(ctx actor.Context, c Child) {
 		// Only a name clash can fail here, and it means a broken tree.
 		panic(fmt.Sprintf("supervisor %s: spawn %s: %v", ctx.Self().Id, c.Name, err))
 	}
-	ctx.Watch(pid)
+	// No Watch: a parent is told of its children's Terminated anyway, and a
+	// second notice would look like the stop of the respawned child.
 	s.pids[c.Name] = pid
 }
 

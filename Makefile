@@ -1,0 +1,48 @@
+# harnessd — run `make` for the list of targets.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+GO      ?= go
+BIN     ?= bin
+ARGS    ?=
+PKGS    ?= ./...
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
+
+.PHONY: help build run test lint bench bench-ci tidy fuzz clean
+
+help: ## show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+build: ## build bin/harnessd and bin/harness
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harnessd ./cmd/harnessd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harness ./cmd/harness
+
+run: build ## start the daemon on the default data dir (Badger in ~/.local/state/harnessd); ARGS=... for more flags
+	$(BIN)/harnessd serve $(ARGS)
+
+test: ## run every test with the race detector
+	$(GO) test -race -count=1 -timeout=600s $(PKGS)
+
+lint: ## go vet and staticcheck
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+bench: ## the bench suite (Go benchmarks of the hot functions)
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+bench-ci: ## every benchmark once, so they keep compiling and working
+	$(GO) test -run='^$$' -bench=. -benchtime=1x $(PKGS)
+
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "== $$t $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$${FUZZTIME:-10s} $$t || exit 1; \
+	  done; \
+	done
+
+tidy: ## fail when go.mod or go.sum is out of date
+	$(GO) mod tidy -diff
+
+clean: ## remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,306 @@
+// Command harness is the human CLI of harnessd: it talks to the daemon of a
+// data dir over its unix socket.
+//
+// Exit codes: 0 success, 1 the operation failed (the error code is printed),
+// 2 usage error, 3 the daemon is not running or not answering.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/client"
+	"github.com/harnessd/harnessd/harness/daemon"
+	"github.com/harnessd/harnessd/harness/errs"
+)
+
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitUnavailable = 3
+)
+
+const usage = `harness is the command-line client of harnessd.
+
+Usage:
+  harness repo add PATH        register a git work tree
+  harness repo ls              list registered repositories
+  harness repo rm REPO_ID      unregister a repository
+  harness status               daemon status (pid, uptime, version, repos, store, actors)
+  harness ops                  list every operation with its description
+  harness call OP [JSON]       run any operation with JSON arguments (or JSON on stdin with -)
+
+Global flags:
+  --data-dir DIR   data directory of the daemon (env HARNESSD_DATA_DIR)
+  --json           print JSON instead of tables
+  --timeout D      give up after D (default 60s)
+
+Exit codes: 0 ok, 1 operation failed, 2 usage, 3 daemon not running.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+type cli struct {
+	c       *client.Client
+	json    bool
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	dataDir string
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("harness", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(true)
+	dataDir := fs.String("data-dir", harness.DefaultDataDir(), "")
+	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 60*time.Second, "")
+	help := fs.BoolP("help", "h", false, "")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "harness: %v\n\n%s", err, usage)
+		return exitUsage
+	}
+	rest := fs.Args()
+	if *help || len(rest) == 0 {
+		fmt.Fprint(stdout, usage)
+		if *help {
+			return exitOK
+		}
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	c := &cli{c: client.Unix(daemon.PathsOf(*dataDir).Socket), json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, dataDir: *dataDir}
+	defer c.c.Close()
+	err := c.dispatch(ctx, rest)
+	return c.exit(err)
+}
+
+type usageErr struct{ msg string }
+
+func (u usageErr) Error() string { return u.msg }
+
+func (c *cli) exit(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue usageErr
+	if errors.As(err, &ue) {
+		fmt.Fprintf(c.stderr, "harness: %s\n\n%s", ue.msg, usage)
+		return exitUsage
+	}
+	e := errs.From(err)
+	if e.Code == errs.Unavailable {
+		fmt.Fprintf(c.stderr, "harness: harnessd is not running on %s (start it with `harnessd serve --data-dir %s`): %s\n", c.dataDir, c.dataDir, e.Message)
+		return exitUnavailable
+	}
+	if c.json {
+		b, _ := json.Marshal(map[string]any{"error": e})
+		fmt.Fprintln(c.stdout, string(b))
+	} else {
+		fmt.Fprintf(c.stderr, "harness: %s: %s\n", e.Code, e.Message)
+	}
+	return exitFailed
+}
+
+func (c *cli) dispatch(ctx context.Context, args []string) error {
+	switch args[0] {
+	case "repo":
+		if len(args) < 2 {
+			return usageErr{"repo needs a subcommand: add, ls, rm"}
+		}
+		switch args[1] {
+		case "add":
+			if len(args) != 3 {
+				return usageErr{"usage: harness repo add PATH"}
+			}
+			return c.repoAdd(ctx, args[2])
+		case "ls", "list":
+			return c.repoList(ctx)
+		case "rm", "remove":
+			if len(args) != 3 {
+				return usageErr{"usage: harness repo rm REPO_ID"}
+			}
+			return c.show(ctx, "repository_unregister", map[string]any{"repo_id": args[2]}, func(raw json.RawMessage) {
+				var r harness.UnregisterResult
+				_ = json.Unmarshal(raw, &r)
+				fmt.Fprintf(c.stdout, "unregistered %s (%s)\n", r.ID, r.Root)
+			})
+		}
+		return usageErr{fmt.Sprintf("unknown repo subcommand %q", args[1])}
+	case "status":
+		return c.status(ctx)
+	case "ops":
+		return c.ops(ctx)
+	case "call":
+		if len(args) < 2 || len(args) > 3 {
+			return usageErr{"usage: harness call OP [JSON|-]"}
+		}
+		body := json.RawMessage("{}")
+		if len(args) == 3 {
+			b := []byte(args[2])
+			if args[2] == "-" {
+				var err error
+				if b, err = io.ReadAll(c.stdin); err != nil {
+					return err
+				}
+			}
+			body = b
+		}
+		raw, err := c.c.Call(ctx, args[1], body)
+		if err != nil {
+			return err
+		}
+		return c.printJSON(raw)
+	}
+	return usageErr{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// show runs op and prints the raw JSON with --json, else calls human.
+func (c *cli) show(ctx context.Context, op string, args any, human func(json.RawMessage)) error {
+	raw, err := c.c.Call(ctx, op, args)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	human(raw)
+	return nil
+}
+
+func (c *cli) printJSON(raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		_, err = c.stdout.Write(append(raw, '\n'))
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := c.stdout.Write(buf.Bytes())
+	return err
+}
+
+func (c *cli) repoAdd(ctx context.Context, path string) error {
+	return c.show(ctx, "repository_register", map[string]any{"path": path}, func(raw json.RawMessage) {
+		var r harness.RegisterResult
+		_ = json.Unmarshal(raw, &r)
+		verb := "registered"
+		if !r.Created {
+			verb = "already registered"
+		}
+		fmt.Fprintf(c.stdout, "%s %s\n  repo_id     %s\n  checkout_id %s\n", verb, r.Root, r.ID, r.CheckoutID)
+	})
+}
+
+func (c *cli) repoList(ctx context.Context) error {
+	return c.show(ctx, "repository_list", nil, func(raw json.RawMessage) {
+		var r harness.ListResult
+		_ = json.Unmarshal(raw, &r)
+		if len(r.Repositories) == 0 {
+			fmt.Fprintln(c.stdout, "no repositories registered (add one with `harness repo add PATH`)")
+			return
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REPO_ID\tCHECKOUT_ID\tROOT\tREGISTERED")
+		for _, x := range r.Repositories {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.ID, x.CheckoutID, x.Root, x.Registered.Local().Format(time.DateTime))
+		}
+		tw.Flush()
+	})
+}
+
+func (c *cli) status(ctx context.Context) error {
+	raw, err := c.c.Get(ctx, "/v1/status")
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var st harness.StatusResult
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "pid\t%d\n", st.Pid)
+	fmt.Fprintf(tw, "version\t%s (%s)\n", st.Version, st.GoVersion)
+	fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeS * float64(time.Second))).Round(time.Second))
+	fmt.Fprintf(tw, "data dir\t%s\n", st.DataDir)
+	fmt.Fprintf(tw, "repositories\t%d\n", st.Repositories)
+	fmt.Fprintf(tw, "store\t%s\n", humanBytes(st.StoreBytes))
+	kinds := make([]string, 0, len(st.Actors))
+	for k := range st.Actors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, st.Actors[k]))
+	}
+	fmt.Fprintf(tw, "actors\t%s\n", strings.Join(parts, " "))
+	fmt.Fprintf(tw, "goroutines\t%d\n", st.Goroutines)
+	for _, l := range st.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", l)
+	}
+	return tw.Flush()
+}
+
+func (c *cli) ops(ctx context.Context) error {
+	raw, err := c.c.Get(ctx, "/v1/ops")
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var r struct {
+		Operations []struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			ReadOnly    bool   `json:"read_only"`
+		} `json:"operations"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATION\tREAD-ONLY\tDESCRIPTION")
+	for _, o := range r.Operations {
+		fmt.Fprintf(tw, "%s\t%v\t%s\n", o.Name, o.ReadOnly, o.Description)
+	}
+	return tw.Flush()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
