@@ -1,0 +1,77 @@
+// Package gitx runs git for harnessd with hardening flags and a scrubbed
+// environment, and parses its status, diff and numstat output.
+//
+// Every git process harnessd starts goes through [Git.Cmd] or [Git.Run], so
+// the protections below apply to all of them.
+//
+// # Threat model
+//
+// Two inputs are untrusted. The first is the repository's own configuration
+// (.git/config, config.worktree and files they include), which an agent with
+// write access to the checkout can change. The second is the revisions and
+// paths an agent supplies. The user's global configuration (~/.gitconfig) is
+// trusted and still applies, so credential-free settings such as git-lfs
+// filters installed globally keep working.
+//
+// # Global flags (every call)
+//
+//	--no-pager
+//	-c core.fsmonitor=false        no fsmonitor hook (would run a program on every status)
+//	-c core.hooksPath=/dev/null    no hooks
+//	-c core.pager=cat              never page
+//	-c core.editor=false           (also GIT_EDITOR=false) never start an editor
+//	-c sequence.editor=false       nor a rebase todo editor
+//	-c core.askPass=               never prompt
+//	-c core.sshCommand=false       no ssh
+//	-c protocol.allow=never        no transport at all, including ext:: and lazy fetches
+//	-c credential.helper=          no credential helpers
+//	-c diff.external=              no external diff program
+//	-c color.ui=false              plain output
+//	-c diff.noprefix=false         patches keep a/ and b/ prefixes
+//	-c diff.mnemonicPrefix=false, diff.srcPrefix=a/, diff.dstPrefix=b/, diff.relative=false
+//	-c core.quotePath=false        raw UTF-8 paths (the parsers use -z anyway)
+//	-c commit.gpgSign=false, tag.gpgSign=false, log.showSignature=false
+//	                               no gpg.program from the repository config
+//
+// core.untrackedCache keeps its default, which is the faster choice.
+//
+// Drivers that are named by .gitattributes but defined in the repository
+// config would run an arbitrary command. gitx reads the repository's config
+// files (following include.path and includeIf.*.path) without running git,
+// caches the result by file stamp, and neutralises each driver it finds:
+// filter.<x>.clean/smudge/process are emptied and required=false (git status
+// runs the clean filter on any file whose stat data changed),
+// diff.<x>.textconv becomes cat (identity) and merge.<x>.driver becomes false
+// (the merge reports a conflict instead of running the program). A driver
+// whose name cannot be written as a -c key (it contains '=') makes every call
+// fail closed with POLICY_DENIED.
+//
+// [Git.Diff] additionally passes --no-ext-diff --no-textconv --no-color.
+// Other callers of [Git.Run] that run diff, log -p or show should pass the
+// same flags.
+//
+// # Environment
+//
+// Only PATH, HOME, LANG, LC_ALL, TMPDIR and USER are taken from the current
+// environment; everything else (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE,
+// GIT_EXEC_PATH, GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT, GIT_EXTERNAL_DIFF,
+// GIT_SSH*, GIT_ASKPASS, ...) is dropped. Then GIT_TERMINAL_PROMPT=0,
+// GIT_OPTIONAL_LOCKS=0 (status never takes index.lock), GIT_PAGER=cat,
+// PAGER=cat, GIT_EDITOR=false, GIT_CONFIG_NOSYSTEM=1, GIT_ATTR_NOSYSTEM=1,
+// GIT_NO_LAZY_FETCH=1, GIT_PROTOCOL_FROM_USER=0 and LC_ALL=C are set.
+// Stdin is /dev/null.
+//
+// # Agent input
+//
+// Revisions pass [ValidateRev] and paths pass [ValidatePathspec] before they
+// reach git, so neither can start with '-'. Revisions follow --end-of-options
+// (git >= 2.24; detected once per binary) and paths always follow "--".
+//
+// # Output and errors
+//
+// Output is bounded: [Git.Run] keeps at most maxOut bytes of stdout and 64 KiB
+// of stderr. Failures are *errs.Error values: NOT_A_GIT_REPOSITORY,
+// NOT_FOUND (missing directory or unknown revision), INVALID_ARGUMENT,
+// TIMEOUT/CANCELLED (context), UNAVAILABLE (no git binary) or INTERNAL, with
+// git's trimmed stderr in the message.
+package gitx

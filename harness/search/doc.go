@@ -1,0 +1,56 @@
+// Package search is harnessd's code search over a repository work tree: it
+// runs ripgrep when installed and a pure-Go engine with the same results
+// otherwise.
+//
+// # Semantics shared by both engines
+//
+// Files searched: the files git considers part of the work tree and not
+// ignored, that is tracked files plus untracked files not excluded by
+// .gitignore, .git/info/exclude or core.excludesFile (the list of
+// `git ls-files -z --cached --others --exclude-standard`). Tracked files that
+// match an ignore rule are searched too, as git does. When root is not inside
+// a git work tree, every file under root is a candidate. Hidden files are
+// searched; .git is never searched; symbolic links are never followed (a
+// symlink is not searched); only regular files are read.
+//
+// A candidate is then dropped, in this order, when:
+//   - Request.Glob does not select it (a doublestar pattern over the
+//     slash-separated relative path; a pattern without '/' is matched against
+//     the base name at any depth, like rg -g; a leading '/' anchors the
+//     pattern at root; a leading '!' negates it: a file is then dropped when
+//     the pattern matches it or one of its parent directories);
+//   - Searcher.Exclude rejects it: it is never opened by the Go engine, never
+//     reported by either engine, and counted in Result.Excluded;
+//   - it is larger than Limits.MaxFileSize;
+//   - it contains a NUL byte anywhere (binary).
+//
+// Matching: the query is a literal (default) or a regular expression in the
+// common subset of Go RE2 and Rust's regex crate (validated with Go's
+// regexp). Queries may not contain NUL or newline bytes. Matching is line by
+// line on raw bytes (no BOM sniffing or transcoding): '^' and '$' match at
+// line boundaries, a match never spans lines, and a line's "\r" is part of the
+// line for matching. \d, \w, \s and POSIX classes are ASCII in both engines
+// (Go's meaning); \b and \B are ASCII word boundaries in both.
+//
+// Results: one Match per matching line, with the 1-based byte column of the
+// leftmost match. Text is the line without its "\n" or "\r\n", with invalid
+// UTF-8 bytes replaced by U+FFFD, cut to Limits.MaxMatchChars runes (Cut is
+// then set). Matches are ordered by path, compared component by component in
+// byte order (the order of a sorted tree walk and of rg --sort path: "a/b"
+// sorts before "a.b" because '/' sorts before every other byte), then by
+// line. Truncated reports that more than MaxResults matches existed.
+//
+// Errors: an empty query, a query with NUL or newline, a bad regular
+// expression or glob, a negative MaxResults give errs.InvalidArgument; running
+// past Limits.Timeout gives errs.Timeout; a cancelled context gives
+// errs.Cancelled; SearchRG without rg gives errs.Unavailable.
+//
+// Known differences between the engines: on bytes that are not valid UTF-8,
+// Go's regexp treats each invalid byte as U+FFFD (so '.' matches it) while
+// Rust's does not; rg finds ignore rules in core.excludesFile only from the
+// global git configuration, not from a repository's .git/config; rg descends
+// into nested repositories and submodules, which git ls-files lists as a
+// single directory entry the Go engine skips; a regular expression that Go
+// accepts but Rust rejects (for example an empty class) is an
+// errs.InvalidArgument from the rg engine only.
+package search
