@@ -6,23 +6,34 @@ import (
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/gitx"
 	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/harness/redact"
+	"github.com/harnessd/harnessd/harness/search"
 )
 
 // fastPath holds the mechanisms of the Fast Path, built once per Harness.
 type fastPath struct {
-	git  *gitx.Git
-	deny *pathsafe.Denylist
+	git      *gitx.Git
+	deny     *pathsafe.Denylist
+	searcher *search.Searcher
+	redactor *redact.Redactor
 
 	mu    sync.Mutex // protects roots
 	roots map[string]*pathsafe.Root
 }
 
 func newFastPath(h *Harness) (*fastPath, error) {
-	deny, err := pathsafe.NewDenylist(pathsafe.DefaultSecretPatterns())
+	deny, err := pathsafe.NewDenylist(h.cfg.secretPatterns())
 	if err != nil {
 		return nil, err
 	}
-	return &fastPath{git: &gitx.Git{}, deny: deny, roots: map[string]*pathsafe.Root{}}, nil
+	exclude := func(rel string) bool { _, ok := deny.Match(rel); return ok }
+	return &fastPath{
+		git:      &gitx.Git{},
+		deny:     deny,
+		searcher: search.New(exclude, search.Limits{}),
+		redactor: redact.Default(),
+		roots:    map[string]*pathsafe.Root{},
+	}, nil
 }
 
 // root returns the cached path checker of a repository.
@@ -50,5 +61,3 @@ func (f *fastPath) forget(repoID string) {
 }
 
 func (f *fastPath) close() {}
-
-func fastOps() []Op { return nil }

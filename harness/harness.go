@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/logx"
+	"github.com/harnessd/harnessd/harness/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 	"github.com/harnessd/harnessd/supervisors"
@@ -34,6 +35,16 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
+	// SecretPatterns replaces the default secret-path denylist (doublestar
+	// globs, see pathsafe.DefaultSecretPatterns). Nil = the default.
+	SecretPatterns []string
+}
+
+func (c Config) secretPatterns() []string {
+	if c.SecretPatterns != nil {
+		return c.SecretPatterns
+	}
+	return pathsafe.DefaultSecretPatterns()
 }
 
 // DefaultDataDir returns $HARNESSD_DATA_DIR, else $XDG_STATE_HOME/harnessd,

@@ -1,0 +1,10 @@
+// Package ledger holds the pure state machine of the request ledger, which
+// makes mutations idempotent by request_id.
+//
+// An entry moves executing -> succeeded | failed, or executing -> unknown when
+// the daemon restarts while the operation ran. A failed entry may go back to
+// executing when the same request is retried. The functions here do no I/O:
+// the owner loads the existing entry, calls Begin, persists the returned entry
+// with sync before executing when the decision is Proceed, and persists the
+// result of Complete or Fail before replying.
+package ledger
