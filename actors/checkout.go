@@ -1,34 +1,386 @@
 package actors
 
 import (
+	"errors"
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/lease"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
-// Checkout owns the mutation side of one checkout: it is the lease arbiter
-// for the checkout's resource keys (see lease.go in this package).
+// Checkout is the lease arbiter of one checkout: it grants write leases
+// over the checkout's resource keys, refuses or queues overlapping ones,
+// and issues fencing tokens that never go back, also across kill -9 (the
+// high-water mark of each key is persisted with sync before a grant).
+//
+// Mailbox order is the synchronisation: no lock guards the table.
 type Checkout struct {
 	repo  messages.Repository
 	store *persistence.Store
 	lg    *zap.Logger
+	now   func() time.Time
+
+	table   *lease.Table
+	pids    map[string]*actor.PID // lease id -> lease actor
+	waiters []*waiter
+	seq     uint64
 }
 
-// NewCheckout returns the producer of a checkout actor.
-func NewCheckout(repo messages.Repository, store *persistence.Store, lg *zap.Logger) actor.Producer {
+type waiter struct {
+	seq    uint64
+	req    lease.Request
+	sender *actor.PID
+	timer  *time.Timer
+}
+
+// waitExpired tells the checkout that a queued Acquire ran out of time.
+type waitExpired struct{ seq uint64 }
+
+// NewCheckout returns the producer of a checkout actor. now nil = time.Now.
+func NewCheckout(repo messages.Repository, store *persistence.Store, lg *zap.Logger, now func() time.Time) actor.Producer {
+	if now == nil {
+		now = time.Now
+	}
 	return func() actor.Actor {
-		return &Checkout{repo: repo, store: store, lg: lg}
+		return &Checkout{repo: repo, store: store, lg: lg, now: now}
 	}
 }
 
 // Receive dispatches the checkout's messages.
 func (a *Checkout) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.lg.With(zap.String("actor", "checkout"), zap.String("checkout_id", a.repo.CheckoutID))
+		a.restore(ctx)
+	case messages.Acquire:
+		a.acquire(ctx, m)
+	case messages.Renew:
+		r, err := a.renew(ctx, m)
+		reply(ctx, r, err)
+	case messages.Release:
+		reply(ctx, a.release(ctx, m.LeaseID), nil)
+	case messages.Fence:
+		reply(ctx, messages.Fenced{}, a.fence(m.LeaseID))
+	case messages.LeaseExpired:
+		a.expire(ctx, m.Now)
+	case messages.LeaseTick:
+		a.expire(ctx, m.Now)
+	case waitExpired:
+		a.waitExpired(ctx, m.seq)
+	case messages.ListLeases:
+		ctx.Respond(messages.LeaseList{Leases: a.list()})
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
+	case *actor.Stopping:
+		for _, w := range a.waiters {
+			w.timer.Stop()
+			ctx.Send(w.sender, messages.Failed{Err: errs.New(errs.Unavailable, "checkout %s is stopping", a.repo.CheckoutID)})
+		}
+		a.waiters = nil
 	}
+}
+
+// restore loads the fencing high-water marks and the durable leases.
+func (a *Checkout) restore(ctx actor.Context) {
+	hw := map[lease.Key]uint64{}
+	err := a.store.Scan(persistence.FencePrefix(a.repo.CheckoutID), func(key []byte, decode func(any) error) error {
+		var tok uint64
+		if err := decode(&tok); err != nil {
+			return err
+		}
+		hw[lease.Key(key[len(persistence.FencePrefix(a.repo.CheckoutID)):])] = tok
+		return nil
+	})
+	if err != nil {
+		panic("checkout: restore fencing marks: " + err.Error())
+	}
+	a.table = lease.NewTable(hw)
+	a.pids = map[string]*actor.PID{}
+	a.waiters = nil
+	var durable []messages.LeaseInfo
+	err = a.store.Scan(persistence.LeasePrefix(a.repo.CheckoutID), func(_ []byte, decode func(any) error) error {
+		var li messages.LeaseInfo
+		if err := decode(&li); err != nil {
+			return err
+		}
+		durable = append(durable, li)
+		return nil
+	})
+	if err != nil {
+		panic("checkout: restore durable leases: " + err.Error())
+	}
+	now := a.now()
+	for _, li := range durable {
+		a.table.Restore(fromInfo(li))
+	}
+	for _, l := range a.table.Expire(now) {
+		a.forget(ctx, l, "expired while harnessd was down")
+	}
+	for _, l := range a.table.Leases() {
+		a.spawnLease(ctx, toInfo(a.repo.CheckoutID, l))
+	}
+}
+
+func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
+	req, err := a.request(m)
+	if err != nil {
+		reply(ctx, nil, err)
+		return
+	}
+	if w := a.blockingWaiter(req.Keys); w != nil && m.Wait <= 0 {
+		reply(ctx, nil, errs.New(errs.MutationBusy, "resource is queued for another %s", w.req.Operation).
+			With("holder_operation", w.req.Operation).With("holder_owner", w.req.Owner).With("queued", true))
+		return
+	}
+	if a.blockingWaiter(req.Keys) == nil {
+		info, err := a.grant(ctx, req)
+		if err == nil || errs.CodeOf(err) != errs.MutationBusy || m.Wait <= 0 {
+			reply(ctx, messages.Acquired{Lease: info}, err)
+			return
+		}
+	}
+	// Busy and the caller will wait: queue in mailbox order.
+	a.seq++
+	seq, self, sys := a.seq, ctx.Self(), ctx.ActorSystem()
+	w := &waiter{seq: seq, req: req, sender: ctx.Sender()}
+	w.timer = time.AfterFunc(m.Wait, func() { sys.Root.Send(self, waitExpired{seq: seq}) })
+	a.waiters = append(a.waiters, w)
+}
+
+func (a *Checkout) request(m messages.Acquire) (lease.Request, error) {
+	keys := make([]lease.Key, 0, len(m.Keys))
+	for _, s := range m.Keys {
+		k, err := lease.ParseKey(s)
+		if err != nil {
+			return lease.Request{}, err
+		}
+		if k.Checkout() != a.repo.CheckoutID {
+			return lease.Request{}, errs.New(errs.InvalidArgument, "key %q is not of checkout %s", s, a.repo.CheckoutID)
+		}
+		keys = append(keys, k)
+	}
+	vis := lease.Visibility(m.Visibility)
+	if vis == "" {
+		vis = lease.Ephemeral
+	}
+	return lease.Request{Owner: m.Owner, Operation: m.Operation, Keys: keys, TTL: m.TTL, Visibility: vis}, nil
+}
+
+// blockingWaiter returns the first queued waiter whose keys overlap keys:
+// a newcomer never overtakes a waiter it conflicts with.
+func (a *Checkout) blockingWaiter(keys []lease.Key) *waiter {
+	for _, w := range a.waiters {
+		for _, k := range keys {
+			for _, wk := range w.req.Keys {
+				if lease.Overlaps(k, wk) {
+					return w
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// grant prepares a lease, persists the new high-water marks (and the lease
+// itself when durable) with sync, and only then commits and answers.
+func (a *Checkout) grant(ctx actor.Context, req lease.Request) (messages.LeaseInfo, error) {
+	now := a.now()
+	l, err := a.table.Prepare(req, now)
+	if err != nil {
+		return messages.LeaseInfo{}, err
+	}
+	info := toInfo(a.repo.CheckoutID, l)
+	err = a.store.Update(true, func(tx *persistence.Txn) error {
+		for k, tok := range l.Tokens {
+			if err := tx.Put(persistence.FenceKey(a.repo.CheckoutID, string(k)), tok); err != nil {
+				return err
+			}
+		}
+		if l.Visibility == lease.Durable {
+			return tx.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), info)
+		}
+		return nil
+	})
+	if err != nil {
+		return messages.LeaseInfo{}, errs.Wrap(errs.Internal, err, "persist fencing tokens: %v", err)
+	}
+	a.table.Commit(l)
+	if _, ok := a.table.Get(l.ID); !ok {
+		return messages.LeaseInfo{}, errs.New(errs.Internal, "lease %s was not committed", l.ID)
+	}
+	a.spawnLease(ctx, info)
+	return info, nil
+}
+
+func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo) {
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(NewLease(info, a.now)), "lease-"+info.ID)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		a.lg.Error("spawn lease actor", zap.String("lease_id", info.ID), zap.Error(err))
+		return
+	}
+	a.pids[info.ID] = pid
+}
+
+func (a *Checkout) renew(ctx actor.Context, m messages.Renew) (messages.Renewed, error) {
+	l, err := a.table.Renew(m.LeaseID, a.now())
+	if err != nil {
+		return messages.Renewed{}, err
+	}
+	if pid := a.pids[l.ID]; pid != nil {
+		ctx.Send(pid, messages.LeaseTouched{Expires: l.Expires})
+	}
+	if l.Visibility == lease.Durable {
+		if err := a.store.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), toInfo(a.repo.CheckoutID, l)); err != nil {
+			a.lg.Warn("persist renewed durable lease", zap.String("lease_id", l.ID), zap.Error(err))
+		}
+	}
+	return messages.Renewed{Expires: l.Expires}, nil
+}
+
+func (a *Checkout) release(ctx actor.Context, id string) messages.Released {
+	l, ok := a.table.Release(id)
+	if ok {
+		a.forget(ctx, l, "")
+		a.serveWaiters(ctx)
+	}
+	return messages.Released{Known: ok}
+}
+
+func (a *Checkout) fence(id string) error {
+	l, ok := a.table.Get(id)
+	now := a.now()
+	if !ok || !l.Live(now) {
+		return errs.New(errs.LeaseLost, "lease %s is no longer held (expired or released); nothing was written after the loss", id).With("lease_id", id)
+	}
+	for k, tok := range l.Tokens {
+		if !a.table.CurrentAt(k, tok, now) {
+			return errs.New(errs.LeaseLost, "fencing token %d of %s is stale", tok, k).With("lease_id", id).With("key", string(k))
+		}
+	}
+	return nil
+}
+
+func (a *Checkout) expire(ctx actor.Context, now time.Time) {
+	expired := a.table.Expire(now)
+	for _, l := range expired {
+		a.lg.Warn("lease lost: not renewed before it expired",
+			zap.String("lease_id", l.ID), zap.String("operation", l.Operation), zap.String("owner", l.Owner))
+		a.forget(ctx, l, "expired")
+	}
+	if len(expired) > 0 {
+		a.serveWaiters(ctx)
+	}
+}
+
+// forget stops a lease's actor and deletes its durable record.
+func (a *Checkout) forget(ctx actor.Context, l lease.Lease, _ string) {
+	if pid := a.pids[l.ID]; pid != nil {
+		ctx.Stop(pid)
+		delete(a.pids, l.ID)
+	}
+	if l.Visibility == lease.Durable {
+		if err := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, l.ID)); err != nil {
+			a.lg.Warn("delete durable lease", zap.String("lease_id", l.ID), zap.Error(err))
+		}
+	}
+}
+
+// serveWaiters grants queued requests in order; a waiter that is still
+// blocked keeps its place and blocks later waiters that overlap it.
+func (a *Checkout) serveWaiters(ctx actor.Context) {
+	var keep []*waiter
+	for _, w := range a.waiters {
+		blocked := false
+		for _, earlier := range keep {
+			if overlapAny(w.req.Keys, earlier.req.Keys) {
+				blocked = true
+				break
+			}
+		}
+		if !blocked {
+			info, err := a.grant(ctx, w.req)
+			if err == nil {
+				w.timer.Stop()
+				ctx.Send(w.sender, messages.Acquired{Lease: info})
+				continue
+			}
+			if errs.CodeOf(err) != errs.MutationBusy {
+				w.timer.Stop()
+				ctx.Send(w.sender, messages.Failed{Err: err})
+				continue
+			}
+		}
+		keep = append(keep, w)
+	}
+	a.waiters = keep
+}
+
+func overlapAny(a, b []lease.Key) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if lease.Overlaps(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *Checkout) waitExpired(ctx actor.Context, seq uint64) {
+	for i, w := range a.waiters {
+		if w.seq != seq {
+			continue
+		}
+		a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
+		_, err := a.table.Prepare(w.req, a.now())
+		if err == nil {
+			err = errs.New(errs.MutationBusy, "resource still busy after waiting")
+		}
+		ctx.Send(w.sender, messages.Failed{Err: err})
+		a.serveWaiters(ctx)
+		return
+	}
+}
+
+func (a *Checkout) list() []messages.LeaseInfo {
+	ls := a.table.Leases()
+	out := make([]messages.LeaseInfo, 0, len(ls))
+	now := a.now()
+	for _, l := range ls {
+		if l.Live(now) {
+			out = append(out, toInfo(a.repo.CheckoutID, l))
+		}
+	}
+	return out
+}
+
+func toInfo(checkout string, l lease.Lease) messages.LeaseInfo {
+	keys := make([]string, len(l.Keys))
+	toks := make(map[string]uint64, len(l.Tokens))
+	for i, k := range l.Keys {
+		keys[i] = string(k)
+	}
+	for k, v := range l.Tokens {
+		toks[string(k)] = v
+	}
+	return messages.LeaseInfo{ID: l.ID, CheckoutID: checkout, Owner: l.Owner, Operation: l.Operation, Keys: keys, Tokens: toks,
+		TTL: l.TTL, Granted: l.Granted, Expires: l.Expires, Visibility: string(l.Visibility)}
+}
+
+func fromInfo(li messages.LeaseInfo) lease.Lease {
+	keys := make([]lease.Key, len(li.Keys))
+	toks := make(map[lease.Key]uint64, len(li.Tokens))
+	for i, k := range li.Keys {
+		keys[i] = lease.Key(k)
+	}
+	for k, v := range li.Tokens {
+		toks[lease.Key(k)] = v
+	}
+	return lease.Lease{ID: li.ID, Owner: li.Owner, Operation: li.Operation, Keys: keys, Tokens: toks,
+		TTL: li.TTL, Granted: li.Granted, Expires: li.Expires, Visibility: lease.Visibility(li.Visibility)}
 }

@@ -69,7 +69,7 @@ func spawnRegistry(t *testing.T, s *actor.ActorSystem, st *persistence.Store, ix
 	t.Helper()
 	lg := zap.NewNop()
 	co := func(r messages.Repository) *actor.Props {
-		return actor.PropsFromProducer(NewCheckout(r, st, lg), actor.WithReceiverMiddleware(Recover(lg)))
+		return actor.PropsFromProducer(NewCheckout(r, st, lg, nil), actor.WithReceiverMiddleware(Recover(lg)))
 	}
 	prod := NewRegistry(st, ix, co, lg)
 	props := actor.PropsFromProducer(func() actor.Actor { return crashOn{prod()} }, actor.WithReceiverMiddleware(Recover(lg)))

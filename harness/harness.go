@@ -87,6 +87,7 @@ type Harness struct {
 	system  *actor.ActorSystem
 	root    *actor.PID
 	reg     *actor.PID
+	ledger  *actor.PID
 	index   *actors.RepoIndex
 	started time.Time
 
@@ -130,12 +131,13 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		logx.ActorSystemOption(cfg.Logger),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond),
 	))
-	spec := supervisors.Tree(supervisors.Deps{Store: h.store, Index: h.index, Logger: cfg.Logger})
+	spec := supervisors.Tree(supervisors.Deps{Store: h.store, Index: h.index, Logger: cfg.Logger, Now: cfg.Now})
 	h.root, err = h.system.Root.SpawnNamed(supervisors.Props(spec, cfg.Logger), "harnessd")
 	if err != nil {
 		return nil, fmt.Errorf("start actor tree: %w", err)
 	}
 	h.reg = supervisors.ChildPID(h.root, supervisors.RegistryName)
+	h.ledger = supervisors.ChildPID(h.root, supervisors.LedgerName)
 	// The root spawns its children in Started, which it handles before any
 	// message: once it answers, every child exists and (handling its own
 	// Started first) will answer only after restoring its state.

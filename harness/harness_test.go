@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -165,3 +166,5 @@ func TestPersistentReopen(t *testing.T) {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
 }
+
+func testNow() time.Time { return time.Now() }

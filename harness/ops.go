@@ -126,7 +126,7 @@ func LookupOp(name string) (*Op, bool) {
 }
 
 func buildOps() {
-	opsList = append(repoOps(), fastOps()...)
+	opsList = append(append(repoOps(), fastOps()...), mutationOps()...)
 	sort.Slice(opsList, func(i, j int) bool { return opsList[i].Name < opsList[j].Name })
 	opsIndex = make(map[string]*Op, len(opsList))
 	for i := range opsList {

@@ -22,8 +22,17 @@ const (
 // RepoKey returns reg/repo/<repo id>.
 func RepoKey(repoID string) []byte { return []byte(PrefixRepo + repoID) }
 
-// FenceKey returns fence/<checkout id>: the fencing high-water marks of one checkout.
-func FenceKey(checkoutID string) []byte { return []byte(PrefixFence + checkoutID) }
+// FenceKey returns fence/<checkout id>/<resource key>: the fencing
+// high-water mark of one resource key.
+func FenceKey(checkoutID, resourceKey string) []byte {
+	return []byte(PrefixFence + checkoutID + "/" + resourceKey)
+}
+
+// FencePrefix returns fence/<checkout id>/, the prefix of a checkout's marks.
+func FencePrefix(checkoutID string) []byte { return []byte(PrefixFence + checkoutID + "/") }
+
+// LeasePrefix returns lease/<checkout id>/, the prefix of its durable leases.
+func LeasePrefix(checkoutID string) []byte { return []byte(PrefixLease + checkoutID + "/") }
 
 // LeaseKey returns lease/<checkout id>/<lease id>: a durable lease.
 func LeaseKey(checkoutID, leaseID string) []byte {

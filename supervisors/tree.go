@@ -14,6 +14,7 @@ import (
 // Names of the root supervisor's children.
 const (
 	RegistryName = "registry"
+	LedgerName   = "ledger"
 )
 
 // Deps are what the tree's actors need.
@@ -21,6 +22,8 @@ type Deps struct {
 	Store  *persistence.Store
 	Index  *actors.RepoIndex
 	Logger *zap.Logger
+	// Now is the clock of leases and ledger entries; nil = time.Now.
+	Now func() time.Time
 }
 
 // Tree declares harnessd's root supervisor: its children in start order.
@@ -28,12 +31,14 @@ func Tree(d Deps) Spec {
 	lg := d.Logger
 	mw := actor.WithReceiverMiddleware(actors.Recover(lg))
 	checkout := func(r messages.Repository) *actor.Props {
-		return actor.PropsFromProducer(actors.NewCheckout(r, d.Store, lg), mw)
+		return actor.PropsFromProducer(actors.NewCheckout(r, d.Store, lg, d.Now), mw)
 	}
 	registry := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+	ledger := actor.PropsFromProducer(actors.NewLedger(d.Store, lg, actors.LedgerConfig{Now: d.Now}), mw)
 	return Spec{
 		Children: []Child{
+			{Name: LedgerName, Props: ledger, Restart: Permanent},
 			{Name: RegistryName, Props: registry, Restart: Permanent},
 		},
 		Intensity: 5,

@@ -67,7 +67,9 @@ var globalArgs = []string{
 func GlobalArgs() []string { return append([]string(nil), globalArgs...) }
 
 // envAllow lists the variables inherited from the current environment.
-var envAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"}
+var envAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER",
+	// Commit identity: harmless, and what a user sets to commit as someone.
+	"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"}
 
 // envForce is appended after the inherited variables (later entries win).
 var envForce = []string{

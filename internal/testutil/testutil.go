@@ -42,6 +42,9 @@ func Repo(t testing.TB, files map[string]string) string {
 		t.Fatal(err)
 	}
 	Git(t, dir, "init", "-q", "-b", "main")
+	// harnessd's own git calls do not see the test's environment identity.
+	Git(t, dir, "config", "user.name", "harnessd test")
+	Git(t, dir, "config", "user.email", "test@harnessd.invalid")
 	for name, body := range files {
 		WriteFile(t, dir, name, body)
 	}

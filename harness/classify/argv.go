@@ -1,0 +1,577 @@
+package classify
+
+import (
+	"path"
+	"strconv"
+	"strings"
+)
+
+// maxDepth bounds how deeply wrappers (env, timeout, xargs, find -exec) and
+// nested `sh -c` scripts are followed.
+const maxDepth = 8
+
+// dynamicArg stands for an argument whose value is only known at run time
+// (a shell expansion, a leading glob, xargs input). Real argv elements cannot
+// contain NUL, so any element containing one is treated as dynamic.
+const dynamicArg = "\x00"
+
+func isDynamic(a string) bool { return strings.IndexByte(a, 0) >= 0 }
+
+// Argv classifies a typed argv (never a shell string: a `sh -c` script is
+// parsed with [Script]). It never panics; an empty argv is unknown.
+func Argv(argv []string) Result { return classifyArgv(argv, 0) }
+
+// handler classifies the arguments of one program (argv[1:]).
+type handler func(prog string, args []string, depth int) Result
+
+type command struct {
+	fn handler
+	// wrapper programs run another command and judge its arguments themselves.
+	wrapper bool
+}
+
+var commands map[string]command
+
+func classifyArgv(argv []string, depth int) Result {
+	if len(argv) == 0 {
+		return result(Unknown, "empty command")
+	}
+	name := argv[0]
+	if isDynamic(name) {
+		return result(Shell, "the command name is expanded at run time")
+	}
+	prog, trusted := programName(name)
+	var r Result
+	switch {
+	case prog == "":
+		r = result(Unknown, "empty program name")
+	case depth > maxDepth:
+		r = result(Shell, "commands are nested too deeply to classify")
+	case !trusted:
+		r = result(Unknown, "runs "+strconv.Quote(name)+" by path; only programs on PATH or in system directories are classified")
+	default:
+		r = dispatch(prog, argv[1:], depth)
+	}
+	r.Program = prog
+	if r.Class == Readonly && hasRecursiveRm(argv) {
+		r.raise(Unknown, "the arguments contain \"rm -r\"; not treated as readonly")
+	}
+	return r
+}
+
+func dispatch(prog string, args []string, depth int) Result {
+	c, ok := commands[prog]
+	if !ok {
+		switch {
+		case strings.HasPrefix(prog, "mkfs"):
+			return result(Destructive, prog+" formats a filesystem")
+		case isShell(prog):
+			c = command{fn: classifyShell, wrapper: true}
+		default:
+			return result(Unknown, prog+" is not on the readonly allowlist")
+		}
+	}
+	r := c.fn(prog, args, depth)
+	if !c.wrapper && r.Class.Severity() < Unknown.Severity() && !argSafe[prog] {
+		if i := firstInjectable(prog, args); i >= 0 {
+			r.raise(Unknown, "argument "+strconv.Itoa(i+1)+" of "+prog+" is expanded at run time and could add options")
+		}
+	}
+	return r
+}
+
+// firstInjectable returns the index of the first dynamic argument that could
+// be taken as an option, or -1. Arguments after "--" are operands.
+func firstInjectable(prog string, args []string) int {
+	for i, a := range args {
+		if a == "--" && prog != "find" {
+			return -1
+		}
+		if isDynamic(a) {
+			return i
+		}
+	}
+	return -1
+}
+
+// argSafe lists readonly programs whose options cannot write files, run
+// programs or use the network, so unknown extra arguments keep them readonly.
+var argSafe = map[string]bool{
+	"cat": true, "head": true, "tail": true, "wc": true, "ls": true, "stat": true,
+	"grep": true, "egrep": true, "fgrep": true, "basename": true, "dirname": true,
+	"realpath": true, "readlink": true, "echo": true, "printf": true, "pwd": true,
+	"true": true, "false": true, "uname": true, "which": true, "sha1sum": true,
+	"sha224sum": true, "sha256sum": true, "sha384sum": true, "sha512sum": true,
+	"md5sum": true, "b2sum": true, "cksum": true, "cmp": true, "diff": true, "du": true,
+	"cut": true, "nl": true, "tac": true, "rev": true, "jq": true, "id": true,
+	"whoami": true, "seq": true, "sleep": true, "comm": true, "paste": true,
+	"fold": true, "expand": true, "unexpand": true, "od": true, "strings": true,
+	"base64": true, "nproc": true, "tr": true, "test": true, "[": true,
+}
+
+var systemDirs = map[string]bool{
+	"/bin": true, "/usr/bin": true, "/usr/local/bin": true,
+	"/sbin": true, "/usr/sbin": true, "/usr/local/sbin": true,
+}
+
+// programName returns the base name of argv[0] and whether it names a program
+// looked up on PATH or in a system directory (not ./tool or /tmp/x/git).
+func programName(p string) (string, bool) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return p, true
+	}
+	base := p[i+1:]
+	dir := p[:i]
+	if dir == "" {
+		return base, false
+	}
+	return base, systemDirs[path.Clean(dir)]
+}
+
+// hasRecursiveRm reports whether argv holds an "rm" element followed later by
+// a recursive flag. It backs up the parsers: such an argv is never readonly.
+func hasRecursiveRm(argv []string) bool {
+	seenRm := false
+	for _, a := range argv {
+		if seenRm && isRecursiveRmFlag(a) {
+			return true
+		}
+		seenRm = seenRm || a == "rm" || strings.HasSuffix(a, "/rm")
+	}
+	return false
+}
+
+func isRecursiveRmFlag(f string) bool {
+	if strings.HasPrefix(f, "--") {
+		return len(f) > 3 && strings.HasPrefix("--recursive", f)
+	}
+	return len(f) > 1 && f[0] == '-' && strings.ContainsAny(f, "rR")
+}
+
+// dangerousEnv reports environment variables that change which program runs
+// or make a readonly program run others (loader, git, pager, shell startup).
+func dangerousEnv(name string) bool {
+	switch name {
+	case "PATH", "BASH_ENV", "ENV", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "IFS",
+		"PS4", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "RIPGREP_CONFIG_PATH",
+		"LESSOPEN", "LESSCLOSE", "GCONV_PATH", "HOME", "XDG_CONFIG_HOME", "GOFLAGS",
+		"GOTOOLCHAIN", "GOENV", "SHELL", "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS",
+		"CDPATH", "TERMINFO":
+		return true
+	}
+	return strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") ||
+		strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_")
+}
+
+// splitAssign splits NAME=VALUE; ok is false when a is not an assignment.
+func splitAssign(a string) (name string, ok bool) {
+	i := strings.IndexByte(a, '=')
+	if i <= 0 {
+		return "", false
+	}
+	for j := 0; j < i; j++ {
+		c := a[j]
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (j == 0 || c < '0' || c > '9') {
+			return "", false
+		}
+	}
+	return a[:i], true
+}
+
+func envReason(name string) string {
+	return "environment variable " + name + " can change what the command runs"
+}
+
+// scanShort walks a short-option cluster such as "-nro" or "-ofile". Letters
+// in withArg take an argument: the rest of the cluster, or else the next
+// argument (takesNext). It returns the letters seen up to and including the
+// first argument-taking one.
+func scanShort(a, withArg string) (letters string, takesNext bool) {
+	for j := 1; j < len(a); j++ {
+		if strings.IndexByte(withArg, a[j]) >= 0 {
+			return a[1 : j+1], j == len(a)-1
+		}
+	}
+	return a[1:], false
+}
+
+// isShort reports whether a is a short-option cluster ("-x...", not "-" or "--...").
+func isShort(a string) bool { return len(a) > 1 && a[0] == '-' && a[1] != '-' }
+
+// longName splits "--name=value" into name and whether a value is attached.
+func longName(a string) (name string, attached bool) {
+	name = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		return name[:i], true
+	}
+	return name, false
+}
+
+// abbrevOf reports whether the long option name (without "--") is full or an
+// abbreviation of it at least min characters long, as getopt_long and git's
+// parse-options accept.
+func abbrevOf(name, full string, min int) bool {
+	return len(name) >= min && strings.HasPrefix(full, name)
+}
+
+// ---- wrappers ----------------------------------------------------------------
+
+// wrapped classifies the command a wrapper runs; reasons from the wrapper's
+// own options (pre) are kept.
+func wrapped(prog string, inner []string, depth int, pre Result) Result {
+	if len(inner) == 0 {
+		return pre
+	}
+	r := classifyArgv(inner, depth+1)
+	if r.Class.Severity() > Readonly.Severity() || len(r.Reasons) == 0 {
+		r.Reasons = append([]string(nil), r.Reasons...)
+	} else {
+		r.Reasons = []string{prog + " runs " + r.Program + ": " + r.Reasons[0]}
+	}
+	if pre.Class != Readonly || pre.Network {
+		r.merge(pre)
+	}
+	return r
+}
+
+func classifyEnv(prog string, args []string, depth int) Result {
+	pre := result(Readonly, "env prints the environment")
+	i := 0
+options:
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "-" || a == "-i" || a == "--ignore-environment" || a == "-0" || a == "--null" ||
+			a == "-v" || a == "--debug":
+			i++
+		case a == "--":
+			i++
+			break options
+		case strings.HasPrefix(a, "--"):
+			name, attached := longName(a)
+			switch {
+			case abbrevOf(name, "unset", 1):
+				i++
+				if !attached {
+					i++
+				}
+			case abbrevOf(name, "chdir", 1):
+				pre.raise(Unknown, "env --chdir runs the command in another directory")
+				i++
+				if !attached {
+					i++
+				}
+			case abbrevOf(name, "split-string", 2):
+				return result(Unknown, "env --split-string builds the command from a string")
+			case strings.HasSuffix(name, "signal") || strings.HasSuffix(name, "signal-handling"):
+				i++
+			default:
+				return result(Unknown, "unrecognised env option "+strconv.Quote(a))
+			}
+		case isShort(a):
+			letters, next := scanShort(a, "uCS")
+			last := letters[len(letters)-1]
+			for k := 0; k < len(letters); k++ {
+				if strings.IndexByte("i0vuCS", letters[k]) < 0 {
+					return result(Unknown, "unrecognised env option "+strconv.Quote(a))
+				}
+			}
+			switch last {
+			case 'S':
+				return result(Unknown, "env -S builds the command from a string")
+			case 'C':
+				pre.raise(Unknown, "env -C runs the command in another directory")
+			}
+			i++
+			if next {
+				i++
+			}
+		default:
+			break options
+		}
+	}
+	for ; i < len(args); i++ {
+		name, ok := splitAssign(args[i])
+		if !ok {
+			break
+		}
+		if dangerousEnv(name) {
+			pre.raise(Unknown, envReason(name))
+		}
+	}
+	if i >= len(args) {
+		return pre
+	}
+	return wrapped(prog, args[i:], depth, pre)
+}
+
+func classifyTimeout(prog string, args []string, depth int) Result {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, attached := longName(a)
+			if (abbrevOf(name, "signal", 1) || abbrevOf(name, "kill-after", 1)) && !attached {
+				i++
+			}
+			i++
+			continue
+		}
+		if isShort(a) {
+			_, next := scanShort(a, "sk")
+			i++
+			if next {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return result(Unknown, "timeout needs a duration and a command")
+	}
+	i++ // the duration
+	if i >= len(args) {
+		return result(Unknown, "timeout needs a command")
+	}
+	return wrapped(prog, args[i:], depth, result(Readonly, ""))
+}
+
+func classifyNice(prog string, args []string, depth int) Result {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+		case a == "-n" || a == "--adjustment":
+			i += 2
+			continue
+		case strings.HasPrefix(a, "--"):
+			i++
+			continue
+		case isShort(a):
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return result(Readonly, "nice prints the niceness")
+	}
+	return wrapped(prog, args[i:], depth, result(Readonly, ""))
+}
+
+func classifyNohup(prog string, args []string, depth int) Result {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return result(Unknown, "nohup needs a command")
+	}
+	return wrapped(prog, args, depth, result(Readonly, ""))
+}
+
+func classifyTime(prog string, args []string, depth int) Result {
+	pre := result(Readonly, "")
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, attached := longName(a)
+			if abbrevOf(name, "output", 1) || abbrevOf(name, "append", 1) {
+				pre.raise(WorkspaceWrite, "time --output writes a file")
+			}
+			if (abbrevOf(name, "output", 1) || abbrevOf(name, "format", 1)) && !attached {
+				i++
+			}
+			i++
+			continue
+		}
+		if isShort(a) {
+			letters, next := scanShort(a, "fo")
+			if strings.ContainsAny(letters, "oa") {
+				pre.raise(WorkspaceWrite, "time -o writes a file")
+			}
+			i++
+			if next {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return result(Readonly, "time without a command does nothing")
+	}
+	return wrapped(prog, args[i:], depth, pre)
+}
+
+func classifyStdbuf(prog string, args []string, depth int) Result {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			if _, attached := longName(a); !attached {
+				i++
+			}
+			i++
+			continue
+		}
+		if isShort(a) {
+			_, next := scanShort(a, "ioe")
+			i++
+			if next {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(args) {
+		return result(Unknown, "stdbuf needs a command")
+	}
+	return wrapped(prog, args[i:], depth, result(Readonly, ""))
+}
+
+// classifyXargs classifies the command xargs runs, with a dynamic argument
+// appended for the input it reads: only commands that stay readonly whatever
+// their arguments stay readonly under xargs.
+func classifyXargs(prog string, args []string, depth int) Result {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, attached := longName(a)
+			if !attached {
+				for _, full := range []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"} {
+					if abbrevOf(name, full, 3) {
+						i++
+						break
+					}
+				}
+			}
+			i++
+			continue
+		}
+		if isShort(a) {
+			_, next := scanShort(a, "adEILnPs")
+			i++
+			if next {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	inner := []string{"echo"}
+	if i < len(args) {
+		inner = args[i:]
+	}
+	inner = append(inner[:len(inner):len(inner)], dynamicArg)
+	r := classifyArgv(inner, depth+1)
+	reasons := make([]string, 0, len(r.Reasons))
+	for _, m := range r.Reasons {
+		reasons = append(reasons, "xargs runs "+r.Program+": "+m)
+	}
+	r.Reasons = reasons
+	return r
+}
+
+func classifyCommandBuiltin(prog string, args []string, depth int) Result {
+	i := 0
+	for i < len(args) && isShort(args[i]) {
+		if strings.ContainsAny(args[i], "vV") {
+			return result(Readonly, "command -v looks a program up")
+		}
+		i++
+	}
+	if i < len(args) && args[i] == "--" {
+		i++
+	}
+	if i >= len(args) {
+		return result(Readonly, "command without a program does nothing")
+	}
+	return wrapped(prog, args[i:], depth, result(Readonly, ""))
+}
+
+// ---- shells ------------------------------------------------------------------
+
+func isShell(prog string) bool {
+	switch prog {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash":
+		return true
+	}
+	return false
+}
+
+func classifyShell(prog string, args []string, depth int) Result {
+	cmode, interactive, stdin := false, false, false
+	i := 0
+options:
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-":
+			i++
+			break options
+		case strings.HasPrefix(a, "--"):
+			switch a {
+			case "--rcfile", "--init-file":
+				i++
+			case "--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted",
+				"--verbose", "--version", "--help", "--pretty-print":
+			default:
+				return result(Shell, "unrecognised shell option "+strconv.Quote(a))
+			}
+			i++
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			needArgs := 0
+			for k := 1; k < len(a); k++ {
+				switch a[k] {
+				case 'c':
+					cmode = true
+				case 'i':
+					interactive = true
+				case 's':
+					stdin = true
+				case 'o', 'O':
+					needArgs++
+				}
+			}
+			i += 1 + needArgs
+		default:
+			break options
+		}
+	}
+	if interactive {
+		return result(Shell, prog+" -i runs interactive startup files")
+	}
+	if cmode {
+		if i >= len(args) {
+			return result(Shell, prog+" -c needs a script")
+		}
+		return classifyScript(args[i], depth+1)
+	}
+	if i >= len(args) || stdin {
+		return result(Shell, prog+" reads commands from standard input")
+	}
+	return result(Unknown, prog+" runs the script file "+strconv.Quote(args[i]))
+}

@@ -1,0 +1,302 @@
+package route
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/classify"
+	"github.com/harnessd/harnessd/harness/errs"
+)
+
+// Mode is where an operation runs.
+type Mode string
+
+// The modes.
+const (
+	Fast    Mode = "fast"
+	Durable Mode = "durable"
+	Reject  Mode = "reject"
+)
+
+// Tier is the scope of work an operation represents.
+type Tier string
+
+// The tiers.
+const (
+	Direct      Tier = "direct"
+	BoundedWork Tier = "bounded_work"
+	Campaign    Tier = "campaign"
+)
+
+// Class is the estimated duration class of an operation.
+type Class string
+
+// The estimated classes.
+const (
+	Short        Class = "short"
+	Long         Class = "long"
+	UnknownClass Class = "unknown"
+)
+
+// Fast Path limits, in milliseconds.
+const (
+	FastTimeoutMax     = 15_000
+	FastTimeoutDefault = 10_000
+)
+
+// MaxBatchSteps is the largest batch Decide accepts.
+const MaxBatchSteps = 20
+
+// SuggestJobStart is the SuggestedOperation of durable decisions.
+const SuggestJobStart = "job_start"
+
+// Decision is the router's ExecutionDecision.
+type Decision struct {
+	Mode               Mode     `json:"mode"`
+	Reasons            []string `json:"reasons"`
+	Risk               int      `json:"risk"` // 0-100
+	EstimatedClass     Class    `json:"estimated_class"`
+	RequiresIsolation  bool     `json:"requires_isolation"`
+	RequiresRecovery   bool     `json:"requires_recovery"`
+	SuggestedOperation string   `json:"suggested_operation,omitempty"` // "job_start" when Mode is durable, "" otherwise
+	Tier               Tier     `json:"tier"`
+	CommandClass       string   `json:"command_class,omitempty"` // classify class for commands
+	Mutation           bool     `json:"mutation"`
+}
+
+// Request is an operation as the router sees it.
+type Request struct {
+	Tool         string    `json:"tool"`
+	Argv         []string  `json:"argv,omitempty"`
+	TimeoutMs    int       `json:"timeout_ms,omitempty"`
+	Writes       bool      `json:"writes,omitempty"`       // caller declares workspace writes (job_start)
+	Background   bool      `json:"background,omitempty"`   // caller asks to run in the background
+	Deliverables int       `json:"deliverables,omitempty"` // independent deliverables declared; >= 2 -> campaign tier
+	Steps        []Request `json:"steps,omitempty"`        // batch: routed once, as a whole
+}
+
+// Err returns the coded error a caller that wanted the Fast Path reports:
+// nil for fast, ROUTE_REJECTED for reject and ROUTE_DURABLE_REQUIRED for
+// durable. The reasons go into the message and the "reasons" detail.
+func (d Decision) Err() error {
+	var code errs.Code
+	switch d.Mode {
+	case Fast:
+		return nil
+	case Reject:
+		code = errs.RouteRejected
+	default:
+		code = errs.RouteDurableRequired
+	}
+	return errs.New(code, "%s", strings.Join(d.Reasons, "; ")).With("reasons", d.Reasons)
+}
+
+// Decide routes one request. It is a pure function: it runs and reads nothing.
+func Decide(req Request) Decision {
+	d := decide(req, false)
+	if req.Deliverables >= 2 && d.Mode != Reject {
+		d.Tier = Campaign
+		d.Reasons = append(d.Reasons, strconv.Itoa(req.Deliverables)+" independent deliverables make this a campaign")
+	}
+	return d
+}
+
+func decide(req Request, inBatch bool) Decision {
+	switch req.Tool {
+	case "read_file", "search", "git_status", "git_diff", "route_explain", "job_status", "job_logs", "job_list",
+		"read_lanes", "patch_proposal_validate":
+		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a readonly Fast Path operation"},
+			Risk: 5, EstimatedClass: Short, Tier: Direct}
+	case "apply_patch", "git_stage", "git_commit", "patch_proposal_integrate":
+		risk := 30
+		if req.Tool == "git_stage" {
+			risk = 20
+		}
+		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path mutation under a lease"},
+			Risk: risk, EstimatedClass: Short, Tier: BoundedWork, Mutation: true}
+	case "job_cancel":
+		return Decision{Mode: Fast, Reasons: []string{"job_cancel signals a durable job"},
+			Risk: 20, EstimatedClass: Short, Tier: Direct}
+	case "run_command":
+		return decideCommand(req)
+	case "run_check":
+		return decideCheck(req)
+	case "job_start":
+		return decideJob(req)
+	case "batch":
+		if inBatch {
+			return reject(50, "a batch cannot contain a batch")
+		}
+		return decideBatch(req)
+	}
+	if strings.HasPrefix(req.Tool, "repository_") {
+		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path registry operation"},
+			Risk: 10, EstimatedClass: Short, Tier: Direct}
+	}
+	if req.Tool == "" {
+		return reject(50, "unknown operation: the tool is empty")
+	}
+	return reject(50, "unknown operation "+strconv.Quote(req.Tool))
+}
+
+func reject(risk int, reasons ...string) Decision {
+	return Decision{Mode: Reject, Reasons: reasons, Risk: risk, EstimatedClass: UnknownClass, Tier: Direct}
+}
+
+var classRisk = map[classify.Class]int{
+	classify.Readonly:       10,
+	classify.WorkspaceWrite: 50,
+	classify.Unknown:        60,
+	classify.Remote:         75,
+	classify.Shell:          80,
+	classify.Destructive:    95,
+}
+
+// vetCommand classifies argv and returns a rejection for commands that must
+// never run (ok false), or the classification.
+func vetCommand(tool string, argv []string) (classify.Result, Decision, bool) {
+	if len(argv) == 0 {
+		return classify.Result{}, reject(50, tool+" needs a command: argv is empty"), false
+	}
+	r := classify.Argv(argv)
+	why := strings.Join(r.Reasons, "; ")
+	var d Decision
+	switch r.Class {
+	case classify.Destructive:
+		d = reject(classRisk[r.Class], "destructive command rejected: "+why)
+	case classify.Remote:
+		d = reject(classRisk[r.Class], "remote command rejected: "+why)
+	case classify.Shell:
+		d = reject(classRisk[r.Class], "shell script cannot be proven safe: "+why)
+	default:
+		return r, Decision{}, true
+	}
+	d.CommandClass = r.Class.String()
+	d.Mutation = true
+	return r, d, false
+}
+
+func timeoutReason(ms int) string {
+	return "timeout " + strconv.Itoa(ms) + " ms is above the Fast Path maximum of 15 s"
+}
+
+func decideCommand(req Request) Decision {
+	if req.TimeoutMs < 0 {
+		return reject(50, "timeout_ms must not be negative")
+	}
+	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	if !ok {
+		return rej
+	}
+	d := Decision{CommandClass: r.Class.String(), Risk: classRisk[r.Class], Tier: BoundedWork,
+		Reasons: append([]string(nil), r.Reasons...)}
+	if r.Class != classify.Readonly {
+		d.Mode, d.SuggestedOperation = Durable, SuggestJobStart
+		d.EstimatedClass = UnknownClass
+		d.RequiresRecovery, d.Mutation = true, true
+		d.Reasons = append([]string{r.Class.String() + " command runs as a durable job"}, d.Reasons...)
+		return d
+	}
+	switch {
+	case req.TimeoutMs > FastTimeoutMax:
+		d.Mode, d.SuggestedOperation, d.EstimatedClass = Durable, SuggestJobStart, Long
+		d.Risk = 15
+		d.Reasons = append([]string{timeoutReason(req.TimeoutMs)}, d.Reasons...)
+	case req.Background:
+		d.Mode, d.SuggestedOperation, d.EstimatedClass = Durable, SuggestJobStart, UnknownClass
+		d.Reasons = append([]string{"background execution runs as a durable job"}, d.Reasons...)
+	default:
+		d.Mode, d.EstimatedClass, d.Tier = Fast, Short, Direct
+	}
+	return d
+}
+
+func decideCheck(req Request) Decision {
+	if req.TimeoutMs < 0 {
+		return reject(50, "timeout_ms must not be negative")
+	}
+	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	if !ok {
+		return rej
+	}
+	focused, why := classify.Focus(req.Argv)
+	d := Decision{CommandClass: r.Class.String(), Tier: BoundedWork, Reasons: []string{why}}
+	switch {
+	case !focused:
+		d.Mode, d.SuggestedOperation, d.EstimatedClass, d.Risk = Durable, SuggestJobStart, Long, 30
+		d.RequiresRecovery = true
+		d.Reasons = append([]string{"unfocused check runs as a durable job"}, d.Reasons...)
+	case req.TimeoutMs > FastTimeoutMax:
+		d.Mode, d.SuggestedOperation, d.EstimatedClass, d.Risk = Durable, SuggestJobStart, Long, 30
+		d.RequiresRecovery = true
+		d.Reasons = append([]string{timeoutReason(req.TimeoutMs)}, d.Reasons...)
+	case req.Background:
+		d.Mode, d.SuggestedOperation, d.EstimatedClass, d.Risk = Durable, SuggestJobStart, UnknownClass, 30
+		d.RequiresRecovery = true
+		d.Reasons = append([]string{"background execution runs as a durable job"}, d.Reasons...)
+	default:
+		d.Mode, d.EstimatedClass, d.Risk = Fast, Short, 20
+	}
+	return d
+}
+
+func decideJob(req Request) Decision {
+	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	if !ok {
+		return rej
+	}
+	d := Decision{Mode: Durable, SuggestedOperation: SuggestJobStart, Risk: 40, EstimatedClass: Long,
+		Tier: BoundedWork, RequiresRecovery: true, RequiresIsolation: req.Writes,
+		CommandClass: r.Class.String(), Mutation: req.Writes || r.Class != classify.Readonly,
+		Reasons: []string{"job_start runs a durable job"}}
+	if req.Writes {
+		d.Risk = 50
+		d.Reasons = append(d.Reasons, "declared workspace writes run in isolation")
+	}
+	if risk := classRisk[r.Class]; risk > d.Risk {
+		d.Risk = risk
+	}
+	d.Reasons = append(d.Reasons, r.Reasons...)
+	return d
+}
+
+func decideBatch(req Request) Decision {
+	switch {
+	case len(req.Steps) == 0:
+		return reject(50, "batch has no steps")
+	case len(req.Steps) > MaxBatchSteps:
+		return reject(50, "batch has "+strconv.Itoa(len(req.Steps))+" steps, more than the maximum of "+strconv.Itoa(MaxBatchSteps))
+	}
+	d := Decision{Mode: Fast, Tier: BoundedWork, EstimatedClass: Short}
+	var durable []string
+	for i, s := range req.Steps {
+		sd := decide(s, true)
+		label := "step " + strconv.Itoa(i+1) + " (" + s.Tool + "): "
+		if sd.Mode == Reject {
+			r := reject(sd.Risk, label+strings.Join(sd.Reasons, "; "))
+			r.Tier, r.CommandClass, r.Mutation = BoundedWork, sd.CommandClass, sd.Mutation
+			return r
+		}
+		if sd.Mode == Durable {
+			d.Mode = Durable
+			durable = append(durable, label+strings.Join(sd.Reasons, "; "))
+		}
+		d.Risk = max(d.Risk, sd.Risk)
+		d.Mutation = d.Mutation || sd.Mutation
+		d.RequiresIsolation = d.RequiresIsolation || sd.RequiresIsolation
+		d.RequiresRecovery = d.RequiresRecovery || sd.RequiresRecovery
+		switch {
+		case sd.EstimatedClass == Long:
+			d.EstimatedClass = Long
+		case sd.EstimatedClass == UnknownClass && d.EstimatedClass == Short:
+			d.EstimatedClass = UnknownClass
+		}
+	}
+	if d.Mode == Durable {
+		d.SuggestedOperation = SuggestJobStart
+		d.Reasons = durable
+	} else {
+		d.Reasons = []string{"all " + strconv.Itoa(len(req.Steps)) + " steps run on the Fast Path"}
+	}
+	return d
+}

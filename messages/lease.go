@@ -1,0 +1,71 @@
+package messages
+
+import "time"
+
+// LeaseInfo describes a granted lease. Keys are resource keys such as
+// "path:<checkout>:<rel>"; Tokens holds the fencing token of each key.
+type LeaseInfo struct {
+	ID         string            `json:"lease_id"`
+	CheckoutID string            `json:"checkout_id"`
+	Owner      string            `json:"owner"`
+	Operation  string            `json:"operation"`
+	Keys       []string          `json:"keys"`
+	Tokens     map[string]uint64 `json:"tokens"`
+	TTL        time.Duration     `json:"ttl_ns"`
+	Granted    time.Time         `json:"granted_at"`
+	Expires    time.Time         `json:"expires_at"`
+	Visibility string            `json:"visibility"`
+}
+
+// Acquire asks a checkout for a write lease over Keys. When a key is busy
+// it fails at once with MUTATION_BUSY, or, with Wait > 0, waits in mailbox
+// order up to Wait for the holders to go.
+type Acquire struct {
+	Owner      string
+	Operation  string
+	Keys       []string
+	TTL        time.Duration
+	Visibility string // "ephemeral" (default) or "durable"
+	Wait       time.Duration
+}
+
+// Acquired answers Acquire.
+type Acquired struct{ Lease LeaseInfo }
+
+// Renew extends a lease by its TTL.
+type Renew struct{ LeaseID string }
+
+// Renewed answers Renew.
+type Renewed struct{ Expires time.Time }
+
+// Release gives a lease back. Releasing an unknown lease is not an error.
+type Release struct{ LeaseID string }
+
+// Released answers Release.
+type Released struct{ Known bool }
+
+// Fence asks whether a lease's tokens are still the newest for their keys
+// and the lease is live: every write site asks before it writes.
+type Fence struct{ LeaseID string }
+
+// Fenced answers Fence when the lease may still write.
+type Fenced struct{}
+
+// ListLeases asks a checkout for its live leases.
+type ListLeases struct{}
+
+// LeaseList answers ListLeases, sorted by ID.
+type LeaseList struct{ Leases []LeaseInfo }
+
+// LeaseTick makes a lease (or checkout) check expiry at Now. Production
+// uses the actor's receive timeout; tests send ticks with a chosen time.
+type LeaseTick struct{ Now time.Time }
+
+// LeaseExpired tells a checkout that a lease actor saw its lease expire.
+type LeaseExpired struct {
+	LeaseID string
+	Now     time.Time
+}
+
+// LeaseTouched tells a lease actor its lease was renewed until Expires.
+type LeaseTouched struct{ Expires time.Time }
