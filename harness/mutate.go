@@ -205,4 +205,3 @@ func (h *Harness) pruneReceipts(repoID string) {
 		return nil
 	})
 }
-

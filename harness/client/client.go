@@ -122,4 +122,3 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (json
 
 // IsUnavailable reports whether err means the daemon could not be reached.
 func IsUnavailable(err error) bool { return errs.CodeOf(err) == errs.Unavailable }
-
