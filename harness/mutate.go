@@ -26,7 +26,6 @@ type Receipt struct {
 	LeaseID       string            `json:"lease_id"`
 	FencingToken  uint64            `json:"fencing_token"`
 	FencingTokens map[string]uint64 `json:"fencing_tokens"`
-	Route         string            `json:"route"`
 	Changes       []patch.Change    `json:"changes"`
 	HeadBefore    string            `json:"head_before,omitempty"`
 	HeadAfter     string            `json:"head_after,omitempty"`
@@ -110,7 +109,7 @@ func (h *Harness) mutate(ctx context.Context, tr *trace, m mutation) (*MutationR
 	tr.mark(segPolicy)
 	rec := Receipt{
 		RequestID: m.requestID, Operation: m.op, RepoID: m.repo.Repo.ID, CheckoutID: m.repo.Repo.CheckoutID,
-		LeaseID: l.info.ID, FencingToken: l.maxToken(), FencingTokens: l.info.Tokens, Route: "fast",
+		LeaseID: l.info.ID, FencingToken: l.maxToken(), FencingTokens: l.info.Tokens,
 	}
 	err = m.run(lctx, l, &rec)
 	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {

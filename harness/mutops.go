@@ -28,7 +28,7 @@ func mutationOps() []Op {
 // ApplyPatchArgs are the arguments of apply_patch.
 type ApplyPatchArgs struct {
 	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string     `json:"request_id" jsonschema:"unique id of this write (up to 255 characters); retries reuse it"`
+	RequestID               string     `json:"request_id,omitempty" jsonschema:"required: unique id of this write (up to 255 characters); retries reuse it"`
 	Operations              []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
 	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs (e.g. src/**) every operation's path must match"`
 	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
@@ -92,7 +92,7 @@ func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*Mutatio
 // GitStageArgs are the arguments of git_stage.
 type GitStageArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id" jsonschema:"unique id of this write; retries reuse it"`
+	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
 	Paths                   []string `json:"paths" jsonschema:"paths to stage (up to 200); deletions are staged too"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
@@ -142,7 +142,7 @@ func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationRes
 // GitCommitArgs are the arguments of git_commit.
 type GitCommitArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id" jsonschema:"unique id of this write; retries reuse it"`
+	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
 	Message                 string   `json:"message" jsonschema:"commit message (up to 4000 characters)"`
 	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`
