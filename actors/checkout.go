@@ -25,10 +25,11 @@ type Checkout struct {
 	lg    *zap.Logger
 	now   func() time.Time
 
-	table   *lease.Table
-	pids    map[string]*actor.PID // lease id -> lease actor
-	waiters []*waiter
-	seq     uint64
+	table    *lease.Table
+	reserved map[lease.Key]uint64  // persisted fencing reservation per key
+	pids     map[string]*actor.PID // lease id -> lease actor
+	waiters  []*waiter
+	seq      uint64
 }
 
 type waiter struct {
@@ -37,6 +38,12 @@ type waiter struct {
 	sender *actor.PID
 	timer  *time.Timer
 }
+
+// fenceBlock is how many fencing tokens one persisted reservation covers.
+// A key's reservation is written with sync before any token above the
+// previous one is issued, so a restart (even after kill -9) starts above
+// every token ever issued, at the cost of one fsync per fenceBlock grants.
+const fenceBlock = 1024
 
 // waitExpired tells the checkout that a queued Acquire ran out of time.
 type waitExpired struct{ seq uint64 }
@@ -100,6 +107,7 @@ func (a *Checkout) restore(ctx actor.Context) {
 		panic("checkout: restore fencing marks: " + err.Error())
 	}
 	a.table = lease.NewTable(hw)
+	a.reserved = hw
 	a.pids = map[string]*actor.PID{}
 	a.waiters = nil
 	var durable []messages.LeaseInfo
@@ -195,19 +203,30 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request) (messages.LeaseIn
 		return messages.LeaseInfo{}, err
 	}
 	info := toInfo(a.repo.CheckoutID, l)
-	err = a.store.Update(true, func(tx *persistence.Txn) error {
-		for k, tok := range l.Tokens {
-			if err := tx.Put(persistence.FenceKey(a.repo.CheckoutID, string(k)), tok); err != nil {
-				return err
+	reserve := map[lease.Key]uint64{}
+	for k, tok := range l.Tokens {
+		if tok > a.reserved[k] {
+			reserve[k] = tok + fenceBlock - 1
+		}
+	}
+	if len(reserve) > 0 || l.Visibility == lease.Durable {
+		err = a.store.Update(true, func(tx *persistence.Txn) error {
+			for k, tok := range reserve {
+				if err := tx.Put(persistence.FenceKey(a.repo.CheckoutID, string(k)), tok); err != nil {
+					return err
+				}
 			}
+			if l.Visibility == lease.Durable {
+				return tx.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), info)
+			}
+			return nil
+		})
+		if err != nil {
+			return messages.LeaseInfo{}, errs.Wrap(errs.Internal, err, "persist fencing tokens: %v", err)
 		}
-		if l.Visibility == lease.Durable {
-			return tx.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), info)
+		for k, tok := range reserve {
+			a.reserved[k] = tok
 		}
-		return nil
-	})
-	if err != nil {
-		return messages.LeaseInfo{}, errs.Wrap(errs.Internal, err, "persist fencing tokens: %v", err)
 	}
 	a.table.Commit(l)
 	if _, ok := a.table.Get(l.ID); !ok {

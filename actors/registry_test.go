@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newTestSystem(t *testing.T) *actor.ActorSystem {
 	t.Helper()
-	s := actor.NewActorSystemWithConfig(actor.Configure(actor.WithDeadLetterThrottleInterval(time.Millisecond)))
+	s := actor.NewActorSystemWithConfig(actor.Configure(actor.WithDeadLetterThrottleInterval(time.Millisecond), quietLogs))
 	t.Cleanup(s.Shutdown)
 	return s
 }
@@ -168,7 +168,11 @@ func TestRegistryRejectsEmptyRoot(t *testing.T) {
 }
 
 func TestIDsAreStable(t *testing.T) {
-	if RepoID("/a") != RepoID("/a") || RepoID("/a") == RepoID("/b") || RepoID("/a") == CheckoutID("/a") {
+	a1, a2 := RepoID("/a"), RepoID(string([]byte("/a")))
+	if a1 != a2 || a1 == RepoID("/b") || a1 == CheckoutID("/a") {
 		t.Fatal("ids are not stable and distinct")
+	}
+	if want := "repo_" + shortHash("repo\x00/a"); a1 != want {
+		t.Fatalf("RepoID = %s, want %s", a1, want)
 	}
 }

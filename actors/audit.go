@@ -1,0 +1,459 @@
+package actors
+
+import (
+	"errors"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/audit"
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// AuditHeadKey is where the audit head {seq, hash} is stored, written in the
+// same transaction as every batch of entries.
+var AuditHeadKey = persistence.MetaKey("audit-head")
+
+// AuditConfig configures the audit actor. Zero fields mean "use the default".
+type AuditConfig struct {
+	// BatchSize flushes once this many entries are buffered; 0 = 64.
+	BatchSize int
+	// FlushEvery flushes buffered entries at least this often; 0 = 50ms.
+	FlushEvery time.Duration
+	// Now stamps entries appended without a Time; nil = time.Now.
+	Now func() time.Time
+	// MaxPending caps the entries buffered while the store fails; appends
+	// beyond it are refused with UNAVAILABLE. 0 = 8192.
+	MaxPending int
+}
+
+func (c AuditConfig) withDefaults() AuditConfig {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 64
+	}
+	if c.FlushEvery <= 0 {
+		c.FlushEvery = 50 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 8192
+	}
+	if c.MaxPending < c.BatchSize {
+		c.MaxPending = c.BatchSize
+	}
+	return c
+}
+
+// maxTxnBytes bounds the estimated size of one flush transaction, well below
+// Badger's batch limit for the store's 16 MiB memtables.
+const maxTxnBytes = 1 << 20
+
+// Audit is the batched writer of the hash-chained audit log. It redacts and
+// seals every appended entry against its in-memory head, buffers it, and
+// persists buffered entries together with the head record in one synced
+// transaction when BatchSize entries are buffered, on every FlushEvery tick,
+// before a query or verification, and on stop.
+//
+// A request-style AuditAppend is answered only once its entry is durable.
+// To keep that wait short without giving up batching, such an append also
+// queues a flush message behind itself: every append already in the mailbox
+// joins the same transaction (group commit). Fire-and-forget appends wait
+// for the batch or the tick.
+//
+// A failed flush answers the waiting requesters with Failed (UNAVAILABLE),
+// is logged once until a flush succeeds again, and keeps the entries
+// buffered for the next tick: an audit failure is reported, never turned
+// into a failure of the audited operation by this actor.
+type Audit struct {
+	store *persistence.Store
+	lg    *zap.Logger
+	cfg   AuditConfig
+
+	// persist writes one batch and the head; a seam for tests.
+	persist func(batch []pendingAudit, head audit.Head) error
+
+	head    audit.Entry // last sealed entry, buffered or durable
+	pending []pendingAudit
+	kicked  bool // an auditKick is queued
+	failing bool // the last flush failed (logged once)
+
+	stopc, donec chan struct{}
+}
+
+type pendingAudit struct {
+	entry  audit.Entry
+	waiter *actor.PID // nil for fire-and-forget
+}
+
+// auditTick is sent by the actor's ticker goroutine every FlushEvery.
+type auditTick struct{}
+
+// auditKick is sent by the actor to itself after a request-style append.
+type auditKick struct{}
+
+// NewAudit returns the audit actor's producer.
+func NewAudit(store *persistence.Store, lg *zap.Logger, cfg AuditConfig) actor.Producer {
+	return func() actor.Actor { return newAudit(store, lg, cfg) }
+}
+
+func newAudit(store *persistence.Store, lg *zap.Logger, cfg AuditConfig) *Audit {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	a := &Audit{store: store, lg: lg, cfg: cfg.withDefaults()}
+	a.persist = a.write
+	return a
+}
+
+// Receive dispatches the audit actor's messages.
+func (a *Audit) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.lg = a.lg.With(zap.String("actor", "audit"), zap.Stringer("pid", ctx.Self()))
+		a.restore()
+		a.startTicker(ctx)
+	case messages.AuditAppend:
+		a.append(ctx, m)
+	case auditTick:
+		_ = a.flush(ctx)
+	case auditKick:
+		a.kicked = false
+		_ = a.flush(ctx)
+	case messages.AuditFlush:
+		err := a.flush(ctx)
+		reply(ctx, messages.AuditFlushed{}, err)
+	case messages.AuditQuery:
+		r, err := a.query(ctx, audit.FilterOf(m))
+		reply(ctx, r, err)
+	case messages.AuditVerify:
+		r, err := a.verify(ctx)
+		reply(ctx, r, err)
+	case messages.Ping:
+		ctx.Respond(messages.Pong{})
+	case *actor.Stopping:
+		a.shutdown(ctx)
+	case *actor.Restarting:
+		// The old instance hands over: the fresh one restores from the
+		// store, so persist what this one buffered.
+		a.shutdown(ctx)
+	}
+}
+
+// restore loads the head: the stored head record, checked against the
+// entry it names, or (no record, or one that does not match) the last
+// entry found by a scan. Idempotent.
+func (a *Audit) restore() {
+	a.head, a.pending, a.kicked, a.failing = audit.Entry{}, nil, false, false
+	var h audit.Head
+	err := a.store.Get(AuditHeadKey, &h)
+	switch {
+	case err == nil:
+		if e, ok := a.headEntry(h); ok {
+			a.head = e
+			return
+		}
+		a.lg.Error("audit head record does not match the log; rebuilding it from a scan",
+			zap.Uint64("head_seq", h.Seq))
+	case errors.Is(err, persistence.ErrNotFound):
+	default:
+		// A store we cannot read is a broken invariant: crash and let the
+		// supervisor decide.
+		panic("audit: restore head: " + err.Error())
+	}
+	last, err := a.scanLast()
+	if err != nil {
+		panic("audit: restore: " + err.Error())
+	}
+	// Never reuse a sequence number, even if the head record is ahead of
+	// the entries: continuing after it leaves a detectable gap instead of
+	// overwriting an entry.
+	if last.Seq < h.Seq {
+		last = audit.Entry{Seq: h.Seq, Hash: h.Hash}
+	}
+	a.head = last
+}
+
+// headEntry returns the entry the head record names if it is intact and
+// the last one in the log.
+func (a *Audit) headEntry(h audit.Head) (audit.Entry, bool) {
+	if h.Seq == 0 {
+		n, err := a.store.Count([]byte(persistence.PrefixAudit))
+		return audit.Entry{}, err == nil && n == 0
+	}
+	var m messages.AuditEntry
+	if err := a.store.Get(persistence.AuditKey(h.Seq), &m); err != nil {
+		return audit.Entry{}, false
+	}
+	e := audit.Entry(m)
+	if e.Seq != h.Seq || e.Hash != h.Hash || e.ComputeHash() != e.Hash {
+		return audit.Entry{}, false
+	}
+	if more, err := a.store.Has(persistence.AuditKey(h.Seq + 1)); err != nil || more {
+		return audit.Entry{}, false
+	}
+	return e, true
+}
+
+// scanLast returns the last entry of the log. An undecodable last record
+// yields an entry with only Seq set, so the chain continues after it.
+func (a *Audit) scanLast() (audit.Entry, error) {
+	var lastKey []byte
+	err := a.store.Scan([]byte(persistence.PrefixAudit), func(key []byte, _ func(any) error) error {
+		lastKey = key
+		return nil
+	})
+	if err != nil || lastKey == nil {
+		return audit.Entry{}, err
+	}
+	seq, _ := persistence.SeqOf(lastKey)
+	var m messages.AuditEntry
+	if err := a.store.Get(lastKey, &m); err != nil || m.Seq != seq {
+		a.lg.Error("last audit entry is unreadable; continuing the chain after it", zap.Uint64("seq", seq), zap.Error(err))
+		return audit.Entry{Seq: seq}, nil
+	}
+	return audit.Entry(m), nil
+}
+
+func (a *Audit) startTicker(ctx actor.Context) {
+	a.stopc, a.donec = make(chan struct{}), make(chan struct{})
+	root, self, every := ctx.ActorSystem().Root, ctx.Self(), a.cfg.FlushEvery
+	go func(stopc <-chan struct{}, donec chan<- struct{}) {
+		defer close(donec)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopc:
+				return
+			case <-t.C:
+				root.Send(self, auditTick{})
+			}
+		}
+	}(a.stopc, a.donec)
+}
+
+func (a *Audit) stopTicker() {
+	if a.stopc == nil {
+		return
+	}
+	close(a.stopc)
+	<-a.donec
+	a.stopc, a.donec = nil, nil
+}
+
+func (a *Audit) shutdown(ctx actor.Context) {
+	a.stopTicker()
+	if err := a.flush(ctx); err != nil {
+		a.lg.Error("audit entries lost on stop", zap.Int("entries", len(a.pending)), zap.Error(err))
+		a.pending = nil
+	}
+}
+
+// append seals m's entry onto the chain and buffers it.
+func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
+	if len(a.pending) >= a.cfg.MaxPending {
+		err := errs.New(errs.Unavailable, "audit log is not accepting entries: %d are waiting for the store", len(a.pending))
+		if ctx.Sender() == nil {
+			a.lg.Warn("audit entry dropped: buffer full", zap.String("kind", string(m.Entry.Kind)),
+				zap.String("request_id", m.Entry.RequestID))
+		}
+		reply(ctx, nil, err)
+		return
+	}
+	e, err := audit.Prepare(audit.Entry(m.Entry), a.cfg.Now())
+	if err != nil {
+		if ctx.Sender() == nil {
+			a.lg.Warn("audit entry rejected", zap.Error(err))
+		}
+		reply(ctx, nil, err)
+		return
+	}
+	e = audit.Seal(a.head, e)
+	a.head = e
+	a.pending = append(a.pending, pendingAudit{entry: e, waiter: ctx.Sender()})
+	switch {
+	case len(a.pending) >= a.cfg.BatchSize && !a.failing:
+		_ = a.flush(ctx)
+	case ctx.Sender() != nil && !a.kicked:
+		a.kicked = true
+		ctx.Send(ctx.Self(), auditKick{})
+	}
+}
+
+// flush persists every buffered entry, in chunks of at most BatchSize
+// entries and maxTxnBytes, each with the head record in one synced
+// transaction, and answers the waiters of each durable chunk. On failure the
+// rest stays buffered and its waiters get Failed.
+func (a *Audit) flush(ctx actor.Context) error {
+	for len(a.pending) > 0 {
+		n, size := 0, 0
+		for n < len(a.pending) && n < a.cfg.BatchSize {
+			size += approxSize(a.pending[n].entry)
+			if n > 0 && size > maxTxnBytes {
+				break
+			}
+			n++
+		}
+		batch := a.pending[:n]
+		if err := a.persist(batch, audit.HeadOf(batch[n-1].entry)); err != nil {
+			return a.flushFailed(ctx, err)
+		}
+		for _, p := range batch {
+			if p.waiter != nil {
+				ctx.Send(p.waiter, messages.AuditAppended{Seq: p.entry.Seq, Hash: p.entry.Hash})
+			}
+		}
+		clear(batch)
+		a.pending = a.pending[n:]
+	}
+	a.pending = nil
+	if a.failing {
+		a.failing = false
+		a.lg.Info("audit log writes recovered")
+	}
+	return nil
+}
+
+func (a *Audit) flushFailed(ctx actor.Context, err error) error {
+	ce := errs.Wrap(errs.Unavailable, err, "audit log write failed: %v", err)
+	for i := range a.pending {
+		if pid := a.pending[i].waiter; pid != nil {
+			ctx.Send(pid, messages.Failed{Err: ce})
+			a.pending[i].waiter = nil
+		}
+	}
+	if !a.failing {
+		a.failing = true
+		a.lg.Error("audit log write failed; keeping entries buffered and retrying",
+			zap.Int("pending", len(a.pending)), zap.Error(err))
+	}
+	return ce
+}
+
+// write is the default persist: the batch and the head in one synced
+// transaction.
+func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
+	return a.store.Update(true, func(tx *persistence.Txn) error {
+		for _, p := range batch {
+			if err := tx.Put(persistence.AuditKey(p.entry.Seq), messages.AuditEntry(p.entry)); err != nil {
+				return err
+			}
+		}
+		return tx.Put(AuditHeadKey, head)
+	})
+}
+
+// approxSize bounds an entry's encoded size from above: every string byte
+// may take 6 bytes as JSON (\u00XX), plus room for the field names.
+func approxSize(e audit.Entry) int {
+	n := len(e.Operation) + len(e.RepoID) + len(e.RequestID) + len(e.Actor) + len(e.Outcome) +
+		len(e.Code) + len(e.Reason) + len(e.RuleID) + len(e.InputHash) + len(e.PolicyDigest) +
+		len(e.PrevHash) + len(e.Hash)
+	for _, p := range e.Paths {
+		n += len(p) + 3
+	}
+	for k, v := range e.Details {
+		n += len(k) + len(v) + 6
+	}
+	return 6*n + 512
+}
+
+// query flushes, then scans the log in Seq order for entries matching f.
+func (a *Audit) query(ctx actor.Context, f audit.Filter) (messages.AuditEntries, error) {
+	if err := f.Validate(); err != nil {
+		return messages.AuditEntries{}, err
+	}
+	if err := a.flush(ctx); err != nil {
+		return messages.AuditEntries{}, err
+	}
+	limit := f.EffectiveLimit()
+	out := messages.AuditEntries{Entries: []messages.AuditEntry{}}
+	errFull := errors.New("full")
+	err := a.store.Scan([]byte(persistence.PrefixAudit), func(key []byte, decode func(any) error) error {
+		// Store exposes no Seek: skip earlier pages by key without decoding.
+		if seq, ok := persistence.SeqOf(key); ok && seq <= f.AfterSeq {
+			return nil
+		}
+		var m messages.AuditEntry
+		if err := decode(&m); err != nil {
+			return nil // Verify reports it; a query shows what it can read.
+		}
+		if !f.Match(audit.Entry(m)) {
+			return nil
+		}
+		if len(out.Entries) == limit {
+			out.More = true
+			return errFull
+		}
+		out.Entries = append(out.Entries, m)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return messages.AuditEntries{}, errs.Wrap(errs.Unavailable, err, "audit query: %v", err)
+	}
+	return out, nil
+}
+
+// verify flushes, then checks the whole persisted chain and that it ends at
+// the in-memory head.
+func (a *Audit) verify(ctx actor.Context) (messages.AuditVerified, error) {
+	if err := a.flush(ctx); err != nil {
+		return messages.AuditVerified{}, err
+	}
+	next, stop := iter.Pull2(a.records())
+	defer stop()
+	var last audit.Entry
+	checked, brk, err := audit.Verify(func() (audit.Entry, bool, error) {
+		e, err, ok := next()
+		if ok && err == nil {
+			last = e
+		}
+		return e, ok, err
+	})
+	if err != nil {
+		return messages.AuditVerified{}, errs.Wrap(errs.Unavailable, err, "audit verify: %v", err)
+	}
+	if brk == nil {
+		brk = audit.CheckHead(last, audit.HeadOf(a.head))
+	}
+	if brk != nil {
+		a.lg.Error("audit chain broken", zap.Uint64("seq", brk.Seq), zap.String("reason", brk.Reason))
+		return messages.AuditVerified{Checked: checked, BrokenSeq: brk.Seq, BrokenReason: brk.Reason}, nil
+	}
+	return messages.AuditVerified{Checked: checked, OK: true}, nil
+}
+
+// records streams the stored log in key order. A record that does not decode,
+// or whose Seq is not the one of its key, is reported as an undecodable
+// *audit.Break at the key's seq.
+func (a *Audit) records() iter.Seq2[audit.Entry, error] {
+	return func(yield func(audit.Entry, error) bool) {
+		errStop := errors.New("stop")
+		err := a.store.Scan([]byte(persistence.PrefixAudit), func(key []byte, decode func(any) error) error {
+			seq, ok := persistence.SeqOf(key)
+			var m messages.AuditEntry
+			var rec error
+			if !ok || len(key) != len(persistence.AuditKey(0)) {
+				rec = audit.Undecodable(seq)
+			} else if err := decode(&m); err != nil {
+				rec = audit.Undecodable(seq)
+			} else if m.Seq != seq {
+				rec = &audit.Break{Seq: seq, Reason: "entry " + strconv.FormatUint(m.Seq, 10) + " stored under this seq"}
+			}
+			if !yield(audit.Entry(m), rec) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			yield(audit.Entry{}, err)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+// Package mediate decides, in one pure function, whether an operation an agent
+// asks for may run: it composes path scope and secret checks, the router, the
+// operator's policy, the loop detector's verdict and a risk score.
+//
+// # Order
+//
+// [Decide] runs the checks in this order; the first check that blocks
+// decides, so the reason always names what decided:
+//
+//  1. scope: every path must be non-empty and pass Input.ScopeCheck (its error
+//     code is answered, usually PATH_OUTSIDE_ROOT). Without a ScopeCheck,
+//     absolute paths and paths escaping with ".." are blocked
+//     (PATH_OUTSIDE_ROOT): they cannot be proven inside the root.
+//  2. secret: a path matching Input.Deny (nil: the pathsafe default list)
+//     blocks with SECRET_PATH_DENIED (rule "secret-path"). Scope and secret are
+//     checked path by path, in order.
+//  3. route: a rejected route blocks with ROUTE_REJECTED ("route.reject"); a
+//     durable route escalates with ROUTE_DURABLE_REQUIRED ("route.durable"),
+//     unless the operation is the suggested durable operation itself
+//     (job_start), which goes on to the next checks.
+//  4. policy: a deny rule blocks with POLICY_DENIED; an ask rule asks with
+//     APPROVAL_REQUIRED unless Input.ApprovalOK; an allow rule is remembered.
+//  5. loop: a loop verdict blocks with LOOP_DETECTED ("loop").
+//  6. risk: a score of 80 or more asks with APPROVAL_REQUIRED ("risk") unless
+//     Input.ApprovalOK or a policy allow rule matched.
+//  7. otherwise allow.
+//
+// Strictest wins: block > escalate > ask > allow. A later block therefore
+// beats an earlier escalate or ask (a policy deny or a loop still blocks a
+// command that would otherwise be escalated), and escalate beats ask: the
+// agent is sent to job_start first, which is mediated (and approved) on its
+// own. An approval satisfies asks only; it never lifts a block or an
+// escalation. An allow reached through an approval has rule id "approval".
+//
+// Decide never panics: a panic anywhere (also in a ScopeCheck) becomes a block
+// with code INTERNAL, rule "mediator" and the reason "mediator error: ...".
+//
+// # Risk
+//
+// [Risk] is a 0-100 score:
+//
+//	base by command class (route.Decision.CommandClass):
+//	  readonly 5, workspace_write 30, unknown 45, shell 60, remote 75, destructive 95
+//	  (an unrecognised class counts as unknown); operations without a command:
+//	  a rejected route 45, a mutation 30, anything else 5
+//	+15 when the operation mutates (route.Decision.Mutation or Input.Writes)
+//	+10 for each kind of sensitive path touched (see [SensitiveKind]):
+//	  lockfile, migration, CI configuration, container build file
+//	+ history: RecentFailures*5 + RecentRejections*10, at most 20
+//	  (negative counts count as 0; RecentMutations is not scored)
+//	clamped to 0..100
+package mediate

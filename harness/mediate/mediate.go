@@ -1,0 +1,278 @@
+package mediate
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/loop"
+	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/harness/policy"
+	"github.com/harnessd/harnessd/harness/route"
+)
+
+// Outcome is what the caller does with an operation.
+type Outcome string
+
+// The outcomes.
+const (
+	Allow    Outcome = "allow"    // run it
+	Block    Outcome = "block"    // answer Code, never run it
+	Ask      Outcome = "ask"      // answer APPROVAL_REQUIRED until a person approves exactly this input
+	Escalate Outcome = "escalate" // answer ROUTE_DURABLE_REQUIRED: run it as a durable job (job_start)
+)
+
+// Built-in rule ids of decisions not made by a policy rule.
+const (
+	RuleScope        = "scope"
+	RuleSecretPath   = "secret-path"
+	RuleRouteReject  = "route.reject"
+	RuleRouteDurable = "route.durable"
+	RuleLoop         = "loop"
+	RuleRisk         = "risk"
+	RuleApproval     = "approval"
+	RuleMediator     = "mediator"
+)
+
+// Input is everything Decide looks at.
+type Input struct {
+	Tool      string
+	Argv      []string
+	Paths     []string // paths the operation touches, relative to the root
+	TimeoutMs int
+	Writes    bool
+	Route     *route.Decision    // nil = computed with route.Decide from the fields above
+	Policy    *policy.Policy     // nil = policy.Default()
+	Deny      *pathsafe.Denylist // secret paths; nil = the pathsafe default list
+	// ScopeCheck checks one path (like pathsafe.Root.Resolve); an error blocks
+	// with that error's code. nil = a lexical check only.
+	ScopeCheck func(path string) error
+	Loop       *loop.Verdict // the detector's verdict, computed by the caller (nil = none)
+	ApprovalOK bool          // the caller holds a valid approval for exactly this input
+	History    History       // recent counts for the risk score
+}
+
+// History is recent activity of the same agent or session, for the risk
+// score.
+type History struct {
+	RecentFailures   int `json:"recent_failures"`
+	RecentRejections int `json:"recent_rejections"`
+	RecentMutations  int `json:"recent_mutations"`
+}
+
+// Decision is the mediator's answer.
+type Decision struct {
+	Outcome Outcome        `json:"outcome"`
+	Reason  string         `json:"reason"`
+	RuleID  string         `json:"rule_id,omitempty"` // the policy rule, or a built-in id (Rule* constants)
+	Risk    int            `json:"risk"`              // 0-100
+	Code    errs.Code      `json:"code,omitempty"`    // the error code to answer with when not allow
+	Tier    route.Tier     `json:"tier"`
+	Route   route.Decision `json:"route"`
+}
+
+// Err returns nil for allow and otherwise the coded error to answer with: the
+// decision's code and reason, with the details "outcome", "rule_id" and
+// "risk" (and "suggested_operation" for an escalation).
+func (d Decision) Err() error {
+	if d.Outcome == Allow {
+		return nil
+	}
+	code := d.Code
+	if code == "" {
+		code = errs.Internal
+	}
+	e := errs.New(code, "%s", d.Reason).With("outcome", string(d.Outcome)).With("risk", d.Risk)
+	if d.RuleID != "" {
+		e = e.With("rule_id", d.RuleID)
+	}
+	if d.Outcome == Escalate && d.Route.SuggestedOperation != "" {
+		e = e.With("suggested_operation", d.Route.SuggestedOperation)
+	}
+	return e
+}
+
+// Decide mediates one operation (the order is in the package documentation).
+// It never panics: a panic becomes a block (fail closed).
+func Decide(in Input) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = Decision{Outcome: Block, Reason: fmt.Sprintf("mediator error: %v", r), RuleID: RuleMediator,
+				Risk: 100, Code: errs.Internal, Tier: d.Tier, Route: d.Route}
+		}
+	}()
+	if in.Route != nil {
+		d.Route = *in.Route
+	} else {
+		d.Route = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes})
+	}
+	d.Tier = d.Route.Tier
+	parts := computeRisk(&in, &d.Route)
+	d.Risk = parts.total()
+
+	// 1, 2: scope and secrets, path by path.
+	for i, p := range in.Paths {
+		if ok, r := checkPath(&in, i, p); !ok {
+			return r.into(d)
+		}
+	}
+
+	// 3: route.
+	var escalate *verdict
+	switch d.Route.Mode {
+	case route.Fast:
+	case route.Reject:
+		return block(RuleRouteReject, errs.RouteRejected, "route rejected: "+reasons(d.Route)).into(d)
+	case route.Durable:
+		op := d.Route.SuggestedOperation
+		if op == "" {
+			op = route.SuggestJobStart
+		}
+		if in.Tool != op { // job_start is itself the durable path
+			escalate = &verdict{outcome: Escalate, rule: RuleRouteDurable, code: errs.RouteDurableRequired,
+				reason: "durable path required (use " + op + "): " + reasons(d.Route)}
+		}
+	default:
+		return block(RuleMediator, errs.Internal, "mediator error: route decision has unknown mode "+strconv.Quote(string(d.Route.Mode))).into(d)
+	}
+
+	// 4: policy.
+	pol := in.Policy
+	if pol == nil {
+		pol = policy.Default()
+	}
+	var ask *verdict
+	var approvedRule, allowedBy string
+	if m, ok := pol.Evaluate(policy.Action{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths}); ok {
+		switch m.Decision {
+		case policy.Allow:
+			allowedBy = m.RuleID
+		case policy.Ask:
+			if in.ApprovalOK {
+				approvedRule = m.RuleID
+			} else {
+				ask = &verdict{outcome: Ask, rule: m.RuleID, code: errs.ApprovalRequired,
+					reason: "policy rule " + strconv.Quote(m.RuleID) + " requires approval" + because(m.Justification)}
+			}
+		default: // deny, or anything unexpected: fail closed
+			return block(m.RuleID, errs.PolicyDenied, "policy rule "+strconv.Quote(m.RuleID)+" denies this"+because(m.Justification)).into(d)
+		}
+	}
+
+	// 5: loop.
+	if in.Loop != nil && in.Loop.Loop {
+		reason := "loop detected"
+		if in.Loop.Reason != "" {
+			reason += ": " + in.Loop.Reason
+		}
+		if in.Loop.Hint != "" {
+			reason += " (" + in.Loop.Hint + ")"
+		}
+		return block(RuleLoop, errs.LoopDetected, reason).into(d)
+	}
+
+	if escalate != nil {
+		return escalate.into(d)
+	}
+	if ask != nil {
+		return ask.into(d)
+	}
+
+	// 6: risk.
+	if d.Risk >= RiskAskThreshold && allowedBy == "" {
+		if !in.ApprovalOK {
+			return verdict{outcome: Ask, rule: RuleRisk, code: errs.ApprovalRequired,
+				reason: "risk " + strconv.Itoa(d.Risk) + " is at or above " + strconv.Itoa(RiskAskThreshold) + " and needs approval: " + parts.String()}.into(d)
+		}
+		if approvedRule == "" {
+			approvedRule = RuleRisk
+		}
+	}
+
+	// 7: allow.
+	d.Outcome = Allow
+	switch {
+	case approvedRule == RuleRisk:
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
+	case approvedRule != "":
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: policy rule "+strconv.Quote(approvedRule)+" asks for one"
+	case allowedBy != "":
+		d.RuleID, d.Reason = allowedBy, "allowed by policy rule "+strconv.Quote(allowedBy)
+	default:
+		d.Reason = "allowed: " + string(d.Route.Mode) + " route, no rule objects, risk " + strconv.Itoa(d.Risk)
+	}
+	return d
+}
+
+// verdict is a non-allow outcome before it is folded into a Decision.
+type verdict struct {
+	outcome Outcome
+	rule    string
+	code    errs.Code
+	reason  string
+}
+
+func block(rule string, code errs.Code, reason string) verdict {
+	return verdict{outcome: Block, rule: rule, code: code, reason: reason}
+}
+
+func (v verdict) into(d Decision) Decision {
+	d.Outcome, d.RuleID, d.Code, d.Reason = v.outcome, v.rule, v.code, v.reason
+	return d
+}
+
+func reasons(r route.Decision) string {
+	if len(r.Reasons) == 0 {
+		return "no reason given"
+	}
+	return strings.Join(r.Reasons, "; ")
+}
+
+func because(justification string) string {
+	if justification == "" {
+		return ""
+	}
+	return ": " + justification
+}
+
+// checkPath runs the scope and secret checks on the i-th path.
+func checkPath(in *Input, i int, p string) (bool, verdict) {
+	switch {
+	case p == "":
+		return false, block(RuleScope, errs.InvalidArgument, "path "+strconv.Itoa(i)+" is empty")
+	case strings.IndexByte(p, 0) >= 0:
+		return false, block(RuleScope, errs.InvalidArgument, "path "+strconv.Itoa(i)+" contains a NUL byte")
+	}
+	if in.ScopeCheck != nil {
+		if err := in.ScopeCheck(p); err != nil {
+			e := errs.From(err)
+			code, rule := e.Code, RuleScope
+			if code == "" {
+				code = errs.Internal
+			}
+			if code == errs.SecretPathDenied {
+				rule = RuleSecretPath
+			}
+			return false, block(rule, code, "path "+strconv.Quote(p)+" is not allowed: "+e.Message)
+		}
+	} else {
+		if strings.HasPrefix(p, "/") {
+			return false, block(RuleScope, errs.PathOutsideRoot, "absolute path "+strconv.Quote(p)+" cannot be checked without a scope check")
+		}
+		if strings.Contains(p, "..") && escapes(p) {
+			return false, block(RuleScope, errs.PathOutsideRoot, "path "+strconv.Quote(p)+" escapes the repository root")
+		}
+	}
+	if pat, ok := in.Deny.Match(p); ok {
+		return false, block(RuleSecretPath, errs.SecretPathDenied, "path "+strconv.Quote(p)+" matches the secret pattern "+strconv.Quote(pat))
+	}
+	return true, verdict{}
+}
+
+// escapes reports whether the relative path p leaves its root lexically.
+func escapes(p string) bool {
+	c := path.Clean(p)
+	return c == ".." || strings.HasPrefix(c, "../")
+}
