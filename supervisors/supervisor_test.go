@@ -1,6 +1,7 @@
 package supervisors
 
 import (
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newTestSystem(t *testing.T) *actor.ActorSystem {
 	t.Helper()
-	s := actor.NewActorSystemWithConfig(actor.Configure(actor.WithDeadLetterThrottleInterval(time.Millisecond)))
+	s := actor.NewActorSystemWithConfig(actor.Configure(actor.WithDeadLetterThrottleInterval(time.Millisecond),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) })))
 	t.Cleanup(s.Shutdown)
 	return s
 }
