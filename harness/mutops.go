@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/lease"
 	"github.com/harnessd/harnessd/harness/patch"
@@ -35,6 +36,15 @@ type ApplyPatchArgs struct {
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 }
 
+// mutStep is one planned write: what it touches and how to run it under a
+// lease. Batches compose several steps under one lease and ledger entry.
+type mutStep struct {
+	op    string
+	paths []string // rel paths the step may write
+	keys  []string // resource keys it needs
+	run   func(ctx context.Context, l *heldLease, r *Receipt) error
+}
+
 // ApplyPatch applies edit operations all-or-nothing under a lease.
 func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*MutationResult, error) {
 	if err := h.enter(); err != nil {
@@ -46,23 +56,37 @@ func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*Mutatio
 	if err != nil {
 		return nil, err
 	}
-	if len(args.Operations) == 0 {
-		return nil, errs.New(errs.InvalidArgument, "operations is empty: nothing to apply")
-	}
-	if len(args.Operations) > patch.DefaultMaxOps {
-		return nil, errs.New(errs.InvalidArgument, "%d operations: at most %d in one patch", len(args.Operations), patch.DefaultMaxOps)
-	}
-	root, err := h.fast.root(e)
+	st, err := h.planApplyPatch(e, args)
 	if err != nil {
 		return nil, err
 	}
-	// Resolve every path first: bad paths fail before the ledger sees them.
+	hashed := args
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
+	return h.mutate(ctx, &tr, mutation{
+		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
+		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
+	})
+}
+
+// planApplyPatch validates a patch and resolves its paths: bad paths fail
+// before the ledger sees the request.
+func (h *Harness) planApplyPatch(e actors.RepoEntry, args ApplyPatchArgs) (mutStep, error) {
+	if len(args.Operations) == 0 {
+		return mutStep{}, errs.New(errs.InvalidArgument, "operations is empty: nothing to apply")
+	}
+	if len(args.Operations) > patch.DefaultMaxOps {
+		return mutStep{}, errs.New(errs.InvalidArgument, "%d operations: at most %d in one patch", len(args.Operations), patch.DefaultMaxOps)
+	}
+	root, err := h.fast.root(e)
+	if err != nil {
+		return mutStep{}, err
+	}
 	var rels []string
 	seen := map[string]bool{}
 	for _, op := range args.Operations {
 		_, rel, err := root.ResolveWrite(op.Path)
 		if err != nil {
-			return nil, err
+			return mutStep{}, err
 		}
 		if !seen[rel] {
 			seen[rel] = true
@@ -73,20 +97,15 @@ func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*Mutatio
 	for i, rel := range rels {
 		keys[i] = string(lease.PathKey(e.Repo.CheckoutID, rel))
 	}
-	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
-	return h.mutate(ctx, &tr, mutation{
-		op: "apply_patch", repo: e, requestID: args.RequestID, args: hashed, paths: rels, keys: keys,
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown,
-		run: func(ctx context.Context, l *heldLease, r *Receipt) error {
-			res, err := patch.Apply(ctx, root, args.Operations, patch.Options{AllowedPaths: args.AllowedPaths, Fence: l.fence})
-			if err != nil {
-				return err
-			}
-			r.Changes = res.Changes
-			return nil
-		},
-	})
+	ops, allowed := args.Operations, args.AllowedPaths
+	return mutStep{op: "apply_patch", paths: rels, keys: keys, run: func(ctx context.Context, l *heldLease, r *Receipt) error {
+		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.fence})
+		if err != nil {
+			return err
+		}
+		r.Changes = append(r.Changes, res.Changes...)
+		return nil
+	}}, nil
 }
 
 // GitStageArgs are the arguments of git_stage.
@@ -109,20 +128,28 @@ func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationRes
 	if err != nil {
 		return nil, err
 	}
-	root, err := h.fast.root(e)
-	if err != nil {
-		return nil, err
-	}
-	rels, err := checkPaths(root, args.Paths, true)
+	st, err := h.planGitStage(e, args)
 	if err != nil {
 		return nil, err
 	}
 	hashed := args
 	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
 	return h.mutate(ctx, &tr, mutation{
-		op: "git_stage", repo: e, requestID: args.RequestID, args: hashed, paths: rels,
-		keys: []string{string(lease.GitIndexKey(e.Repo.CheckoutID))},
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown,
+		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
+		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
+	})
+}
+
+func (h *Harness) planGitStage(e actors.RepoEntry, args GitStageArgs) (mutStep, error) {
+	root, err := h.fast.root(e)
+	if err != nil {
+		return mutStep{}, err
+	}
+	rels, err := checkPaths(root, args.Paths, true)
+	if err != nil {
+		return mutStep{}, err
+	}
+	return mutStep{op: "git_stage", paths: rels, keys: []string{string(lease.GitIndexKey(e.Repo.CheckoutID))},
 		run: func(ctx context.Context, l *heldLease, r *Receipt) error {
 			if err := l.fence(); err != nil {
 				return err
@@ -135,8 +162,7 @@ func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationRes
 				r.Changes = append(r.Changes, patch.Change{Path: p, Op: "stage"})
 			}
 			return nil
-		},
-	})
+		}}, nil
 }
 
 // GitCommitArgs are the arguments of git_commit.
@@ -161,74 +187,84 @@ func (h *Harness) GitCommit(ctx context.Context, args GitCommitArgs) (*MutationR
 	if err != nil {
 		return nil, err
 	}
+	st, err := h.planGitCommit(ctx, e, args)
+	if err != nil {
+		return nil, err
+	}
+	hashed := args
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
+	return h.mutate(ctx, &tr, mutation{
+		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
+		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
+	})
+}
+
+func (h *Harness) planGitCommit(ctx context.Context, e actors.RepoEntry, args GitCommitArgs) (mutStep, error) {
 	switch {
 	case strings.TrimSpace(args.Message) == "":
-		return nil, errs.New(errs.InvalidArgument, "message is required")
+		return mutStep{}, errs.New(errs.InvalidArgument, "message is required")
 	case len([]rune(args.Message)) > maxCommitMessage:
-		return nil, errs.New(errs.InvalidArgument, "message has %d characters: at most %d", len([]rune(args.Message)), maxCommitMessage)
+		return mutStep{}, errs.New(errs.InvalidArgument, "message has %d characters: at most %d", len([]rune(args.Message)), maxCommitMessage)
 	case strings.ContainsRune(args.Message, 0):
-		return nil, errs.New(errs.InvalidArgument, "message contains a NUL byte")
+		return mutStep{}, errs.New(errs.InvalidArgument, "message contains a NUL byte")
 	}
 	root, err := h.fast.root(e)
 	if err != nil {
-		return nil, err
+		return mutStep{}, err
 	}
 	var rels []string
 	if len(args.Paths) > 0 {
 		if rels, err = checkPaths(root, args.Paths, true); err != nil {
-			return nil, err
+			return mutStep{}, err
 		}
 	}
 	st, err := h.fast.git.Status(ctx, root.Path())
 	if err != nil {
-		return nil, err
+		return mutStep{}, err
 	}
 	keys := []string{string(lease.GitIndexKey(e.Repo.CheckoutID)), string(lease.GitHeadKey(e.Repo.CheckoutID))}
 	if st.Branch != "" {
 		keys = append(keys, string(lease.GitRefKey(e.Repo.CheckoutID, "refs/heads/"+st.Branch)))
 	}
-	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
-	return h.mutate(ctx, &tr, mutation{
-		op: "git_commit", repo: e, requestID: args.RequestID, args: hashed, paths: rels, keys: keys,
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown,
-		run: func(ctx context.Context, l *heldLease, r *Receipt) error {
-			dir := root.Path()
-			before, err := h.head(ctx, dir)
-			if err != nil {
+	return mutStep{op: "git_commit", paths: rels, keys: keys, run: func(ctx context.Context, l *heldLease, r *Receipt) error {
+		dir := root.Path()
+		before, err := h.head(ctx, dir)
+		if err != nil {
+			return err
+		}
+		if !args.AllowEmpty {
+			if err := h.checkSomethingToCommit(ctx, dir, rels); err != nil {
 				return err
 			}
-			if !args.AllowEmpty {
-				if err := h.checkSomethingToCommit(ctx, dir, rels); err != nil {
-					return err
-				}
-			}
-			if err := l.fence(); err != nil {
-				return err
-			}
-			gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", args.Message}
-			if args.AllowEmpty {
-				gitArgs = append(gitArgs, "--allow-empty")
-			}
-			if len(rels) > 0 {
-				gitArgs = append(append(gitArgs, "--only", "--"), rels...)
-			}
-			if _, _, err := h.fast.git.Run(ctx, dir, 0, gitArgs...); err != nil {
-				return err
-			}
-			after, err := h.head(ctx, dir)
-			if err != nil {
-				return err
-			}
-			out, _, err := h.fast.git.Run(ctx, dir, 0, "diff-tree", "--no-commit-id", "--name-status", "-r", "-z", "--root", after)
-			if err == nil {
-				r.Changes = parseNameStatus(out)
-			}
-			hooks := false
-			r.HeadBefore, r.HeadAfter, r.Commit, r.HooksRan = before, after, after, &hooks
-			return nil
-		},
-	})
+		}
+		if err := l.fence(); err != nil {
+			return err
+		}
+		gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", args.Message}
+		if args.AllowEmpty {
+			gitArgs = append(gitArgs, "--allow-empty")
+		}
+		if len(rels) > 0 {
+			gitArgs = append(append(gitArgs, "--only", "--"), rels...)
+		}
+		if _, _, err := h.fast.git.Run(ctx, dir, 0, gitArgs...); err != nil {
+			return err
+		}
+		after, err := h.head(ctx, dir)
+		if err != nil {
+			return err
+		}
+		out, _, err := h.fast.git.Run(ctx, dir, 0, "diff-tree", "--no-commit-id", "--name-status", "-r", "-z", "--root", after)
+		if err == nil {
+			r.Changes = append(r.Changes, parseNameStatus(out)...)
+		}
+		hooks := false
+		if r.HeadBefore == "" {
+			r.HeadBefore = before
+		}
+		r.HeadAfter, r.Commit, r.HooksRan = after, after, &hooks
+		return nil
+	}}, nil
 }
 
 // checkPaths resolves agent paths (up to 200) for stage and commit: inside

@@ -322,6 +322,14 @@ func tempSymlink(dir, base, target string) (string, error) {
 	return "", errors.New("could not find a free temp name for a symbolic link")
 }
 
+// IsTempName reports whether base (a file name without directory) is a temp
+// file name of this package, ".<name>.harnessd-tmp-<random>". A crash can
+// leave such files behind; sweepers and listings can use this to find them.
+func IsTempName(base string) bool {
+	i := strings.LastIndex(base, tempMarker)
+	return len(base) > 0 && base[0] == '.' && i > 0 && i+len(tempMarker) < len(base)
+}
+
 func tempPrefix(base string) string {
 	if len(base) > maxTempBase {
 		base = base[:maxTempBase]

@@ -13,6 +13,13 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 )
 
+// tb is the part of testing.TB the helpers use; *rapid.T has it too.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // testRoot is a minimal Resolver: it joins relative paths to dir and refuses
 // absolute paths and ".." escapes. It does not resolve symlinks.
 type testRoot struct{ dir string }
@@ -43,7 +50,7 @@ func (e entry) String() string {
 }
 
 // snapshot records every path under dir.
-func snapshot(t testing.TB, dir string) map[string]entry {
+func snapshot(t tb, dir string) map[string]entry {
 	t.Helper()
 	m := make(map[string]entry)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -67,6 +74,8 @@ func snapshot(t testing.TB, dir string) map[string]entry {
 				return err
 			}
 			m[filepath.ToSlash(rel)] = entry{Kind: "link", Data: target}
+		case !fi.Mode().IsRegular():
+			m[filepath.ToSlash(rel)] = entry{Kind: fi.Mode().Type().String(), Mode: fi.Mode() & permBits}
 		default:
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -111,7 +120,7 @@ func diffSnapshots(got, want map[string]entry) string {
 	return b.String()
 }
 
-func assertTree(t testing.TB, dir string, want map[string]entry) {
+func assertTree(t tb, dir string, want map[string]entry) {
 	t.Helper()
 	if d := diffSnapshots(snapshot(t, dir), want); d != "" {
 		t.Fatalf("tree differs:\n%s", d)
@@ -128,7 +137,7 @@ func setup(t testing.TB, files map[string]string) string {
 	return dir
 }
 
-func writeFile(t testing.TB, dir, p, content string, mode fs.FileMode) {
+func writeFile(t tb, dir, p, content string, mode fs.FileMode) {
 	t.Helper()
 	abs := filepath.Join(dir, filepath.FromSlash(p))
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
@@ -146,7 +155,7 @@ func writeFile(t testing.TB, dir, p, content string, mode fs.FileMode) {
 func codeOf(err error) errs.Code { return errs.CodeOf(err) }
 
 // details returns the details of a coded error.
-func details(t testing.TB, err error) map[string]any {
+func details(t tb, err error) map[string]any {
 	t.Helper()
 	var e *errs.Error
 	if !errors.As(err, &e) {

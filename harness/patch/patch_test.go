@@ -487,3 +487,32 @@ func TestParseMode(t *testing.T) {
 		})
 	}
 }
+
+func TestIsTempName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{name: ".a.txt.harnessd-tmp-123456", want: true},
+		{name: "." + tempPrefix("x") + "9", want: true},
+		{name: "a.txt", want: false},
+		{name: ".a.txt.harnessd-tmp-", want: false},
+		{name: "a.harnessd-tmp-1", want: false},
+		{name: "", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsTempName(tt.name); got != tt.want {
+				t.Errorf("IsTempName(%q) = %v, want %v", tt.name, got, tt.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	p, err := writeTemp(dir, "file.go", []byte("x"), 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsTempName(filepath.Base(p)) {
+		t.Errorf("IsTempName(%q) = false, want true", filepath.Base(p))
+	}
+}

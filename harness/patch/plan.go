@@ -200,6 +200,8 @@ func load(abs, rel string) (*file, error) {
 	switch {
 	case isNotExist(err):
 		return f, nil
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return nil, errs.Wrap(errs.InvalidArgument, err, "path %q is too long", rel).With("path", rel)
 	case err != nil:
 		return nil, errs.Wrap(errs.Internal, err, "stat %q: %v", rel, err)
 	}
@@ -418,8 +420,12 @@ func Digest(path string) (string, error) {
 		return "", errs.Wrap(errs.Internal, err, "open %q: %v", path, err)
 	}
 	defer fh.Close()
+	bufSize := int64(64 << 10)
+	if fi.Size() < bufSize {
+		bufSize = fi.Size() + 1
+	}
 	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{fh}, make([]byte, bufSize)); err != nil {
 		return "", errs.Wrap(errs.Internal, err, "read %q: %v", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
