@@ -131,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		logx.ActorSystemOption(cfg.Logger),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond),
 	))
-	spec := supervisors.Tree(supervisors.Deps{Store: h.store, Index: h.index, Logger: cfg.Logger, Now: cfg.Now})
+	spec := supervisors.Tree(supervisors.Deps{Store: h.store, Index: h.index, Logger: cfg.Logger, Now: cfg.Now, DataDir: h.dataDirIfPersistent(), System: h.system})
 	h.root, err = h.system.Root.SpawnNamed(supervisors.Props(spec, cfg.Logger), "harnessd")
 	if err != nil {
 		return nil, fmt.Errorf("start actor tree: %w", err)
@@ -147,8 +147,27 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	if _, err = request[messages.Pong](ctx, h, h.reg, messages.Ping{}); err != nil {
 		return nil, fmt.Errorf("wait for registry: %w", err)
 	}
+	for _, hook := range openHooks {
+		if err = hook(ctx, h); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
+
+// openHooks run at the end of Open, in registration order; closeHooks run
+// at the start of teardown (before the actor tree drains), in reverse.
+// Files that add components register them from init.
+var (
+	openHooks  []func(ctx context.Context, h *Harness) error
+	closeHooks []func(h *Harness)
+)
+
+func onOpen(f func(ctx context.Context, h *Harness) error) { openHooks = append(openHooks, f) }
+func onClose(f func(h *Harness))                           { closeHooks = append(closeHooks, f) }
+
+// child returns the PID of a child of the root supervisor.
+func (h *Harness) child(name string) *actor.PID { return supervisors.ChildPID(h.root, name) }
 
 // Close shuts the Harness down in the documented order. Safe to call more
 // than once; later calls return the first call's error.
@@ -169,6 +188,11 @@ func (h *Harness) Close(ctx context.Context) error {
 
 func (h *Harness) teardown() error {
 	var errList []error
+	if h.root != nil {
+		for i := len(closeHooks) - 1; i >= 0; i-- {
+			closeHooks[i](h)
+		}
+	}
 	if h.root != nil {
 		if err := h.system.Root.PoisonFuture(h.root).Wait(); err != nil {
 			errList = append(errList, fmt.Errorf("drain actors: %w", err))

@@ -125,8 +125,17 @@ func LookupOp(name string) (*Op, bool) {
 	return o, ok
 }
 
+// opGroups lists the functions that define operations. Files that add
+// operations register theirs from init with registerOps.
+var opGroups = []func() []Op{repoOps, fastOps, mutationOps}
+
+func registerOps(f func() []Op) { opGroups = append(opGroups, f) }
+
 func buildOps() {
-	opsList = append(append(repoOps(), fastOps()...), mutationOps()...)
+	opsList = nil
+	for _, g := range opGroups {
+		opsList = append(opsList, g()...)
+	}
 	sort.Slice(opsList, func(i, j int) bool { return opsList[i].Name < opsList[j].Name })
 	opsIndex = make(map[string]*Op, len(opsList))
 	for i := range opsList {

@@ -24,7 +24,18 @@ type Deps struct {
 	Logger *zap.Logger
 	// Now is the clock of leases and ledger entries; nil = time.Now.
 	Now func() time.Time
+	// DataDir is the daemon's data dir ("" when in memory: use a temp dir).
+	DataDir string
+	// System is the actor system the tree runs in.
+	System *actor.ActorSystem
 }
+
+// extraChildren are children declared by other files of this package (jobs,
+// checks, ...), started after the built-in ones in registration order.
+var extraChildren []func(Deps) Child
+
+// register adds a child to the tree; call it from init.
+func register(f func(Deps) Child) { extraChildren = append(extraChildren, f) }
 
 // Tree declares harnessd's root supervisor: its children in start order.
 func Tree(d Deps) Spec {
@@ -36,11 +47,15 @@ func Tree(d Deps) Spec {
 	registry := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
 	ledger := actor.PropsFromProducer(actors.NewLedger(d.Store, lg, actors.LedgerConfig{Now: d.Now}), mw)
+	children := []Child{
+		{Name: LedgerName, Props: ledger, Restart: Permanent},
+		{Name: RegistryName, Props: registry, Restart: Permanent},
+	}
+	for _, f := range extraChildren {
+		children = append(children, f(d))
+	}
 	return Spec{
-		Children: []Child{
-			{Name: LedgerName, Props: ledger, Restart: Permanent},
-			{Name: RegistryName, Props: registry, Restart: Permanent},
-		},
+		Children:  children,
 		Intensity: 5,
 		Period:    30 * time.Second,
 	}
