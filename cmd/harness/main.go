@@ -69,7 +69,7 @@ type cli struct {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("harness", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.SetInterspersed(true)
+	fs.SetInterspersed(false)
 	dataDir := fs.String("data-dir", harness.DefaultDataDir(), "")
 	asJSON := fs.Bool("json", false, "")
 	timeout := fs.Duration("timeout", 60*time.Second, "")
@@ -80,7 +80,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rest := fs.Args()
 	if *help || len(rest) == 0 {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, helpText())
 		if *help {
 			return exitOK
 		}
@@ -107,7 +107,7 @@ func (c *cli) exit(err error) int {
 	}
 	var ue usageErr
 	if errors.As(err, &ue) {
-		fmt.Fprintf(c.stderr, "harness: %s\n\n%s", ue.msg, usage)
+		fmt.Fprintf(c.stderr, "harness: %s\n\n%s", ue.msg, helpText())
 		return exitUsage
 	}
 	e := errs.From(err)
@@ -122,6 +122,25 @@ func (c *cli) exit(err error) int {
 		fmt.Fprintf(c.stderr, "harness: %s: %s\n", e.Code, e.Message)
 	}
 	return exitFailed
+}
+
+// helpText is the usage plus the registered commands.
+func helpText() string {
+	if len(commands) == 0 {
+		return usage
+	}
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(usage)
+	b.WriteString("\nMore commands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  harness %s\n", commands[n].usage)
+	}
+	return b.String()
 }
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
@@ -174,8 +193,22 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		return c.printJSON(raw)
 	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd.run(ctx, c, args[1:])
+	}
 	return usageErr{fmt.Sprintf("unknown command %q", args[0])}
 }
+
+// command is a CLI command defined in its own file and registered from init
+// with register.
+type command struct {
+	usage string // one line for the help text, e.g. "jobs [--all]   list jobs"
+	run   func(ctx context.Context, c *cli, args []string) error
+}
+
+var commands = map[string]command{}
+
+func register(name string, cmd command) { commands[name] = cmd }
 
 // show runs op and prints the raw JSON with --json, else calls human.
 func (c *cli) show(ctx context.Context, op string, args any, human func(json.RawMessage)) error {

@@ -70,8 +70,17 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
 	}
+	for _, r := range routes {
+		r(mux, h)
+	}
 	return mux
 }
+
+// routes are extra endpoints (log streaming, approvals, audit, ...) defined
+// in other files of this package and registered from init with route.
+var routes []func(mux *http.ServeMux, h *harness.Harness)
+
+func route(f func(mux *http.ServeMux, h *harness.Harness)) { routes = append(routes, f) }
 
 func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
 	start := time.Now()
@@ -118,6 +127,12 @@ func (a *api) ops(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"operations": out})
 }
+
+// WriteJSON writes v as a JSON response.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// WriteError writes err as a JSON error response with its HTTP status.
+func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)

@@ -7,6 +7,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,6 +56,11 @@ func New(ex Executor, version string) *mcp.Server {
 			InputSchema: o.InputSchema,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro},
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if token := req.Params.GetProgressToken(); token != nil {
+				var stop func()
+				ctx, stop = withProgress(ctx, req, token)
+				defer stop()
+			}
 			out, err := ex.Exec(ctx, name, req.Params.Arguments)
 			if err != nil {
 				return ErrorResult(err), nil
@@ -62,6 +69,53 @@ func New(ex Executor, version string) *mcp.Server {
 		})
 	}
 	return s
+}
+
+// HeartbeatEvery is how often a tool call that is still running sends a
+// progress notification (when the client asked for progress), so client
+// request timeouts do not fire while a job or check runs.
+var HeartbeatEvery = 5 * time.Second
+
+// withProgress sends the operation's own progress reports, and a heartbeat
+// while it is silent, as MCP progress notifications for token.
+func withProgress(ctx context.Context, req *mcp.CallToolRequest, token any) (context.Context, func()) {
+	var mu sync.Mutex // protects last and seq
+	last, seq := time.Now(), 0.0
+	notify := func(progress, total float64, msg string) {
+		mu.Lock()
+		seq++
+		if progress < seq {
+			progress = seq // progress must increase with every notification
+		}
+		seq = progress
+		last = time.Now()
+		mu.Unlock()
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: msg})
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(HeartbeatEvery)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				mu.Lock()
+				quiet := now.Sub(last) >= HeartbeatEvery
+				mu.Unlock()
+				if quiet {
+					notify(0, 0, "still running ("+now.Sub(start).Round(time.Second).String()+")")
+				}
+			}
+		}
+	}()
+	return harness.WithProgress(ctx, notify), func() { close(done); <-stopped }
 }
 
 // Result wraps an operation result as a tool result: structured content
