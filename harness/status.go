@@ -53,6 +53,8 @@ type StatusResult struct {
 	Actors       map[string]int `json:"actors"`
 	Goroutines   int            `json:"goroutines"`
 	Notes        []string       `json:"notes,omitempty"`
+	// Extra holds component sections (jobs, durable leases, checks, ...).
+	Extra map[string]any `json:"extra,omitempty"`
 }
 
 // Status reports the harness's vital signs.
@@ -77,13 +79,25 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 	}
 	lsm, vlog := h.store.Size()
 	now := h.cfg.Now()
-	return &StatusResult{
+	st := &StatusResult{
 		Pid: os.Getpid(), Version: VersionString(), GoVersion: runtime.Version(),
 		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
 		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
 		Repositories: h.index.Len(), StoreBytes: lsm + vlog, Actors: actorsByKind,
 		Goroutines: runtime.NumGoroutine(),
-	}, nil
+	}
+	for _, f := range statusHooks {
+		f(ctx, h, st)
+	}
+	return st, nil
+}
+
+// statusHooks add component figures (jobs, leases, containment notes) to
+// Status; register them from init with onStatus.
+var statusHooks []func(ctx context.Context, h *Harness, st *StatusResult)
+
+func onStatus(f func(ctx context.Context, h *Harness, st *StatusResult)) {
+	statusHooks = append(statusHooks, f)
 }
 
 func (h *Harness) dataDirIfPersistent() string {
