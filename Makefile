@@ -9,7 +9,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
 
-.PHONY: help build run test lint bench bench-ci tidy fuzz clean
+.PHONY: help build run test lint bench bench-go bench-ci tidy fuzz clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -28,10 +28,15 @@ lint: ## go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 
-bench: ## the bench suite (Go benchmarks of the hot functions)
+bench: ## the bench suite: every case through every surface against its floor, then the hot-function benchmarks
+	$(GO) run ./bench $(ARGS)
+	$(GO) test -run='^$$' -bench=. -benchmem ./bench/
+
+bench-go: ## every Go benchmark of every package
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-bench-ci: ## every benchmark once, so they keep compiling and working
+bench-ci: ## the suite briefly and every Go benchmark once, so they keep compiling and working
+	$(GO) run ./bench --iterations 5 --warmup 1
 	$(GO) test -run='^$$' -bench=. -benchtime=1x $(PKGS)
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)

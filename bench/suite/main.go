@@ -1,0 +1,196 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK      = 0 // every case ran (or was skipped for a stated reason)
+	ExitFailed  = 1 // a case, a surface or the load run failed
+	ExitUsage   = 2 // bad flags
+	maxIters    = 1_000_000
+	maxConc     = 4096
+	maxRepos    = 256
+	maxDuration = 24 * time.Hour
+)
+
+// config is the parsed command line.
+type config struct {
+	surfaces    []string
+	cases       []string
+	warmup      int
+	iterations  int
+	json        bool
+	harnessd    string
+	load        bool
+	concurrency int
+	duration    time.Duration
+	repos       int
+}
+
+const usageHead = `Usage: go run ./bench [flags]     (also: harness bench [flags])
+
+Measures everyday agent operations through harnessd's surfaces and holds
+each against the raw operation it wraps. With --load, drives many
+simulated agents through one surface instead.
+
+Flags:
+`
+
+// parseFlags parses args. It returns pflag.ErrHelp for -h.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	fs.StringSliceVar(&c.surfaces, "surfaces", AllSurfaces, "surfaces to measure: "+strings.Join(AllSurfaces, ",")+" (--load: one surface, default inproc)")
+	fs.StringSliceVar(&c.cases, "cases", Cases(), "cases to run")
+	fs.IntVar(&c.warmup, "warmup", 20, "unmeasured iterations per case and surface")
+	fs.IntVar(&c.iterations, "iterations", 200, "measured iterations per case and surface")
+	fs.BoolVar(&c.json, "json", false, "print the schema_version 1 JSON report instead of a table")
+	fs.StringVar(&c.harnessd, "harnessd", "", "harnessd binary for the daemon surfaces (default: go build ./cmd/harnessd)")
+	fs.BoolVar(&c.load, "load", false, "load mode: many agents, one surface, for --duration")
+	fs.IntVar(&c.concurrency, "concurrency", 64, "load: simulated agents")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "load: how long to run")
+	fs.IntVar(&c.repos, "repos", 4, "load: fixture repositories the agents share")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if c.load && !fs.Changed("surfaces") {
+		c.surfaces = []string{SurfaceInproc}
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	c.surfaces = dedupe(c.surfaces)
+	c.cases = dedupe(c.cases)
+	if len(c.surfaces) == 0 {
+		return errors.New("--surfaces is empty")
+	}
+	for _, s := range c.surfaces {
+		if !slices.Contains(AllSurfaces, s) {
+			return fmt.Errorf("--surfaces: unknown surface %q (known: %s)", s, strings.Join(AllSurfaces, ", "))
+		}
+	}
+	if c.harnessd != "" {
+		if st, err := os.Stat(c.harnessd); err != nil || st.IsDir() {
+			return fmt.Errorf("--harnessd %q is not a file", c.harnessd)
+		}
+	}
+	if c.load {
+		if len(c.surfaces) != 1 {
+			return fmt.Errorf("--load runs through one surface; got --surfaces %s", strings.Join(c.surfaces, ","))
+		}
+		switch {
+		case c.concurrency < 1 || c.concurrency > maxConc:
+			return fmt.Errorf("--concurrency %d is outside 1..%d", c.concurrency, maxConc)
+		case c.repos < 1 || c.repos > maxRepos:
+			return fmt.Errorf("--repos %d is outside 1..%d", c.repos, maxRepos)
+		case c.duration <= 0 || c.duration > maxDuration:
+			return fmt.Errorf("--duration %s is outside (0, %s]", c.duration, maxDuration)
+		}
+		return nil
+	}
+	if len(c.cases) == 0 {
+		return errors.New("--cases is empty")
+	}
+	known := Cases()
+	for _, k := range c.cases {
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("--cases: unknown case %q (known: %s)", k, strings.Join(known, ", "))
+		}
+	}
+	if c.iterations < 1 || c.iterations > maxIters {
+		return fmt.Errorf("--iterations %d is outside 1..%d", c.iterations, maxIters)
+	}
+	if c.warmup < 0 || c.warmup > maxIters {
+		return fmt.Errorf("--warmup %d is outside 0..%d", c.warmup, maxIters)
+	}
+	return nil
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		x = strings.TrimSpace(x)
+		if x != "" && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Main runs the bench suite with command-line args, printing the report
+// on stdout and progress and errors on stderr, and returns the exit code
+// (ExitOK, ExitFailed or ExitUsage). SIGINT and SIGTERM stop it cleanly.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return MainContext(ctx, args, stdout, stderr)
+}
+
+// MainContext is Main without signal handling: ctx ends the run.
+func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return ExitUsage
+	}
+	rep := &Report{
+		SchemaVersion: SchemaVersion,
+		Machine:       machineInfo(),
+		GoVersion:     runtime.Version(),
+		Commit:        commitOf(ctx),
+		StartedAt:     time.Now().UTC().Truncate(time.Millisecond),
+		Settings:      Settings{Surfaces: cfg.surfaces},
+	}
+	var runErr error
+	if cfg.load {
+		runErr = runLoad(ctx, cfg, rep, stderr)
+	} else {
+		rep.Settings.Warmup, rep.Settings.Iterations, rep.Settings.Cases = cfg.warmup, cfg.iterations, cfg.cases
+		runErr = runSuite(ctx, cfg, rep, stderr)
+	}
+	if len(rep.Results) > 0 || rep.Load != nil {
+		var werr error
+		switch {
+		case cfg.json:
+			werr = writeJSON(stdout, rep)
+		case cfg.load:
+			werr = writeLoad(stdout, rep)
+		default:
+			werr = writeTable(stdout, rep)
+		}
+		if werr != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("write report: %w", werr))
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "bench:", runErr)
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,242 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// callTimeout bounds one iteration of a case.
+const callTimeout = time.Minute
+
+// progress prints "\r[3/24] mcp-stdio git_status ..." lines on stderr.
+type progress struct {
+	w     io.Writer
+	total int
+	done  int
+	width int
+}
+
+func (p *progress) show(surface, name string) {
+	p.done++
+	line := fmt.Sprintf("[%d/%d] %s %s ...", p.done, p.total, surface, name)
+	pad := max(0, p.width-len(line))
+	p.width = max(p.width, len(line))
+	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+}
+
+func (p *progress) clear() {
+	if p.width > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.width))
+		p.width = 0
+	}
+}
+
+// daemons starts at most one harnessd daemon for the daemon surfaces and
+// stops it in close.
+type daemons struct {
+	bin     string // --harnessd, or built on first use
+	work    string
+	stderr  io.Writer
+	once    sync.Once
+	d       *daemonProc
+	err     error
+	skipWhy string // set when no binary can be had: the surfaces are skipped
+}
+
+func (ds *daemons) get(ctx context.Context) (*daemonProc, error) {
+	ds.once.Do(func() {
+		if ds.bin == "" {
+			if _, err := moduleRoot(); err != nil {
+				ds.skipWhy = errNoDaemon.Error() + ": " + err.Error()
+				ds.err = fmt.Errorf("%w: %v", errNoDaemon, err)
+				return
+			}
+			fmt.Fprint(ds.stderr, "\rbuilding harnessd ...")
+			ds.bin, ds.err = buildHarnessd(ctx, ds.work)
+			fmt.Fprint(ds.stderr, "\r                    \r")
+			if ds.err != nil {
+				return
+			}
+		}
+		dataDir, err := os.MkdirTemp(ds.work, "harnessd-bench-daemon-")
+		if err != nil {
+			ds.err = err
+			return
+		}
+		ds.d, ds.err = startDaemon(ctx, ds.bin, dataDir)
+	})
+	return ds.d, ds.err
+}
+
+func (ds *daemons) close() error {
+	if ds.d == nil {
+		return nil
+	}
+	return ds.d.Stop()
+}
+
+// openSurface opens the named surface.
+func openSurface(ctx context.Context, name, work string, ds *daemons) (surface, error) {
+	switch name {
+	case SurfaceInproc:
+		return openInproc(ctx, work)
+	case SurfaceMCPStdio:
+		d, err := ds.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return d.stdio(ctx)
+	case SurfaceMCPHTTP:
+		d, err := ds.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tr := httpTransport()
+		s, err := d.http(ctx, tr)
+		if err != nil {
+			tr.CloseIdleConnections()
+			return nil, err
+		}
+		s.after = tr.CloseIdleConnections
+		return s, nil
+	}
+	return nil, fmt.Errorf("unknown surface %q", name)
+}
+
+// runSuite runs the selected cases through the selected surfaces.
+func runSuite(ctx context.Context, cfg config, rep *Report, stderr io.Writer) error {
+	work, err := os.MkdirTemp("", "harnessd-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	fx, err := NewFixture(ctx, work, nil)
+	if err != nil {
+		return err
+	}
+	fl, err := newFloors(fx, work)
+	if err != nil {
+		return err
+	}
+	rep.Settings.SearchFloor = fl.searchTool()
+	var cases []caseDef
+	for _, c := range allCases() {
+		if slices.Contains(cfg.cases, c.name) {
+			cases = append(cases, c)
+		}
+	}
+	ds := &daemons{bin: cfg.harnessd, work: work, stderr: stderr}
+	prog := &progress{w: stderr, total: len(cfg.surfaces) * len(cases)}
+	defer prog.clear()
+	var errList []error
+	for _, name := range cfg.surfaces {
+		if ctx.Err() != nil {
+			break
+		}
+		res, err := runSurface(ctx, name, work, ds, fx, fl, cases, cfg, prog)
+		rep.Results = append(rep.Results, res...)
+		errList = append(errList, err)
+	}
+	errList = append(errList, ds.close(), fx.Restore())
+	return errors.Join(errList...)
+}
+
+// runSurface runs every case through one surface. A surface that cannot
+// be opened gives each case an error (or skip) result.
+func runSurface(ctx context.Context, name, work string, ds *daemons, fx *Fixture, fl *floors, cases []caseDef, cfg config, prog *progress) ([]Result, error) {
+	var out []Result
+	s, err := openSurface(ctx, name, work, ds)
+	var repoID string
+	if err == nil {
+		repoID, err = register(ctx, s, fx.Root)
+	}
+	if err != nil {
+		for _, c := range cases {
+			prog.show(name, c.name)
+			r := Result{Case: c.name, Surface: name, Floor: c.floorName(fl)}
+			if ds.skipWhy != "" && name != SurfaceInproc {
+				r.Skipped = ds.skipWhy
+			} else {
+				r.Error = fmt.Sprintf("surface %s: %v", name, err)
+			}
+			out = append(out, r)
+		}
+		if s != nil {
+			_ = s.Close()
+		}
+		if ds.skipWhy != "" && name != SurfaceInproc {
+			return out, nil
+		}
+		return out, fmt.Errorf("surface %s: %w", name, err)
+	}
+	ids := newRequestIDs(name)
+	var errList []error
+	for _, c := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		prog.show(name, c.name)
+		r := runCase(ctx, s, repoID, c, fx, fl, ids, cfg.warmup, cfg.iterations)
+		if r.Error != "" {
+			errList = append(errList, fmt.Errorf("%s %s: %s", name, c.name, r.Error))
+		}
+		out = append(out, r)
+	}
+	if err := s.Close(); err != nil {
+		errList = append(errList, fmt.Errorf("close %s: %w", name, err))
+	}
+	return out, errors.Join(errList...)
+}
+
+// runCase measures c through s: warmup+iterations iterations, each
+// followed by one run of its floor.
+func runCase(ctx context.Context, s surface, repoID string, c caseDef, fx *Fixture, fl *floors, ids *requestIDs, warmup, iterations int) Result {
+	r := Result{Case: c.name, Surface: s.Name(), Floor: c.floorName(fl)}
+	if c.requires != "" && !s.HasOp(c.requires) {
+		r.Skipped = c.requires + " not available"
+		return r
+	}
+	fail := func(format string, args ...any) Result {
+		r.Error = fmt.Sprintf(format, args...)
+		return r
+	}
+	if err := fx.Restore(); err != nil {
+		return fail("restore the fixture: %v", err)
+	}
+	defer fx.Restore()
+	if c.dirty {
+		if err := fx.Dirty(); err != nil {
+			return fail("dirty the fixture: %v", err)
+		}
+	}
+	smps := make([]sample, 0, iterations)
+	floorsMs := make([]float64, 0, iterations)
+	for n := 0; n < warmup+iterations; n++ {
+		if err := ctx.Err(); err != nil {
+			return fail("interrupted: %v", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		smp, err := c.iterate(cctx, s, iter{repoID: repoID, n: n, request: ids.next})
+		cancel()
+		if err != nil {
+			return fail("iteration %d: %v", n, err)
+		}
+		fd, err := c.floor(ctx, fl)
+		if err != nil {
+			return fail("iteration %d: %v", n, err)
+		}
+		if n >= warmup {
+			smps = append(smps, smp)
+			floorsMs = append(floorsMs, ms(fd))
+		}
+	}
+	r.summarize(smps, floorsMs)
+	return r
+}
