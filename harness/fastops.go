@@ -12,6 +12,8 @@ import (
 	"github.com/harnessd/harnessd/harness/classify"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/harness/loop"
+	"github.com/harnessd/harnessd/harness/mediate"
 	"github.com/harnessd/harnessd/harness/proc"
 	"github.com/harnessd/harnessd/harness/readfile"
 	"github.com/harnessd/harnessd/harness/route"
@@ -61,6 +63,10 @@ func (h *Harness) ReadFile(ctx context.Context, args ReadFileArgs) (*ReadFileRes
 		return nil, err
 	}
 	tr.mark(segRouting)
+	if _, err := h.gate(ctx, gateInput{Tool: "read_file", Repo: &e, Root: root, Paths: []string{args.Path}}); err != nil {
+		return nil, err
+	}
+	tr.mark(segPolicy)
 	res, err := readfile.Read(root, readfile.Request{Path: args.Path, OffsetLine: args.OffsetLine, MaxLines: args.MaxLines, MaxBytes: args.MaxBytes}, readfile.Limits{})
 	if err != nil {
 		return nil, err
@@ -98,6 +104,10 @@ func (h *Harness) Search(ctx context.Context, args SearchArgs) (*SearchResult, e
 		return nil, err
 	}
 	tr.mark(segRouting)
+	if _, err := h.gate(ctx, gateInput{Tool: "search", Repo: &e}); err != nil {
+		return nil, err
+	}
+	tr.mark(segPolicy)
 	res, err := h.fast.searcher.Search(ctx, e.Repo.Root, search.Request{
 		Query: args.Query, Regex: args.Regex, Glob: args.Glob, CaseInsensitive: args.CaseInsensitive, MaxResults: args.MaxResults,
 	})
@@ -141,6 +151,10 @@ func (h *Harness) GitStatus(ctx context.Context, args GitStatusArgs) (*GitStatus
 		return nil, err
 	}
 	tr.mark(segRouting)
+	if _, err := h.gate(ctx, gateInput{Tool: "git_status", Repo: &e}); err != nil {
+		return nil, err
+	}
+	tr.mark(segPolicy)
 	st, err := h.fast.git.Status(ctx, e.Repo.Root)
 	if err != nil {
 		return nil, err
@@ -198,10 +212,8 @@ func (h *Harness) GitDiff(ctx context.Context, args GitDiffArgs) (*GitDiffResult
 		return nil, err
 	}
 	tr.mark(segRouting)
-	for _, p := range args.Paths {
-		if _, _, err := root.Resolve(p); err != nil {
-			return nil, err
-		}
+	if _, err := h.gate(ctx, gateInput{Tool: "git_diff", Repo: &e, Root: root, Paths: args.Paths}); err != nil {
+		return nil, err
 	}
 	tr.mark(segPolicy)
 	d, err := h.fast.git.Diff(ctx, e.Repo.Root, gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context})
@@ -223,6 +235,7 @@ type RunCommandArgs struct {
 	Argv                    []string `json:"argv" jsonschema:"program and arguments, e.g. [\"git\",\"log\",\"--oneline\",\"-5\"]; no shell string"`
 	Cwd                     string   `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root"`
 	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, Fast Path maximum 15000"`
+	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this command"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -235,6 +248,8 @@ type RunCommandResult struct {
 	// command: a "readonly" command changed files.
 	TreeChanged bool     `json:"tree_changed"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// RunID identifies this run (loop detection names earlier runs by it).
+	RunID string `json:"run_id"`
 	Meta
 }
 
@@ -261,13 +276,18 @@ func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunComm
 	if args.TimeoutMs < 0 {
 		return nil, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
 	}
-	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs})
-	if err := routeError(d); err != nil {
-		return nil, err
-	}
 	root, err := h.fast.root(e)
 	if err != nil {
 		return nil, err
+	}
+	gi := gateInput{Tool: "run_command", Repo: &e, Root: root, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Args: args, ApprovalID: args.ApprovalID}
+	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs})
+	if d.Mode != route.Fast {
+		// Not for the Fast Path: the mediator says how (reject, escalate or ask).
+		if _, err := h.gate(ctx, gi); err != nil {
+			return nil, err
+		}
+		return nil, routeError(d)
 	}
 	tr.mark(segRouting)
 	if err := root.CheckArgv(args.Argv); err != nil {
@@ -290,6 +310,12 @@ func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunComm
 		return nil, err
 	}
 	tr.mark(segSnapshot)
+	gi.TreeRevision = before
+	gr, err := h.gate(ctx, gi)
+	if err != nil {
+		return nil, err
+	}
+	tr.mark(segPolicy)
 	timeout := fastTimeoutDefault
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
@@ -324,6 +350,13 @@ func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunComm
 	}
 	if res.TimedOut {
 		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
+	}
+	out.RunID = "run_" + strconv.FormatInt(h.cfg.Now().UnixNano(), 36)
+	failed := res.ExitCode != 0 || res.TimedOut
+	h.loopRecord(loop.Observation{Op: "run_command", InputHash: gr.InputHash, TreeRevision: before, ReceiptID: out.RunID, Failed: failed,
+		ResultHash: digestOf(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
+	if failed {
+		h.noteHistory(e.Repo.ID, func(x *mediate.History) { x.RecentFailures++ })
 	}
 	out.Meta = Meta{Route: "fast", Latency: tr.finish(segReceipt, args.IncludeLatencyBreakdown)}
 	return out, nil

@@ -35,6 +35,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
+	// PolicyPath is the policy file; "" = <DataDir>/policy.yaml (none when
+	// InMemory). A missing file is the empty policy.
+	PolicyPath string
 	// SecretPatterns replaces the default secret-path denylist (doublestar
 	// globs, see pathsafe.DefaultSecretPatterns). Nil = the default.
 	SecretPatterns []string
@@ -92,6 +95,7 @@ type Harness struct {
 	started time.Time
 
 	fast *fastPath
+	gov  *governance
 
 	closed    atomic.Bool
 	inflight  sync.WaitGroup
@@ -124,6 +128,9 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	}
 	h.fast, err = newFastPath(h)
 	if err != nil {
+		return nil, err
+	}
+	if err = h.initGovernance(); err != nil {
 		return nil, err
 	}
 

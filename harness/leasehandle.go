@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -65,6 +66,8 @@ func (l *heldLease) renewLoop() {
 			cancel()
 			if errs.CodeOf(err) == errs.LeaseLost {
 				l.h.lg.Warn("lease lost while the operation ran")
+				l.h.auditAppend(audit.Entry{Kind: audit.KindLeaseLost, Operation: l.info.Operation, Outcome: "lost",
+					Reason: errs.From(err).Message, Actor: "daemon", Details: map[string]string{"lease_id": l.info.ID, "owner": l.info.Owner}})
 				l.cancel(err)
 				return
 			}

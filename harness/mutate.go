@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/actors"
+	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/ledger"
 	"github.com/harnessd/harnessd/harness/patch"
@@ -95,7 +96,11 @@ func (h *Harness) mutate(ctx context.Context, tr *trace, m mutation) (*MutationR
 		out.Meta = Meta{Route: "fast", Latency: tr.finish(segSnapshot, m.breakdown)}
 		return &out, nil
 	}
+	auditEntry := audit.Entry{Kind: audit.KindMutation, Operation: m.op, RepoID: m.repo.Repo.ID, RequestID: m.requestID, Paths: m.paths, InputHash: hash}
 	fail := func(cause error) error {
+		e := auditEntry
+		e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message
+		h.auditAppend(e)
 		if _, ferr := request[messages.LedgerDone](context.Background(), h, h.ledger, messages.LedgerFail{RequestID: m.requestID, Err: cause}); ferr != nil {
 			h.lg.Warn("ledger: record failure")
 		}
@@ -132,6 +137,9 @@ func (h *Harness) mutate(ctx context.Context, tr *trace, m mutation) (*MutationR
 	if _, err := request[messages.LedgerDone](context.Background(), h, h.ledger, messages.LedgerComplete{RequestID: m.requestID, Result: stored}); err != nil {
 		out.Warnings = append(out.Warnings, "the write succeeded but the ledger could not record it: "+errs.From(err).Message)
 	}
+	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
+	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
+	h.auditAppend(auditEntry)
 	lat := tr.finish(segReceipt, m.breakdown)
 	out.LatencyMs = lat.TotalMs
 	if err := h.persistReceipt(out.Receipt); err != nil {

@@ -33,6 +33,7 @@ type ApplyPatchArgs struct {
 	Operations              []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
 	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs (e.g. src/**) every operation's path must match"`
 	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
+	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this input"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -61,7 +62,10 @@ func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*Mutatio
 		return nil, err
 	}
 	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
+	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
+		return nil, err
+	}
 	return h.mutate(ctx, &tr, mutation{
 		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
 		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
@@ -114,6 +118,7 @@ type GitStageArgs struct {
 	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
 	Paths                   []string `json:"paths" jsonschema:"paths to stage (up to 200); deletions are staged too"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
+	ApprovalID              string   `json:"approval_id,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -133,7 +138,10 @@ func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationRes
 		return nil, err
 	}
 	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
+	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
+		return nil, err
+	}
 	return h.mutate(ctx, &tr, mutation{
 		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
 		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
@@ -173,6 +181,7 @@ type GitCommitArgs struct {
 	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
+	ApprovalID              string   `json:"approval_id,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -192,7 +201,10 @@ func (h *Harness) GitCommit(ctx context.Context, args GitCommitArgs) (*MutationR
 		return nil, err
 	}
 	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
+	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
+		return nil, err
+	}
 	return h.mutate(ctx, &tr, mutation{
 		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
 		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,

@@ -75,6 +75,18 @@ func (c *Client) Get(ctx context.Context, path string) (json.RawMessage, error) 
 	return c.do(ctx, http.MethodGet, path, nil)
 }
 
+// Post sends a JSON body (nil = none) to a JSON API path.
+func (c *Client) Post(ctx context.Context, path string, body any) (json.RawMessage, error) {
+	b := []byte("{}")
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return nil, errs.New(errs.InvalidArgument, "encode body: %v", err)
+		}
+	}
+	return c.do(ctx, http.MethodPost, path, b)
+}
+
 // Healthy returns nil when the daemon answers /healthz.
 func (c *Client) Healthy(ctx context.Context) error {
 	_, err := c.do(ctx, http.MethodGet, "/healthz", nil)

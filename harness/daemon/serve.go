@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -140,12 +142,28 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		cfg.Ready(p)
 	}
 
+	// SIGHUP reloads the policy; a bad file keeps the old one in force.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	var runErr error
-	select {
-	case <-ctx.Done():
-		lg.Info("shutting down", zap.Duration("shutdown_wait", cfg.ShutdownWait))
-	case runErr = <-serveErr:
-		lg.Error("server failed; shutting down", zap.Error(runErr))
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			lg.Info("shutting down", zap.Duration("shutdown_wait", cfg.ShutdownWait))
+			break wait
+		case runErr = <-serveErr:
+			lg.Error("server failed; shutting down", zap.Error(runErr))
+			break wait
+		case <-hup:
+			if p, err := h.ReloadPolicy(ctx); err != nil {
+				lg.Error("policy reload failed; the previous policy stays in force", zap.Error(err))
+			} else {
+				lg.Info("policy reloaded on SIGHUP", zap.String("digest", p.Digest), zap.Int("rules", p.Rules))
+			}
+		}
 	}
 
 	// 1. Stop accepting; idle connections close, busy ones finish below.

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/messages"
+)
+
+func init() {
+	register("approvals", command{usage: "approvals [--all]     list pending approval requests", run: approvalsCmd})
+	register("approve", command{usage: "approve ID            approve a pending request (single use, bound to its exact input)", run: func(ctx context.Context, c *cli, args []string) error {
+		return decideCmd(ctx, c, args, true)
+	}})
+	register("deny", command{usage: "deny ID --reason R    deny a pending request", run: func(ctx context.Context, c *cli, args []string) error {
+		return decideCmd(ctx, c, args, false)
+	}})
+	register("policy", command{usage: "policy [show|reload]  show or reload the policy file", run: policyCmd})
+	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--limit N]   list or verify the audit log", run: auditCmd})
+}
+
+func whoami() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "person"
+}
+
+func approvalsCmd(ctx context.Context, c *cli, args []string) error {
+	fs := pflag.NewFlagSet("approvals", pflag.ContinueOnError)
+	all := fs.Bool("all", false, "list every approval, not only pending ones")
+	if err := fs.Parse(args); err != nil {
+		return usageErr{err.Error()}
+	}
+	path := "/v1/approvals"
+	if *all {
+		path += "?status=all"
+	}
+	raw, err := c.c.Get(ctx, path)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var l harness.ApprovalList
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	if len(l.Approvals) == 0 {
+		fmt.Fprintln(c.stdout, "no approval requests")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tRISK\tOPERATION\tSUMMARY\tREASON\tEXPIRES")
+	for _, a := range l.Approvals {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.ID, a.Status, a.Risk, a.Operation, clip(a.Summary, 60), clip(a.Reason, 60), a.ExpiresAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func decideCmd(ctx context.Context, c *cli, args []string, approve bool) error {
+	fs := pflag.NewFlagSet("decide", pflag.ContinueOnError)
+	reason := fs.String("reason", "", "why (required to deny)")
+	if err := fs.Parse(args); err != nil {
+		return usageErr{err.Error()}
+	}
+	if fs.NArg() != 1 {
+		return usageErr{"usage: harness approve ID | harness deny ID --reason R"}
+	}
+	if !approve && *reason == "" {
+		return usageErr{"deny needs --reason"}
+	}
+	verb := "approve"
+	if !approve {
+		verb = "deny"
+	}
+	body := map[string]string{"by": whoami(), "reason": *reason}
+	raw, err := c.c.Post(ctx, "/v1/approvals/"+url.PathEscape(fs.Arg(0))+"/"+verb, body)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var a harness.Approval
+	_ = json.Unmarshal(raw, &a)
+	fmt.Fprintf(c.stdout, "%s %s (%s)\n", a.ID, a.Status, a.Summary)
+	return nil
+}
+
+func policyCmd(ctx context.Context, c *cli, args []string) error {
+	sub := "show"
+	if len(args) > 0 {
+		sub = args[0]
+	}
+	var raw json.RawMessage
+	var err error
+	switch sub {
+	case "show":
+		raw, err = c.c.Get(ctx, "/v1/policy")
+	case "reload":
+		raw, err = c.c.Post(ctx, "/v1/policy/reload", nil)
+	default:
+		return usageErr{"usage: harness policy [show|reload]"}
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var p harness.PolicyInfo
+	_ = json.Unmarshal(raw, &p)
+	fmt.Fprintf(c.stdout, "policy %s: %d rules, digest %s\n", p.Source, p.Rules, p.Digest)
+	return nil
+}
+
+func auditCmd(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "verify" {
+		raw, err := c.c.Get(ctx, "/v1/audit/verify")
+		if err != nil {
+			return err
+		}
+		var v harness.AuditVerifyResult
+		_ = json.Unmarshal(raw, &v)
+		if c.json {
+			_ = c.printJSON(raw)
+		} else if v.OK {
+			fmt.Fprintf(c.stdout, "audit chain intact: %d entries verified\n", v.Checked)
+		} else {
+			fmt.Fprintf(c.stdout, "audit chain BROKEN at entry %d: %s (%d entries checked)\n", v.BrokenSeq, v.BrokenReason, v.Checked)
+		}
+		if !v.OK {
+			return auditBroken(v.BrokenSeq)
+		}
+		return nil
+	}
+	fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
+	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check")
+	repo := fs.String("repo", "", "repository id")
+	op := fs.String("operation", "", "operation name")
+	limit := fs.Int("limit", 50, "entries to show")
+	after := fs.Uint64("after", 0, "show entries after this sequence number")
+	if err := fs.Parse(args); err != nil {
+		return usageErr{err.Error()}
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"kind": *kind, "repo_id": *repo, "operation": *op} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	q.Set("limit", fmt.Sprint(*limit))
+	if *after > 0 {
+		q.Set("after_seq", fmt.Sprint(*after))
+	}
+	raw, err := c.c.Get(ctx, "/v1/audit?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var r struct {
+		Entries []messages.AuditEntry `json:"entries"`
+		More    bool                  `json:"more"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOPERATION\tOUTCOME\tCODE\tREASON")
+	for _, e := range r.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format(time.DateTime), e.Kind, e.Operation, e.Outcome, e.Code, clip(e.Reason, 70))
+	}
+	if r.More {
+		fmt.Fprintln(tw, "…\t(more: --after N)")
+	}
+	return tw.Flush()
+}
+
+type auditBroken uint64
+
+func (a auditBroken) Error() string { return fmt.Sprintf("audit chain broken at entry %d", uint64(a)) }
