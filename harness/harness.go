@@ -38,6 +38,9 @@ type Config struct {
 	// PolicyPath is the policy file; "" = <DataDir>/policy.yaml (none when
 	// InMemory). A missing file is the empty policy.
 	PolicyPath string
+	// LoopThreshold is how many identical results of the same input in the
+	// loop window count as a loop (LOOP_DETECTED); 0 = 3, negative = off.
+	LoopThreshold int
 	// SecretPatterns replaces the default secret-path denylist (doublestar
 	// globs, see pathsafe.DefaultSecretPatterns). Nil = the default.
 	SecretPatterns []string

@@ -158,7 +158,8 @@ func freeLoopbackAddr() (string, error) {
 
 func startDaemonOn(ctx context.Context, bin, dataDir, addr string) (*daemonProc, error) {
 	d := &daemonProc{bin: bin, paths: daemon.PathsOf(dataDir), addr: addr, log: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
-	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "warn", "--log-format", "json")
+	// Loop detection off: the bench repeats identical calls on purpose.
+	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "warn", "--log-format", "json", "--loop-threshold", "0")
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start harnessd serve: %w", err)

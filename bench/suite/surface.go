@@ -92,7 +92,8 @@ func openInproc(ctx context.Context, parent string) (*inproc, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := harness.Open(ctx, harness.Config{DataDir: dir})
+	// Loop detection off: the bench repeats identical calls on purpose.
+	h, err := harness.Open(ctx, harness.Config{DataDir: dir, LoopThreshold: -1})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("open harness: %w", err)

@@ -97,6 +97,8 @@ func serve(args []string, stderr io.Writer) error {
 	cf.register(fs)
 	listen := fs.String("listen", "", "also listen on loopback TCP, e.g. 127.0.0.1:7411 (bearer token in <data-dir>/token)")
 	wait := fs.Duration("shutdown-wait", 10*time.Second, "how long shutdown waits for running operations")
+	loops := fs.Int("loop-threshold", 3, "identical results of the same input before LOOP_DETECTED (0 = loop detection off)")
+	policyPath := fs.String("policy", "", "policy file (default <data-dir>/policy.yaml; reload with SIGHUP or `harness policy reload`)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -107,7 +109,7 @@ func serve(args []string, stderr io.Writer) error {
 	defer lg.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait}, lg)
+	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath}, lg)
 }
 
 func mcpBridge(args []string, stderr io.Writer) error {

@@ -26,6 +26,10 @@ type Config struct {
 	// [::1]:PORT) guarded by the bearer token in <data-dir>/token.
 	Listen       string
 	ShutdownWait time.Duration
+	// LoopThreshold: identical results before LOOP_DETECTED; 0 = off.
+	LoopThreshold int
+	// PolicyPath is the policy file ("" = <data-dir>/policy.yaml).
+	PolicyPath string
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -72,7 +76,11 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	}
 	defer release()
 
-	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg})
+	loops := cfg.LoopThreshold
+	if loops <= 0 {
+		loops = -1
+	}
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath})
 	if err != nil {
 		return err
 	}
