@@ -142,7 +142,7 @@ func isBodyPrefix(pre string) bool {
 // and source code: diff markers, quotes, comment leaders, string
 // concatenation and "\n" escapes.
 func trimPEMDecoration(s string) string {
-	s = strings.TrimLeft(s, " \t+-># \"'`*/")
+	s = strings.TrimLeft(s, " \t+->#\"'`*/")
 	for {
 		n := len(s)
 		s = strings.TrimRight(s, " \t\r\"'`,;+")
