@@ -87,6 +87,11 @@ func (c *Client) Post(ctx context.Context, path string, body any) (json.RawMessa
 	return c.do(ctx, http.MethodPost, path, b)
 }
 
+// GetRaw fetches a non-JSON endpoint (such as /v1/store/dump).
+func (c *Client) GetRaw(ctx context.Context, path string) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path, nil)
+}
+
 // Healthy returns nil when the daemon answers /healthz.
 func (c *Client) Healthy(ctx context.Context) error {
 	_, err := c.do(ctx, http.MethodGet, "/healthz", nil)
