@@ -136,6 +136,6 @@ func mcpBridge(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	return daemon.RunStdio(ctx, c)
+	c.Close()
+	return daemon.RunStdio(ctx, cf.dataDir, os.Stdin, os.Stdout)
 }

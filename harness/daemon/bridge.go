@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/mcpserver"
 )
@@ -95,7 +95,8 @@ func waitHealthy(ctx context.Context, c *client.Client, d time.Duration) error {
 	}
 }
 
-// Remote returns an Executor that forwards operations to a daemon.
+// Remote returns an Executor that forwards operations to a daemon over its
+// JSON API.
 func Remote(c *client.Client) mcpserver.Executor {
 	return mcpserver.ExecutorFunc(func(ctx context.Context, op string, args json.RawMessage) (any, error) {
 		if len(args) == 0 {
@@ -109,14 +110,46 @@ func Remote(c *client.Client) mcpserver.Executor {
 	})
 }
 
-// RunStdio serves MCP over stdin/stdout, forwarding every tool call to the
-// daemon behind c, until the client disconnects or ctx ends. Stdout carries
-// only MCP frames.
-func RunStdio(ctx context.Context, c *client.Client) error {
-	srv := mcpserver.New(Remote(c), harness.VersionString())
-	err := srv.Run(ctx, &mcp.StdioTransport{})
-	if err == nil || errors.Is(err, context.Canceled) {
+// RunStdio connects stdin and stdout to an MCP session of the daemon of
+// dataDir (its mcp.sock), byte for byte, until the client disconnects or
+// ctx ends. Stdout carries only MCP frames.
+func RunStdio(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Writer) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket)
+	if err != nil {
+		return fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+	}
+	defer conn.Close()
+	down := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(stdout, conn) // daemon -> agent
+		down <- err
+	}()
+	up := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(conn, stdin) // agent -> daemon
+		if uc, ok := conn.(*net.UnixConn); ok {
+			_ = uc.CloseWrite() // the agent hung up: let the session end
+		}
+		up <- err
+	}()
+	select {
+	case err := <-down:
+		if err == nil || errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return nil
+	case err := <-up:
+		if err != nil {
+			return err
+		}
+		// Drain the daemon's last answers after the agent closed stdin.
+		select {
+		case <-down:
+		case <-ctx.Done():
+		}
 		return nil
 	}
-	return err
 }

@@ -14,7 +14,7 @@ import (
 
 // Paths are the files of a data dir.
 type Paths struct {
-	DataDir, Socket, Lock, Pid, Token, Log string
+	DataDir, Socket, MCPSocket, Lock, Pid, Token, Log string
 }
 
 // PathsOf returns the paths of dataDir.
@@ -22,10 +22,12 @@ func PathsOf(dataDir string) Paths {
 	return Paths{
 		DataDir: dataDir,
 		Socket:  filepath.Join(dataDir, "harnessd.sock"),
-		Lock:    filepath.Join(dataDir, "harnessd.lock"),
-		Pid:     filepath.Join(dataDir, "harnessd.pid"),
-		Token:   filepath.Join(dataDir, "token"),
-		Log:     filepath.Join(dataDir, "harnessd.log"),
+		// MCPSocket carries raw MCP sessions for `harnessd mcp`.
+		MCPSocket: filepath.Join(dataDir, "mcp.sock"),
+		Lock:      filepath.Join(dataDir, "harnessd.lock"),
+		Pid:       filepath.Join(dataDir, "harnessd.pid"),
+		Token:     filepath.Join(dataDir, "token"),
+		Log:       filepath.Join(dataDir, "harnessd.log"),
 	}
 }
 

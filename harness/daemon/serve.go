@@ -105,6 +105,12 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		unixLn.Close()
 		return errors.Join(fmt.Errorf("chmod socket: %w", err), closeHarness())
 	}
+	mcpLn, err := listenMCP(p.MCPSocket, mcpSrv, lg.Named("mcp"))
+	if err != nil {
+		unixLn.Close()
+		return errors.Join(fmt.Errorf("listen on %s: %w", p.MCPSocket, err), closeHarness())
+	}
+	defer os.Remove(p.MCPSocket)
 	listeners := []net.Listener{unixLn}
 	handlers := []http.Handler{handler}
 	if cfg.Listen != "" {
@@ -175,6 +181,7 @@ wait:
 	}
 
 	// 1. Stop accepting; idle connections close, busy ones finish below.
+	mcpLn.ln.Close()
 	shutdownDone := make(chan struct{})
 	sctx, cancelShutdown := context.WithTimeout(context.Background(), cfg.ShutdownWait)
 	defer cancelShutdown()
@@ -186,7 +193,8 @@ wait:
 	}()
 	// 2. Close the harness: running operations finish, actors drain, store closes.
 	closeErr := closeHarness()
-	// 3. End what is left (MCP streams) and close the servers.
+	// 3. End what is left (MCP sessions and streams) and close the servers.
+	mcpLn.close()
 	cancelBase()
 	cancelShutdown()
 	<-shutdownDone
