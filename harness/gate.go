@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/audit"
@@ -45,8 +47,11 @@ func (h *Harness) gate(ctx context.Context, in gateInput) (gateResult, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
 		Policy: h.currentPolicy(), Deny: h.fast.deny}
 	if in.Root != nil {
-		root := in.Root
-		mi.ScopeCheck = func(p string) error { _, _, err := root.Resolve(p); return err }
+		// Lexical scope here; the executor resolves symlinks itself
+		// (readfile.Read, patch.Apply, ...) with the same error codes, so
+		// the file system is walked once per path, not twice.
+		root := in.Root.Path()
+		mi.ScopeCheck = func(p string) error { return lexicalScope(root, p) }
 	}
 	repoID := ""
 	if in.Repo != nil {
@@ -127,4 +132,23 @@ func (h *Harness) gate(ctx context.Context, in gateInput) (gateResult, error) {
 		}
 		return res, err
 	}
+}
+
+// lexicalScope refuses a path that is absolute outside root or escapes it
+// with "..", without touching the file system.
+func lexicalScope(root, p string) error {
+	if p == "" {
+		return errs.New(errs.InvalidArgument, "empty path")
+	}
+	c := filepath.Clean(filepath.FromSlash(p))
+	if filepath.IsAbs(c) {
+		if c != root && !strings.HasPrefix(c, root+string(filepath.Separator)) {
+			return errs.New(errs.PathOutsideRoot, "path %q is outside the repository root", p).With("path", p)
+		}
+		return nil
+	}
+	if c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
+		return errs.New(errs.PathOutsideRoot, "path %q escapes the repository root", p).With("path", p)
+	}
+	return nil
 }
