@@ -104,7 +104,7 @@ func Decide(req Request) Decision {
 func decide(req Request, inBatch bool) Decision {
 	switch req.Tool {
 	case "read_file", "search", "git_status", "git_diff", "route_explain", "job_status", "job_logs", "job_list",
-		"read_lanes", "patch_proposal_validate":
+		"read_lanes", "patch_proposal_validate", "batch_result", "repository_register", "repository_list", "repository_unregister", "job_clean":
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a readonly Fast Path operation"},
 			Risk: 5, EstimatedClass: Short, Tier: Direct}
 	case "apply_patch", "git_stage", "git_commit", "patch_proposal_integrate":
