@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -35,30 +36,40 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 	need := p.max + 1
 
 	// Exclude needs the candidate list: it is counted there and the excluded
-	// paths are handed to rg so that it never reads them.
-	var excluded int
-	var excludedPaths []string
+	// paths are handed to rg so that it never reads them. Tracked files
+	// matching an ignore rule are searched by git's rules but skipped by
+	// rg's walk: the Go engine searches them and the two ordered streams are
+	// merged. The two git listings run concurrently.
+	var (
+		files, ti     []string
+		filesErr      error
+		wg            sync.WaitGroup
+		excluded      int
+		excludedPaths []string
+	)
 	if p.exclude != nil {
-		files, err := listFiles(ctx, p.root)
-		if err != nil {
-			return Result{}, ctxErr(ctx, err)
-		}
-		for _, f := range files {
-			if p.glob != nil && !p.glob.match(f) {
-				continue
-			}
-			if p.exclude(f) {
-				excluded++
-				excludedPaths = append(excludedPaths, f)
-			}
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			files, filesErr = listFiles(ctx, p.root)
+		}()
 	}
-	// Tracked files matching an ignore rule are searched by git's rules but
-	// skipped by rg's walk: the Go engine searches them and the two ordered
-	// streams are merged.
-	ti, err := trackedIgnored(ctx, p.root)
+	ti, err = trackedIgnored(ctx, p.root)
+	wg.Wait()
+	if filesErr != nil {
+		return Result{}, ctxErr(ctx, filesErr)
+	}
 	if err != nil {
 		return Result{}, ctxErr(ctx, err)
+	}
+	for _, f := range files {
+		if p.glob != nil && !p.glob.match(f) {
+			continue
+		}
+		if p.exclude(f) {
+			excluded++
+			excludedPaths = append(excludedPaths, f)
+		}
 	}
 	extra, _ := p.filter(ti)
 	extraSet := make(map[string]bool, len(extra))
