@@ -1,0 +1,334 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// fakeRunner counts runs; each run blocks until release is closed (nil =
+// no blocking) and returns outcome(run).
+type fakeRunner struct {
+	calls   atomic.Int32
+	release chan struct{}
+	outcome func(run messages.CheckRun, n int32) (messages.CheckOutcome, error)
+}
+
+func (f *fakeRunner) run(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error) {
+	n := f.calls.Add(1)
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return messages.CheckOutcome{Cancelled: true}, nil
+		}
+	}
+	if f.outcome != nil {
+		return f.outcome(run, n)
+	}
+	return messages.CheckOutcome{RepoID: run.Key.RepoID, Pid: 1000 + int(n), Passed: true, Path: "fast"}, nil
+}
+
+func spawnChecks(t *testing.T, s *actor.ActorSystem, st *persistence.Store, cfg ChecksConfig) *actor.PID {
+	t.Helper()
+	if cfg.PruneEvery == 0 {
+		cfg.PruneEvery = -1
+	}
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewChecks(st, zap.NewNop(), cfg)), "checks-"+t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Root.PoisonFuture(pid).Wait() })
+	return pid
+}
+
+func checkRun(repo, identity string) messages.CheckRun {
+	return messages.CheckRun{Key: messages.CheckKey{RepoID: repo, CommonDir: "/src/.git", Identity: identity}, DefinitionDigest: "sha256:def"}
+}
+
+func stats(t *testing.T, s *actor.ActorSystem, pid *actor.PID) messages.CheckStatsReply {
+	t.Helper()
+	return want[messages.CheckStatsReply](t, request(t, s, pid, messages.CheckStats{}))
+}
+
+// eventually polls cond until it holds or 5 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestCheckJoinsConcurrentRunsAndReusesEvidence(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{release: make(chan struct{})}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+	const n = 20
+	futures := make([]*actor.Future, n)
+	for i := range futures {
+		futures[i] = s.Root.RequestFuture(pid, checkRun("repo_a", "sha256:aaaa"), 5*time.Second)
+	}
+	eventually(t, "19 joined callers", func() bool { return stats(t, s, pid).Joined == n-1 })
+	close(f.release)
+	first := 0
+	for i, fu := range futures {
+		v, err := fu.Result()
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		r := want[messages.CheckResult](t, v)
+		if r.Reused || r.Outcome.Pid != 1001 || !r.Outcome.Passed {
+			t.Fatalf("caller %d: got %+v, want the one run (pid 1001), not reused", i, r)
+		}
+		if !r.Joined {
+			first++
+		}
+	}
+	if first != 1 {
+		t.Fatalf("got %d callers that started the run, want 1", first)
+	}
+	r := want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:aaaa")))
+	if !r.Reused || r.Joined || r.Outcome.Pid != 1001 {
+		t.Fatalf("later call: got %+v, want reused evidence of pid 1001", r)
+	}
+	if got := f.calls.Load(); got != 1 {
+		t.Fatalf("got %d runs, want 1", got)
+	}
+	var ev messages.CheckEvidence
+	if err := st.Get(persistence.CheckEvidenceKey("repo_a", "sha256:aaaa"), &ev); err != nil || ev.Outcome.Pid != 1001 {
+		t.Fatalf("stored evidence: got %+v, %v; want pid 1001", ev, err)
+	}
+}
+
+func TestCheckNeverReusesFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		outcome messages.CheckOutcome
+		err     error
+	}{
+		{name: "failed", outcome: messages.CheckOutcome{ExitCode: 1}},
+		{name: "timed out", outcome: messages.CheckOutcome{ExitCode: -1, TimedOut: true}},
+		{name: "cancelled", outcome: messages.CheckOutcome{ExitCode: -1, Cancelled: true, Passed: true}},
+		{name: "runner error", err: errs.New(errs.NotFound, "command not found")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, st := newTestSystem(t), newStore(t)
+			f := &fakeRunner{outcome: func(messages.CheckRun, int32) (messages.CheckOutcome, error) { return tc.outcome, tc.err }}
+			pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+			for i := 0; i < 3; i++ {
+				v := request(t, s, pid, checkRun("repo_a", "sha256:bbbb"))
+				if tc.err != nil {
+					if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.NotFound {
+						t.Fatalf("run %d: got %#v, want Failed NOT_FOUND", i, v)
+					}
+					continue
+				}
+				if r := want[messages.CheckResult](t, v); r.Reused {
+					t.Fatalf("run %d: got reused %+v, want a new run", i, r)
+				}
+			}
+			if got := f.calls.Load(); got != 3 {
+				t.Fatalf("got %d runs, want 3", got)
+			}
+			if n, _ := st.Count([]byte(persistence.PrefixCheck)); n != 0 {
+				t.Fatalf("got %d stored check keys, want 0", n)
+			}
+		})
+	}
+}
+
+func TestCheckPassivatesAndRestoresFromStore(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Idle: 20 * time.Millisecond})
+	if r := want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:cccc"))); r.Reused {
+		t.Fatalf("first run: got reused, want a run")
+	}
+	eventually(t, "passivation", func() bool { st := stats(t, s, pid); return st.Passived == 1 && st.Active == 0 })
+	r := want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:cccc")))
+	if !r.Reused || r.Outcome.Pid != 1001 {
+		t.Fatalf("after passivation: got %+v, want evidence of pid 1001 reused", r)
+	}
+	if got := f.calls.Load(); got != 1 {
+		t.Fatalf("got %d runs, want 1", got)
+	}
+	if got := stats(t, s, pid).Spawned; got != 2 {
+		t.Fatalf("got %d spawns, want 2", got)
+	}
+}
+
+func TestCheckRunsDuringPassivationAreNotLost(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Idle: time.Millisecond})
+	for i := 0; i < 200; i++ {
+		v := request(t, s, pid, checkRun("repo_a", "sha256:dddd"))
+		if _, ok := v.(messages.CheckResult); !ok {
+			t.Fatalf("call %d: got %#v, want a result", i, v)
+		}
+	}
+	if got := f.calls.Load(); got != 1 {
+		t.Fatalf("got %d runs, want 1", got)
+	}
+}
+
+func TestCheckSharedEvidenceAcrossCheckouts(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Idle: time.Millisecond})
+	shared := func(repo string) messages.CheckRun {
+		r := checkRun(repo, "sha256:eeee")
+		r.Key.Shared = true
+		return r
+	}
+	want[messages.CheckResult](t, request(t, s, pid, shared("repo_a")))
+	eventually(t, "passivation", func() bool { return stats(t, s, pid).Active == 0 })
+	r := want[messages.CheckResult](t, request(t, s, pid, shared("repo_b")))
+	if !r.Reused || r.Outcome.RepoID != "repo_a" {
+		t.Fatalf("clean second checkout: got %+v, want repo_a's evidence reused", r)
+	}
+	r = want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_b", "sha256:eeee")))
+	if r.Reused {
+		t.Fatalf("unshared key of another checkout: got reused, want its own run")
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("got %d runs, want 2", got)
+	}
+}
+
+func TestCheckPreviousEvidenceOfTheDefinition(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+	r := want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:1111")))
+	if r.Previous != nil {
+		t.Fatalf("first identity: got previous %+v, want none", r.Previous)
+	}
+	r = want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:2222")))
+	if r.Previous == nil || r.Previous.Identity != "sha256:1111" {
+		t.Fatalf("second identity: got previous %+v, want sha256:1111", r.Previous)
+	}
+}
+
+func TestCheckPruneBoundsEvidence(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	var mu sync.Mutex
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Now: clock, MaxPerRepo: 3, MaxAge: time.Hour})
+	for _, id := range []string{"sha256:01", "sha256:02", "sha256:03", "sha256:04", "sha256:05"} {
+		want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", id)))
+		advance(time.Minute)
+	}
+	want[messages.Pong](t, request(t, s, pid, messages.Ping{}))
+	for _, tc := range []struct {
+		id   string
+		kept bool
+	}{{"sha256:01", false}, {"sha256:02", false}, {"sha256:03", true}, {"sha256:05", true}} {
+		ok, err := st.Has(persistence.CheckEvidenceKey("repo_a", tc.id))
+		if err != nil || ok != tc.kept {
+			t.Fatalf("%s: got kept=%v (%v), want %v", tc.id, ok, err, tc.kept)
+		}
+	}
+	advance(2 * time.Hour)
+	p := want[messages.CheckPruned](t, request(t, s, pid, messages.CheckPrune{}))
+	if p.Removed != 3 {
+		t.Fatalf("age prune: got %d removed, want 3", p.Removed)
+	}
+	if n, _ := st.Count(persistence.CheckRepoPrefix("repo_a")); n != 0 {
+		t.Fatalf("got %d keys left (def index included), want 0", n)
+	}
+}
+
+func TestCheckStopFailsWaiters(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{release: make(chan struct{})}
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewChecks(st, zap.NewNop(), ChecksConfig{Runner: f.run, PruneEvery: -1})), "checks-stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fu := s.Root.RequestFuture(pid, checkRun("repo_a", "sha256:ffff"), 5*time.Second)
+	eventually(t, "run started", func() bool { return f.calls.Load() == 1 })
+	if err := s.Root.PoisonFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := fu.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.Unavailable {
+		t.Fatalf("got %#v, want Failed UNAVAILABLE", v)
+	}
+}
+
+func TestCheckRejectsBadKeys(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	pid := spawnChecks(t, s, st, ChecksConfig{})
+	tests := []struct {
+		name string
+		key  messages.CheckKey
+	}{
+		{"no identity", messages.CheckKey{RepoID: "repo_a"}},
+		{"no repo", messages.CheckKey{Identity: "sha256:aa"}},
+		{"shared without common dir", messages.CheckKey{RepoID: "repo_a", Identity: "sha256:aa", Shared: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := request(t, s, pid, messages.CheckRun{Key: tc.key})
+			if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.InvalidArgument {
+				t.Fatalf("got %#v, want Failed INVALID_ARGUMENT", v)
+			}
+		})
+	}
+	// Without a runner and an Exec the run fails cleanly.
+	v := request(t, s, pid, checkRun("repo_a", "sha256:abab"))
+	if fl, ok := v.(messages.Failed); !ok || !errors.As(fl.Err, new(*errs.Error)) {
+		t.Fatalf("got %#v, want a coded Failed", v)
+	}
+}
+
+func TestIsEvidenceKey(t *testing.T) {
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"check/repo_a/sha256:01", true},
+		{"check/repo_a/def/sha256:01", false},
+		{"check/common/abcd/sha256:01", false},
+		{"check/repo_a", false},
+		{"job/repo_a/sha256:01", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			if got := isEvidenceKey([]byte(tc.key)); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckActorName(t *testing.T) {
+	a := CheckActorName(messages.CheckKey{RepoID: "repo_a", Identity: "sha256:0123456789abcdef0123"})
+	b := CheckActorName(messages.CheckKey{RepoID: "repo_b", Identity: "sha256:0123456789abcdef0123"})
+	c := CheckActorName(messages.CheckKey{RepoID: "repo_a", CommonDir: "/x/.git", Shared: true, Identity: "sha256:0123456789abcdef0123"})
+	if a == b || a == c || a[:22] != "check-0123456789abcdef" {
+		t.Fatalf("names %q %q %q: want distinct per scope, prefixed by the identity", a, b, c)
+	}
+}

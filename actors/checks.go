@@ -1,0 +1,327 @@
+package actors
+
+import (
+	"bytes"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// ChecksConfig configures NewChecks. Zero fields mean the defaults.
+type ChecksConfig struct {
+	Now        func() time.Time
+	Idle       time.Duration // a check actor idle this long passivates; 0 = 5 min
+	MaxAge     time.Duration // evidence older than this is ignored and pruned; 0 = 7 days
+	MaxPerRepo int           // evidence kept per repository; 0 = 200
+	PruneEvery time.Duration // 0 = 10 min; < 0 = never (tests send CheckPrune)
+	Runner     CheckRunner   // nil = run CheckRun.Exec
+}
+
+// NewChecks returns the producer of the checks supervisor. It routes each
+// CheckRun to the check actor of its key, spawning it on demand, keeps
+// idle check actors' passivation race-free (a Run never reaches an actor
+// that is stopping: it waits and goes to its successor), and bounds the
+// stored evidence of every repository.
+func NewChecks(store *persistence.Store, lg *zap.Logger, cfg ChecksConfig) actor.Producer {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultCheckIdle
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultCheckMaxAge
+	}
+	if cfg.MaxPerRepo <= 0 {
+		cfg.MaxPerRepo = DefaultCheckMaxPerRepo
+	}
+	if cfg.PruneEvery == 0 {
+		cfg.PruneEvery = 10 * time.Minute
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = execRunner
+	}
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	return func() actor.Actor {
+		return &checksActor{store: store, lg: lg, cfg: cfg, children: map[string]*checkChild{}, byPID: map[string]string{}}
+	}
+}
+
+// checkChild is the supervisor's view of one check actor.
+type checkChild struct {
+	key       messages.CheckKey
+	pid       *actor.PID
+	forwarded uint64 // Runs sent to pid
+	stopping  bool
+	pending   []pendingMsg // Runs waiting for the successor of a stopping actor
+}
+
+type pendingMsg struct {
+	msg    messages.CheckRun
+	sender *actor.PID
+}
+
+type checksActor struct {
+	store    *persistence.Store
+	lg       *zap.Logger
+	cfg      ChecksConfig
+	children map[string]*checkChild // by child name
+	byPID    map[string]string      // pid id -> child name
+	stats    messages.CheckStatsReply
+	stopc    chan struct{}
+}
+
+// Receive dispatches the checks supervisor's messages.
+func (a *checksActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.lg = a.lg.With(zap.String("actor", "checks"))
+		a.startPruning(ctx)
+	case messages.CheckRun:
+		a.route(ctx, m)
+	case checkIdle:
+		a.idle(ctx, m)
+	case checkNote:
+		a.stats.Started += m.started
+		a.stats.Reused += m.reused
+		a.stats.Joined += m.joined
+		a.stats.Running += m.started - m.finished
+		if m.storedRepo != "" {
+			if _, err := a.prune([]string{m.storedRepo}, a.cfg.Now()); err != nil {
+				a.lg.Warn("prune check evidence", zap.Error(err))
+			}
+		}
+	case *actor.Terminated:
+		a.terminated(ctx, m.Who)
+	case messages.CheckPrune:
+		now := m.Now
+		if now.IsZero() {
+			now = a.cfg.Now()
+		}
+		n, err := a.prune(nil, now)
+		reply(ctx, messages.CheckPruned{Removed: n}, err)
+	case messages.CheckStats:
+		st := a.stats
+		st.Active = len(a.children)
+		ctx.Respond(st)
+	case messages.Counts:
+		ctx.Respond(messages.CountsReply{ByKind: map[string]int{"check": len(a.children)}})
+	case messages.Ping:
+		ctx.Respond(messages.Pong{})
+	case *actor.Stopping:
+		if a.stopc != nil {
+			close(a.stopc)
+			a.stopc = nil
+		}
+		for _, c := range a.children {
+			for _, p := range c.pending {
+				if p.sender != nil {
+					ctx.Send(p.sender, messages.Failed{Err: errs.New(errs.Unavailable, "checks are shutting down")})
+				}
+			}
+			c.pending = nil
+		}
+	}
+}
+
+func (a *checksActor) route(ctx actor.Context, m messages.CheckRun) {
+	if m.Key.Identity == "" || m.Key.RepoID == "" {
+		reply(ctx, nil, errs.New(errs.InvalidArgument, "a check run needs a repo_id and an identity"))
+		return
+	}
+	if m.Key.Shared && m.Key.CommonDir == "" {
+		reply(ctx, nil, errs.New(errs.InvalidArgument, "a shared check run needs the git common dir"))
+		return
+	}
+	name := CheckActorName(m.Key)
+	c := a.children[name]
+	if c != nil && c.stopping {
+		c.pending = append(c.pending, pendingMsg{msg: m, sender: ctx.Sender()})
+		return
+	}
+	if c == nil {
+		var err error
+		if c, err = a.spawn(ctx, name, m.Key); err != nil {
+			reply(ctx, nil, err)
+			return
+		}
+	}
+	c.forwarded++
+	ctx.Forward(c.pid)
+}
+
+func (a *checksActor) spawn(ctx actor.Context, name string, key messages.CheckKey) (*checkChild, error) {
+	props := actor.PropsFromProducer(newCheckActor(checkConfig{
+		store: a.store, lg: a.lg, now: a.cfg.Now, key: key,
+		idle: a.cfg.Idle, maxAge: a.cfg.MaxAge, runner: a.cfg.Runner,
+	}), actor.WithReceiverMiddleware(Recover(a.lg)))
+	pid, err := ctx.SpawnNamed(props, name)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "start check actor %s: %v", name, err)
+	}
+	c := &checkChild{key: key, pid: pid}
+	a.children[name] = c
+	a.byPID[pid.Id] = name
+	a.stats.Spawned++
+	return c, nil
+}
+
+// idle passivates a check actor that has answered every Run sent to it:
+// later Runs for its key wait until it has stopped.
+func (a *checksActor) idle(ctx actor.Context, m checkIdle) {
+	name, ok := a.byPID[m.pid.Id]
+	if !ok {
+		return
+	}
+	c := a.children[name]
+	if c.stopping || c.forwarded != m.handled {
+		return // a Run is on its way: the actor is not idle after all
+	}
+	c.stopping = true
+	a.stats.Passived++
+	ctx.Stop(c.pid)
+}
+
+func (a *checksActor) terminated(ctx actor.Context, who *actor.PID) {
+	name, ok := a.byPID[who.Id]
+	if !ok {
+		return
+	}
+	delete(a.byPID, who.Id)
+	c := a.children[name]
+	delete(a.children, name)
+	if c == nil || len(c.pending) == 0 {
+		return
+	}
+	next, err := a.spawn(ctx, name, c.key)
+	for _, p := range c.pending {
+		if err != nil {
+			if p.sender != nil {
+				ctx.Send(p.sender, messages.Failed{Err: err})
+			}
+			continue
+		}
+		next.forwarded++
+		if p.sender != nil {
+			ctx.RequestWithCustomSender(next.pid, p.msg, p.sender)
+		} else {
+			ctx.Send(next.pid, p.msg)
+		}
+	}
+}
+
+func (a *checksActor) startPruning(ctx actor.Context) {
+	if a.cfg.PruneEvery < 0 {
+		return
+	}
+	stopc := make(chan struct{})
+	a.stopc = stopc
+	self, sys, every, now := ctx.Self(), ctx.ActorSystem(), a.cfg.PruneEvery, a.cfg.Now
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopc:
+				return
+			case <-t.C:
+				sys.Root.Send(self, messages.CheckPrune{Now: now()})
+			}
+		}
+	}()
+}
+
+// prune bounds the evidence of the given repositories (nil = all): entries
+// older than MaxAge go, then the oldest beyond MaxPerRepo. Definition and
+// shared index entries pointing at removed evidence go with them.
+func (a *checksActor) prune(repos []string, now time.Time) (int, error) {
+	type item struct {
+		key []byte
+		ev  messages.CheckEvidence
+	}
+	byRepo := map[string][]item{}
+	scan := func(prefix []byte) error {
+		return a.store.Scan(prefix, func(key []byte, decode func(any) error) error {
+			if !isEvidenceKey(key) {
+				return nil
+			}
+			var ev messages.CheckEvidence
+			if err := decode(&ev); err != nil {
+				return nil // left for `harness store dump`
+			}
+			byRepo[ev.RepoID] = append(byRepo[ev.RepoID], item{key: append([]byte(nil), key...), ev: ev})
+			return nil
+		})
+	}
+	if repos == nil {
+		if err := scan([]byte(persistence.PrefixCheck)); err != nil {
+			return 0, err
+		}
+	} else {
+		for _, r := range repos {
+			if err := scan(persistence.CheckEvidencePrefix(r)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	var drop []item
+	for _, items := range byRepo {
+		sort.Slice(items, func(i, j int) bool { return items[i].ev.StoredAt.After(items[j].ev.StoredAt) })
+		for i, it := range items {
+			if i >= a.cfg.MaxPerRepo || now.Sub(it.ev.StoredAt) > a.cfg.MaxAge {
+				drop = append(drop, it)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return 0, nil
+	}
+	err := a.store.Update(false, func(tx *persistence.Txn) error {
+		for _, it := range drop {
+			if err := tx.Delete(it.key); err != nil {
+				return err
+			}
+			if it.ev.DefinitionDigest != "" {
+				dk := persistence.CheckDefKey(it.ev.RepoID, it.ev.DefinitionDigest)
+				var ix checkDefIndex
+				if err := tx.Get(dk, &ix); err == nil && ix.Identity == it.ev.Identity {
+					if err := tx.Delete(dk); err != nil {
+						return err
+					}
+				}
+			}
+			if it.ev.Shared && it.ev.CommonDir != "" {
+				sk := persistence.CheckSharedKey(it.ev.CommonDir, it.ev.Identity)
+				var owner string
+				if err := tx.Get(sk, &owner); err == nil && owner == it.ev.RepoID {
+					if err := tx.Delete(sk); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(drop), nil
+}
+
+// isEvidenceKey reports whether key is check/<repo id>/sha256:<hex>.
+func isEvidenceKey(key []byte) bool {
+	if bytes.HasPrefix(key, []byte(persistence.PrefixCheckShared)) || !bytes.HasPrefix(key, []byte(persistence.PrefixCheck)) {
+		return false
+	}
+	rest := key[len(persistence.PrefixCheck):]
+	i := bytes.IndexByte(rest, '/')
+	return i > 0 && bytes.HasPrefix(rest[i+1:], []byte("sha256:")) && bytes.IndexByte(rest[i+1:], '/') < 0
+}

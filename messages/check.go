@@ -1,0 +1,96 @@
+package messages
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// CheckKey names the check actor that owns one semantic identity. Shared
+// is true when the identity may be answered across the checkouts of one
+// repository (the asking checkout is clean and the check declares no
+// workspace writes); then the actor is keyed by CommonDir, else by RepoID.
+type CheckKey struct {
+	RepoID    string
+	CommonDir string
+	Identity  string // checkid.Identity.Digest, "sha256:<hex>"
+	Shared    bool
+}
+
+// CheckOutcome is what one run of a check produced. Stdout and Stderr are
+// already redacted and bounded.
+type CheckOutcome struct {
+	RepoID     string    `json:"repo_id"` // the checkout it ran in
+	Pid        int       `json:"pid,omitempty"`
+	JobID      string    `json:"job_id,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	ExitCode   int       `json:"exit_code"`
+	Passed     bool      `json:"passed"`
+	TimedOut   bool      `json:"timed_out"`
+	Cancelled  bool      `json:"cancelled"`
+	Stdout     string    `json:"stdout"`
+	Stderr     string    `json:"stderr"`
+	Summary    []string  `json:"summary,omitempty"`
+	Path       string    `json:"path"` // "fast" or "durable"
+}
+
+// CheckEvidence is a persisted successful outcome: the proof that the check
+// passed on exactly this identity. Parts is the JSON of checkid.Parts.
+type CheckEvidence struct {
+	RepoID           string          `json:"repo_id"`
+	CommonDir        string          `json:"git_common_dir"`
+	Identity         string          `json:"identity"`
+	DefinitionDigest string          `json:"definition_digest"`
+	Shared           bool            `json:"shared"`
+	Parts            json.RawMessage `json:"parts,omitempty"`
+	Outcome          CheckOutcome    `json:"outcome"`
+	StoredAt         time.Time       `json:"stored_at"`
+}
+
+// CheckExec runs a check once. ctx belongs to the check actor (cancelled
+// when it stops), never to one caller, since every joined caller waits for
+// the same run.
+type CheckExec func(ctx context.Context) (CheckOutcome, error)
+
+// CheckRun asks the checks supervisor for the result of a check: reused
+// evidence, the run in flight (joined) or a new run of Exec.
+type CheckRun struct {
+	Key              CheckKey
+	DefinitionDigest string
+	Parts            json.RawMessage // checkid.Parts of the asking call
+	Exec             CheckExec
+}
+
+// CheckResult answers CheckRun. Reused: the outcome is stored evidence.
+// Joined: this caller waited for a run another caller started. Previous is
+// the newest evidence of the same definition seen when the run started (to
+// explain the miss); nil when there was none or the result was reused.
+type CheckResult struct {
+	Identity string
+	Outcome  CheckOutcome
+	Reused   bool
+	Joined   bool
+	Previous *CheckEvidence
+}
+
+// CheckPrune asks the checks supervisor to bound the evidence of every
+// repository (count and age) now.
+type CheckPrune struct{ Now time.Time }
+
+// CheckPruned answers CheckPrune.
+type CheckPruned struct{ Removed int }
+
+// CheckStats asks the checks supervisor for its figures.
+type CheckStats struct{}
+
+// CheckStatsReply answers CheckStats.
+type CheckStatsReply struct {
+	Active   int `json:"active_actors"`
+	Running  int `json:"runs_in_flight"`
+	Started  int `json:"runs_started"`
+	Reused   int `json:"reused"`
+	Joined   int `json:"joined"`
+	Spawned  int `json:"actors_spawned"`
+	Passived int `json:"actors_passivated"`
+}
