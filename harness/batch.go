@@ -131,12 +131,9 @@ func decodeStep[T any](op string, raw json.RawMessage) (T, error) {
 	return v, nil
 }
 
-// stepKinds are the kinds a batch accepts; readKinds those read_lanes does.
-var (
-	stepKinds = map[string]bool{"read_file": true, "search": true, "git_status": true, "git_diff": true, "apply_patch": true,
-		"run_command": true, "run_check": true, "git_stage": true, "git_commit": true}
-	readKinds = map[string]bool{"read_file": true, "search": true, "git_status": true, "git_diff": true, "run_command": true}
-)
+// readKinds are the step kinds read_lanes accepts (a batch accepts every
+// kind prepareStep knows).
+var readKinds = map[string]bool{"read_file": true, "search": true, "git_status": true, "git_diff": true, "run_command": true}
 
 // prepareStep validates one step against the repository without running it.
 func (h *Harness) prepareStep(ctx context.Context, e actors.RepoEntry, root *pathsafe.Root, i int, s BatchStep) (preparedStep, error) {
