@@ -565,7 +565,7 @@ func (h *Harness) JobClean(ctx context.Context, args JobCleanArgs) (*JobCleanRes
 	if args.OlderThanS < 0 {
 		return nil, errs.New(errs.InvalidArgument, "older_than_s must not be negative")
 	}
-	if _, err := h.gate(ctx, gateInput{Tool: "job_clean", Args: args}); err != nil && errs.CodeOf(err) != errs.RouteRejected {
+	if _, err := h.gate(ctx, gateInput{Tool: "job_clean", Args: args}); err != nil {
 		return nil, err
 	}
 	if err := h.jobsPID(); err != nil {
