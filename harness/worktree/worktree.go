@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -70,6 +71,12 @@ func Create(ctx context.Context, g *gitx.Git, repoRoot, dest string) (Worktree, 
 	}
 	wt := Worktree{Path: dest, Base: strings.TrimSpace(string(out))}
 
+	// git itself races when two `worktree add` run on one repository (one
+	// may read the other's half-written .git/worktrees entry): serialise
+	// them within this process.
+	mu := repoLock(repoRoot)
+	mu.Lock()
+	defer mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		err = create(ctx, g, repoRoot, &wt)
 		if err == nil {
@@ -95,6 +102,14 @@ func Create(ctx context.Context, g *gitx.Git, repoRoot, dest string) (Worktree, 
 		}
 		wt.Dirty = false
 	}
+}
+
+// repoLocks holds one mutex per repository root for Create.
+var repoLocks sync.Map // string -> *sync.Mutex
+
+func repoLock(root string) *sync.Mutex {
+	m, _ := repoLocks.LoadOrStore(filepath.Clean(root), &sync.Mutex{})
+	return m.(*sync.Mutex)
 }
 
 // create does one attempt of Create.
