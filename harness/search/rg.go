@@ -35,18 +35,22 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 	defer cancel()
 	need := p.max + 1
 
-	// Exclude needs the candidate list: it is counted there and the excluded
-	// paths are handed to rg so that it never reads them. Tracked files
-	// matching an ignore rule are searched by git's rules but skipped by
-	// rg's walk: the Go engine searches them and the two ordered streams are
-	// merged. The two git listings run concurrently.
+	// rg and the two git listings run concurrently, so the search costs
+	// about the slowest of them:
+	//   - rg skips secret paths as it reads its output (p.exclude in
+	//     readRG), so their text never reaches a Result;
+	//   - the candidate list counts the excluded files (Result.Excluded);
+	//   - tracked files that match an ignore rule are searched by git's rules
+	//     but skipped by rg's walk: the Go engine searches them and the two
+	//     ordered streams are merged.
 	var (
-		files, ti     []string
-		filesErr      error
-		wg            sync.WaitGroup
-		excluded      int
-		excludedPaths []string
+		files, ti       []string
+		filesErr, tiErr error
+		rgMatches       []Match
+		rgErr           error
+		wg              sync.WaitGroup
 	)
+	wg.Add(2)
 	if p.exclude != nil {
 		wg.Add(1)
 		go func() {
@@ -54,32 +58,41 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 			files, filesErr = listFiles(ctx, p.root)
 		}()
 	}
-	ti, err = trackedIgnored(ctx, p.root)
+	go func() {
+		defer wg.Done()
+		ti, tiErr = trackedIgnored(ctx, p.root)
+	}()
+	go func() {
+		defer wg.Done()
+		rgMatches, rgErr = p.runRG(ctx, s.RG, nil, nil, need)
+	}()
 	wg.Wait()
-	if filesErr != nil {
-		return Result{}, ctxErr(ctx, filesErr)
-	}
-	if err != nil {
-		return Result{}, ctxErr(ctx, err)
-	}
-	for _, f := range files {
-		if p.glob != nil && !p.glob.match(f) {
-			continue
+	for _, err := range []error{filesErr, tiErr, rgErr} {
+		if err != nil {
+			return Result{}, ctxErr(ctx, err)
 		}
-		if p.exclude(f) {
+	}
+	excluded := 0
+	for _, f := range files {
+		if (p.glob == nil || p.glob.match(f)) && p.exclude(f) {
 			excluded++
-			excludedPaths = append(excludedPaths, f)
 		}
 	}
 	extra, _ := p.filter(ti)
-	extraSet := make(map[string]bool, len(extra))
-	for _, f := range extra {
-		extraSet[f] = true
-	}
-
-	rgMatches, err := p.runRG(ctx, s.RG, excludedPaths, extraSet, need)
-	if err != nil {
-		return Result{}, ctxErr(ctx, err)
+	if len(extra) > 0 {
+		// rg does not walk into ignored files; drop any it reported anyway
+		// so they are not counted twice.
+		extraSet := make(map[string]bool, len(extra))
+		for _, f := range extra {
+			extraSet[f] = true
+		}
+		kept := rgMatches[:0]
+		for _, m := range rgMatches {
+			if !extraSet[m.Path] {
+				kept = append(kept, m)
+			}
+		}
+		rgMatches = kept
 	}
 	ms := rgMatches
 	if len(extra) > 0 {
