@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -114,8 +115,9 @@ func (h *Harness) dataDirIfPersistent() string {
 	return h.cfg.DataDir
 }
 
-// dirSize sums the sizes of the regular files in dir (not recursive: Badger
-// keeps its files flat).
+// dirSize sums the disk usage of the regular files in dir (not recursive:
+// Badger keeps its files flat). Blocks, not lengths: Badger preallocates
+// its memtable and value-log files sparsely.
 func dirSize(dir string) (int64, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -124,7 +126,11 @@ func dirSize(dir string) (int64, error) {
 	var n int64
 	for _, e := range ents {
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-			n += fi.Size()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			} else {
+				n += fi.Size()
+			}
 		}
 	}
 	return n, nil
