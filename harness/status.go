@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/messages"
