@@ -84,7 +84,7 @@ type Audit struct {
 	kicked  bool // an auditKick is queued
 	failing bool // the last flush failed (logged once)
 
-	stopc, donec chan struct{}
+	flusher *ticker
 }
 
 type pendingAudit struct {
@@ -222,30 +222,12 @@ func (a *Audit) scanLast() (audit.Entry, error) {
 }
 
 func (a *Audit) startTicker(ctx actor.Context) {
-	a.stopc, a.donec = make(chan struct{}), make(chan struct{})
-	root, self, every := ctx.ActorSystem().Root, ctx.Self(), a.cfg.FlushEvery
-	go func(stopc <-chan struct{}, donec chan<- struct{}) {
-		defer close(donec)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				return
-			case <-t.C:
-				root.Send(self, auditTick{})
-			}
-		}
-	}(a.stopc, a.donec)
+	a.flusher = startTicker(ctx, a.cfg.FlushEvery, func() any { return auditTick{} })
 }
 
 func (a *Audit) stopTicker() {
-	if a.stopc == nil {
-		return
-	}
-	close(a.stopc)
-	<-a.donec
-	a.stopc, a.donec = nil, nil
+	a.flusher.stop()
+	a.flusher = nil
 }
 
 func (a *Audit) shutdown(ctx actor.Context) {

@@ -76,7 +76,7 @@ type checksActor struct {
 	children map[string]*checkChild // by child name
 	byPID    map[string]string      // pid id -> child name
 	stats    messages.CheckStatsReply
-	stopc    chan struct{}
+	pruner   *ticker
 }
 
 // Receive dispatches the checks supervisor's messages.
@@ -117,10 +117,8 @@ func (a *checksActor) Receive(ctx actor.Context) {
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
-		if a.stopc != nil {
-			close(a.stopc)
-			a.stopc = nil
-		}
+		a.pruner.stop()
+		a.pruner = nil
 		for _, c := range a.children {
 			for _, p := range c.pending {
 				if p.sender != nil {
@@ -222,21 +220,8 @@ func (a *checksActor) startPruning(ctx actor.Context) {
 	if a.cfg.PruneEvery < 0 {
 		return
 	}
-	stopc := make(chan struct{})
-	a.stopc = stopc
-	self, sys, every, now := ctx.Self(), ctx.ActorSystem(), a.cfg.PruneEvery, a.cfg.Now
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				return
-			case <-t.C:
-				sys.Root.Send(self, messages.CheckPrune{Now: now()})
-			}
-		}
-	}()
+	now := a.cfg.Now
+	a.pruner = startTicker(ctx, a.cfg.PruneEvery, func() any { return messages.CheckPrune{Now: now()} })
 }
 
 // prune bounds the evidence of the given repositories (nil = all): entries

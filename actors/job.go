@@ -91,10 +91,10 @@ type jobActor struct {
 	stderr   *joblog.Writer
 	failErr  *messages.JobError
 
-	runCtx    context.Context
-	runCancel context.CancelFunc
-	leaseStop chan struct{}
-	wg        sync.WaitGroup
+	runCtx      context.Context
+	runCancel   context.CancelFunc
+	leaseTicker *ticker
+	wg          sync.WaitGroup
 }
 
 func newJobActor(cfg *JobsConfig, j messages.Job, wtRoot string) *jobActor {
@@ -258,30 +258,13 @@ func (a *jobActor) leaseReply(ctx actor.Context, m jobLeaseReply) {
 }
 
 func (a *jobActor) startLeaseTicker(ctx actor.Context) {
-	every := a.cfg.LeaseTTL / 3
-	stop := make(chan struct{})
-	a.leaseStop = stop
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				root.Send(self, jobLeaseTick{})
-			}
-		}
-	}()
+	a.leaseTicker = startTicker(ctx, a.cfg.LeaseTTL/3, func() any { return jobLeaseTick{} })
 }
 
 func (a *jobActor) stopLeaseTicker() {
-	if a.leaseStop != nil {
-		close(a.leaseStop)
-		a.leaseStop = nil
+	if a.leaseTicker != nil {
+		a.leaseTicker.stop()
+		a.leaseTicker = nil
 	}
 }
 

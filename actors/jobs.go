@@ -132,7 +132,7 @@ type Jobs struct {
 	wtWaiters map[string][]*actor.PID
 
 	pendingRelease map[string]messages.Job // job id -> job whose durable lease is to be released
-	stopc          chan struct{}
+	ticker         *ticker
 	wg             sync.WaitGroup
 }
 
@@ -186,10 +186,8 @@ func (a *Jobs) Receive(ctx actor.Context) {
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
-		if a.stopc != nil {
-			close(a.stopc)
-			a.stopc = nil
-		}
+		a.ticker.stop()
+		a.ticker = nil
 	case *actor.Stopped:
 		a.wg.Wait()
 		if a.tempRoot != "" {
@@ -227,23 +225,7 @@ func (a *Jobs) start(ctx actor.Context) {
 		panic("jobs: create log dir: " + err.Error())
 	}
 	a.restore(ctx)
-	a.stopc = make(chan struct{})
-	stopc := a.stopc
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		t := time.NewTicker(jobsTickEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				return
-			case <-t.C:
-				root.Send(self, jobsTick{})
-			}
-		}
-	}()
+	a.ticker = startTicker(ctx, jobsTickEvery, func() any { return jobsTick{} })
 	a.schedule(ctx)
 }
 

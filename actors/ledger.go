@@ -23,7 +23,7 @@ type Ledger struct {
 	lg        *zap.Logger
 	now       func() time.Time
 	retention time.Duration
-	stopc     chan struct{}
+	pruner    *ticker
 }
 
 // LedgerConfig configures NewLedger. Zero fields mean the defaults.
@@ -83,10 +83,8 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
-		if a.stopc != nil {
-			close(a.stopc)
-			a.stopc = nil
-		}
+		a.pruner.stop()
+		a.pruner = nil
 	}
 }
 
@@ -95,21 +93,8 @@ func (a *ledgerActor) startPruning(ctx actor.Context) {
 	if a.pruneEvery < 0 {
 		return
 	}
-	stopc := make(chan struct{})
-	a.stopc = stopc
-	self, sys, every, now := ctx.Self(), ctx.ActorSystem(), a.pruneEvery, a.now
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopc:
-				return
-			case <-t.C:
-				sys.Root.Send(self, messages.LedgerPrune{Now: now()})
-			}
-		}
-	}()
+	now := a.now
+	a.pruner = startTicker(ctx, a.pruneEvery, func() any { return messages.LedgerPrune{Now: now()} })
 }
 
 // recover marks every entry a crash left executing as unknown.
