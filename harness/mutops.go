@@ -48,27 +48,46 @@ type mutStep struct {
 
 // ApplyPatch applies edit operations all-or-nothing under a lease.
 func (h *Harness) ApplyPatch(ctx context.Context, args ApplyPatchArgs) (*MutationResult, error) {
+	hashed := args
+	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
+	return h.runMutation(ctx, mutationCall{repoID: args.RepoID, requestID: args.RequestID, approvalID: args.ApprovalID,
+		waitMs: args.WaitMs, breakdown: args.IncludeLatencyBreakdown, hashed: hashed,
+		plan: func(_ context.Context, e actors.RepoEntry) (mutStep, error) { return h.planApplyPatch(e, args) }})
+}
+
+// mutationCall is what the public mutation methods share: the common
+// arguments, the arguments to hash (without timing and approval fields)
+// and how to plan the write.
+type mutationCall struct {
+	repoID, requestID, approvalID string
+	waitMs                        int
+	breakdown                     bool
+	hashed                        any
+	plan                          func(ctx context.Context, e actors.RepoEntry) (mutStep, error)
+}
+
+// runMutation plans a write, sends it through the gate and runs it under
+// the ledger and a lease (mutate).
+func (h *Harness) runMutation(ctx context.Context, c mutationCall) (*MutationResult, error) {
 	if err := h.enter(); err != nil {
 		return nil, err
 	}
 	defer h.leave()
 	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, err := h.lookup(c.repoID)
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.planApplyPatch(e, args)
+	st, err := c.plan(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	hashed := args
-	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
-	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
+	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: c.hashed, ApprovalID: c.approvalID}); err != nil {
 		return nil, err
 	}
 	return h.mutate(ctx, &tr, mutation{
-		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
+		op: st.op, repo: e, requestID: c.requestID, args: c.hashed, paths: st.paths, keys: st.keys,
+		wait: time.Duration(c.waitMs) * time.Millisecond, breakdown: c.breakdown, run: st.run,
 	})
 }
 
@@ -124,28 +143,11 @@ type GitStageArgs struct {
 
 // GitStage stages exactly the named paths.
 func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
-	if err != nil {
-		return nil, err
-	}
-	st, err := h.planGitStage(e, args)
-	if err != nil {
-		return nil, err
-	}
 	hashed := args
 	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
-	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
-		return nil, err
-	}
-	return h.mutate(ctx, &tr, mutation{
-		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
-	})
+	return h.runMutation(ctx, mutationCall{repoID: args.RepoID, requestID: args.RequestID, approvalID: args.ApprovalID,
+		waitMs: args.WaitMs, breakdown: args.IncludeLatencyBreakdown, hashed: hashed,
+		plan: func(_ context.Context, e actors.RepoEntry) (mutStep, error) { return h.planGitStage(e, args) }})
 }
 
 func (h *Harness) planGitStage(e actors.RepoEntry, args GitStageArgs) (mutStep, error) {
@@ -187,28 +189,11 @@ type GitCommitArgs struct {
 
 // GitCommit commits the index (or only the named paths). Hooks do not run.
 func (h *Harness) GitCommit(ctx context.Context, args GitCommitArgs) (*MutationResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
-	if err != nil {
-		return nil, err
-	}
-	st, err := h.planGitCommit(ctx, e, args)
-	if err != nil {
-		return nil, err
-	}
 	hashed := args
 	hashed.WaitMs, hashed.IncludeLatencyBreakdown, hashed.ApprovalID = 0, false, ""
-	if _, err := h.gate(ctx, gateInput{Tool: st.op, Repo: &e, Paths: st.paths, Writes: true, Args: hashed, ApprovalID: args.ApprovalID}); err != nil {
-		return nil, err
-	}
-	return h.mutate(ctx, &tr, mutation{
-		op: st.op, repo: e, requestID: args.RequestID, args: hashed, paths: st.paths, keys: st.keys,
-		wait: time.Duration(args.WaitMs) * time.Millisecond, breakdown: args.IncludeLatencyBreakdown, run: st.run,
-	})
+	return h.runMutation(ctx, mutationCall{repoID: args.RepoID, requestID: args.RequestID, approvalID: args.ApprovalID,
+		waitMs: args.WaitMs, breakdown: args.IncludeLatencyBreakdown, hashed: hashed,
+		plan: func(ctx context.Context, e actors.RepoEntry) (mutStep, error) { return h.planGitCommit(ctx, e, args) }})
 }
 
 func (h *Harness) planGitCommit(ctx context.Context, e actors.RepoEntry, args GitCommitArgs) (mutStep, error) {
