@@ -285,15 +285,11 @@ func stepDeadline(ctx context.Context, ownMs int) time.Duration {
 
 // Batch runs typed steps as one call, routed and checked as a whole first.
 func (h *Harness) Batch(ctx context.Context, args BatchArgs) (*BatchResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	switch {
 	case len(args.Steps) == 0:
 		return nil, errs.New(errs.InvalidArgument, "steps is empty: nothing to run")

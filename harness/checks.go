@@ -133,15 +133,11 @@ var durableCheck func(ctx context.Context, h *Harness, req durableCheckRequest) 
 // RunCheck runs a check with single-flight and evidence reuse by semantic
 // identity.
 func (h *Harness) RunCheck(ctx context.Context, args RunCheckArgs) (*RunCheckResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
 		return nil, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
 	}

@@ -49,15 +49,11 @@ type ReadFileResult struct {
 
 // ReadFile reads a window of a file.
 func (h *Harness) ReadFile(ctx context.Context, args ReadFileArgs) (*ReadFileResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	root, err := h.fast.root(e)
 	if err != nil {
 		return nil, err
@@ -94,15 +90,11 @@ type SearchResult struct {
 
 // Search searches the repository's files.
 func (h *Harness) Search(ctx context.Context, args SearchArgs) (*SearchResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	tr.mark(segRouting)
 	if _, err := h.gate(ctx, gateInput{Tool: "search", Repo: &e}); err != nil {
 		return nil, err
@@ -141,15 +133,11 @@ type GitStatusResult struct {
 
 // GitStatus reports the work tree's status with one hardened git call.
 func (h *Harness) GitStatus(ctx context.Context, args GitStatusArgs) (*GitStatusResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	tr.mark(segRouting)
 	if _, err := h.gate(ctx, gateInput{Tool: "git_status", Repo: &e}); err != nil {
 		return nil, err
@@ -198,15 +186,11 @@ type GitDiffResult struct {
 
 // GitDiff returns a bounded, redacted diff.
 func (h *Harness) GitDiff(ctx context.Context, args GitDiffArgs) (*GitDiffResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	root, err := h.fast.root(e)
 	if err != nil {
 		return nil, err
@@ -261,15 +245,11 @@ const (
 
 // RunCommand runs a read-only command on the Fast Path.
 func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunCommandResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
 		return nil, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
 	}

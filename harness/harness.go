@@ -274,3 +274,18 @@ func (h *Harness) Store() *persistence.Store { return h.store }
 
 // Logger returns the harness logger.
 func (h *Harness) Logger() *zap.Logger { return h.lg }
+
+// begin starts an operation on a repository: it counts the operation in
+// flight (refused once Close has begun), starts its latency trace and
+// resolves the repo_id. Call done when the operation ends.
+func (h *Harness) begin(repoID string) (e actors.RepoEntry, tr trace, done func(), err error) {
+	if err := h.enter(); err != nil {
+		return e, tr, nil, err
+	}
+	tr = startTrace()
+	if e, err = h.lookup(repoID); err != nil {
+		h.leave()
+		return e, tr, nil, err
+	}
+	return e, tr, h.leave, nil
+}

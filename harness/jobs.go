@@ -159,15 +159,11 @@ func (h *Harness) jobsPID() error {
 
 // JobStart starts a durable job.
 func (h *Harness) JobStart(ctx context.Context, args JobStartArgs) (*JobResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
 		return nil, errs.New(errs.InvalidArgument, "argv is empty: give the command and its arguments")
 	}

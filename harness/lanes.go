@@ -98,15 +98,11 @@ type ReadLanesResult struct {
 
 // ReadLanes runs read-only steps concurrently on the lane actors.
 func (h *Harness) ReadLanes(ctx context.Context, args ReadLanesArgs) (*ReadLanesResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	switch {
 	case len(args.Lanes) == 0:
 		return nil, errs.New(errs.InvalidArgument, "lanes is empty: nothing to run")

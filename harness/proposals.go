@@ -168,15 +168,11 @@ func sortedSet(m map[string]bool) []string {
 // PatchProposalValidate checks proposals without writing and stores the
 // valid ones.
 func (h *Harness) PatchProposalValidate(ctx context.Context, args PatchProposalValidateArgs) (*PatchProposalValidateResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	switch {
 	case len(args.Proposals) == 0:
 		return nil, errs.New(errs.InvalidArgument, "proposals is empty")
@@ -430,15 +426,11 @@ type PatchProposalIntegrateResult struct {
 
 // PatchProposalIntegrate applies validated proposals together.
 func (h *Harness) PatchProposalIntegrate(ctx context.Context, args PatchProposalIntegrateArgs) (*PatchProposalIntegrateResult, error) {
-	if err := h.enter(); err != nil {
-		return nil, err
-	}
-	defer h.leave()
-	tr := startTrace()
-	e, err := h.lookup(args.RepoID)
+	e, tr, done, err := h.begin(args.RepoID)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if len(args.ProposalIDs) == 0 {
 		return nil, errs.New(errs.InvalidArgument, "proposal_ids is empty")
 	}
