@@ -335,7 +335,7 @@ func (r *Root) walk(rel string) (walked, error) {
 				return walked{}, errs.Wrap(errs.Internal, err, "lstat %q: %v", next, err)
 			}
 		}
-		typ = fileType(st.Mode)
+		typ = FileType(st.Mode)
 		stale = typ == fs.ModeSymlink
 		switch typ {
 		case fs.ModeSymlink:
@@ -375,7 +375,7 @@ func (r *Root) walk(rel string) (walked, error) {
 		if err := lstat(cur, &st); err != nil {
 			return walked{}, errs.Wrap(errs.Internal, err, "lstat %q: %v", cur, err)
 		}
-		typ = fileType(st.Mode)
+		typ = FileType(st.Mode)
 	}
 	return walked{real: cur, exists: true, leaf: Leaf{Mode: typ, Dev: uint64(st.Dev), Ino: uint64(st.Ino)}}, nil
 }
@@ -389,8 +389,8 @@ func (r *Root) rootLeaf() (walked, error) {
 	return walked{real: r.path, exists: true, leaf: Leaf{Mode: fs.ModeDir, Dev: uint64(st.Dev), Ino: uint64(st.Ino)}}, nil
 }
 
-// fileType converts the S_IFMT bits of a stat mode to fs.FileMode type bits.
-func fileType(m uint32) fs.FileMode {
+// FileType converts the S_IFMT bits of a stat mode to fs.FileMode type bits.
+func FileType(m uint32) fs.FileMode {
 	switch m & syscall.S_IFMT {
 	case syscall.S_IFREG:
 		return 0

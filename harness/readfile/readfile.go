@@ -140,7 +140,7 @@ func readResolved(root *pathsafe.Root, req Request, start, maxLines, maxBytes in
 	if err := fstat(fd, &st); err != nil {
 		return Result{}, errs.Wrap(errs.Internal, err, "fstat %q: %v", req.Path, err)
 	}
-	if err := checkType(req.Path, fileType(st.Mode)); err != nil {
+	if err := checkType(req.Path, pathsafe.FileType(st.Mode)); err != nil {
 		return Result{}, err
 	}
 	if uint64(st.Dev) != leaf.Dev || uint64(st.Ino) != leaf.Ino {
@@ -239,25 +239,6 @@ func typeName(typ fs.FileMode) string {
 		return "symlink"
 	default:
 		return "irregular file"
-	}
-}
-
-func fileType(m uint32) fs.FileMode {
-	switch m & syscall.S_IFMT {
-	case syscall.S_IFREG:
-		return 0
-	case syscall.S_IFDIR:
-		return fs.ModeDir
-	case syscall.S_IFLNK:
-		return fs.ModeSymlink
-	case syscall.S_IFIFO:
-		return fs.ModeNamedPipe
-	case syscall.S_IFSOCK:
-		return fs.ModeSocket
-	case syscall.S_IFCHR, syscall.S_IFBLK:
-		return fs.ModeDevice
-	default:
-		return fs.ModeIrregular
 	}
 }
 
