@@ -24,6 +24,13 @@ type Ledger struct {
 	now       func() time.Time
 	retention time.Duration
 	pruner    *ticker
+
+	// Group commit: transitions decided while a flush is pending are
+	// staged here (and read through by later decisions) and written in
+	// one synced transaction; their answers are held until then.
+	staged map[string]ledger.Entry
+	held   []heldReply
+	kicked bool
 }
 
 // LedgerConfig configures NewLedger. Zero fields mean the defaults.
@@ -54,6 +61,15 @@ type ledgerActor struct {
 	pruneEvery time.Duration
 }
 
+// ledgerFlush makes the ledger write its staged entries (group commit).
+type ledgerFlush struct{}
+
+// heldReply is an answer held until the entries it depends on are durable.
+type heldReply struct {
+	to  *actor.PID
+	msg any
+}
+
 // Receive dispatches the ledger's messages.
 func (a *ledgerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -63,13 +79,15 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 		a.startPruning(ctx)
 	case messages.LedgerBegin:
 		r, err := a.begin(m)
-		reply(ctx, r, err)
+		a.answer(ctx, r, err)
 	case messages.LedgerComplete:
 		r, err := a.complete(m)
-		reply(ctx, r, err)
+		a.answer(ctx, r, err)
 	case messages.LedgerFail:
 		r, err := a.fail(m)
-		reply(ctx, r, err)
+		a.answer(ctx, r, err)
+	case ledgerFlush:
+		a.flush(ctx)
 	case messages.LedgerGet:
 		e, err := a.get(m.RequestID)
 		if errors.Is(err, persistence.ErrNotFound) {
@@ -83,9 +101,61 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
+		a.flush(ctx)
 		a.pruner.stop()
 		a.pruner = nil
 	}
+}
+
+// answer replies at once when nothing is staged, else holds the reply
+// until the staged entries are durable (so no answer ever rests on state
+// a crash could lose), and makes sure a flush is coming.
+func (a *ledgerActor) answer(ctx actor.Context, v any, err error) {
+	if ctx.Sender() == nil {
+		return
+	}
+	msg := v
+	if err != nil {
+		msg = messages.Failed{Err: err}
+	}
+	if len(a.staged) == 0 {
+		ctx.Respond(msg)
+		return
+	}
+	a.held = append(a.held, heldReply{to: ctx.Sender(), msg: msg})
+	if !a.kicked {
+		a.kicked = true
+		ctx.Send(ctx.Self(), ledgerFlush{})
+	}
+}
+
+// flush writes every staged entry in one synced transaction, then sends
+// the held answers; if the write fails, every held answer becomes the
+// error and the staged entries are dropped (the store keeps the old state).
+func (a *ledgerActor) flush(ctx actor.Context) {
+	a.kicked = false
+	if len(a.staged) == 0 && len(a.held) == 0 {
+		return
+	}
+	err := a.store.Update(true, func(tx *persistence.Txn) error {
+		for id, e := range a.staged {
+			if err := tx.Put(persistence.LedgerKey(id), e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, h := range a.held {
+		msg := h.msg
+		if err != nil {
+			msg = messages.Failed{Err: errs.Wrap(errs.Internal, err, "write ledger: %v", err)}
+		}
+		ctx.Send(h.to, msg)
+	}
+	if err != nil {
+		a.lg.Error("ledger write failed", zap.Int("entries", len(a.staged)), zap.Error(err))
+	}
+	a.staged, a.held = nil, nil
 }
 
 // startPruning starts the goroutine that asks for a prune periodically.
@@ -126,6 +196,9 @@ func (a *Ledger) recover() {
 }
 
 func (a *Ledger) get(id string) (ledger.Entry, error) {
+	if e, ok := a.staged[id]; ok {
+		return e, nil
+	}
 	var e ledger.Entry
 	err := a.store.Get(persistence.LedgerKey(id), &e)
 	return e, err
@@ -148,9 +221,7 @@ func (a *Ledger) begin(m messages.LedgerBegin) (messages.LedgerBegun, error) {
 	case ledger.Replay:
 		return messages.LedgerBegun{Entry: toMsg(next), Replay: true}, nil
 	case ledger.Proceed:
-		if err := a.store.PutSync(persistence.LedgerKey(next.RequestID), next); err != nil {
-			return messages.LedgerBegun{}, errs.Wrap(errs.Internal, err, "write ledger: %v", err)
-		}
+		a.stage(next)
 		return messages.LedgerBegun{Entry: toMsg(next)}, nil
 	}
 	return messages.LedgerBegun{}, errs.New(errs.Internal, "ledger: unexpected decision %s", d)
@@ -165,9 +236,7 @@ func (a *Ledger) complete(m messages.LedgerComplete) (messages.LedgerDone, error
 	if err != nil {
 		return messages.LedgerDone{}, err
 	}
-	if err := a.store.PutSync(persistence.LedgerKey(next.RequestID), next); err != nil {
-		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "write ledger: %v", err)
-	}
+	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
 }
 
@@ -180,10 +249,16 @@ func (a *Ledger) fail(m messages.LedgerFail) (messages.LedgerDone, error) {
 	if err != nil {
 		return messages.LedgerDone{}, err
 	}
-	if err := a.store.PutSync(persistence.LedgerKey(next.RequestID), next); err != nil {
-		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "write ledger: %v", err)
-	}
+	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
+}
+
+// stage records a transition for the next group commit.
+func (a *Ledger) stage(e ledger.Entry) {
+	if a.staged == nil {
+		a.staged = map[string]ledger.Entry{}
+	}
+	a.staged[e.RequestID] = e
 }
 
 func (a *Ledger) prune(now time.Time) (int, error) {
