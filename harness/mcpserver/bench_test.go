@@ -1,0 +1,56 @@
+package mcpserver_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/mcpserver"
+)
+
+// BenchmarkMCPReadFile measures one read_file tool call through the go-sdk
+// client and server over in-memory transports: the MCP layer's own cost.
+func BenchmarkMCPReadFile(b *testing.B) {
+	ctx := context.Background()
+	h, err := harness.Open(ctx, harness.Config{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(ctx)
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		b.Fatal(err, string(out))
+	}
+	if err := exec.Command("sh", "-c", "echo hello > "+filepath.Join(dir, "README.md")).Run(); err != nil {
+		b.Fatal(err)
+	}
+	r, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	srv := mcpserver.New(mcpserver.Local(h), "bench")
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"repo_id": r.ID, "path": "README.md"}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := cs.CallTool(ctx, params)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
