@@ -175,16 +175,9 @@ func (h *Harness) RunCheck(ctx context.Context, args RunCheckArgs) (*RunCheckRes
 	if err := root.CheckArgv(args.Argv); err != nil {
 		return nil, err
 	}
-	dir := root.Path()
-	if args.Cwd != "" {
-		abs, _, err := root.Resolve(args.Cwd)
-		if err != nil {
-			return nil, err
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return nil, errs.New(errs.InvalidArgument, "cwd %q is not a directory in the repository", args.Cwd)
-		}
-		dir = abs
+	dir, _, err := commandDir(root, args.Cwd)
+	if err != nil {
+		return nil, err
 	}
 	tr.mark(segPolicy)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness/gitx"
 	"github.com/harnessd/harnessd/harness/loop"
 	"github.com/harnessd/harnessd/harness/mediate"
+	"github.com/harnessd/harnessd/harness/pathsafe"
 	"github.com/harnessd/harnessd/harness/proc"
 	"github.com/harnessd/harnessd/harness/readfile"
 	"github.com/harnessd/harnessd/harness/route"
@@ -273,16 +274,9 @@ func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunComm
 	if err := root.CheckArgv(args.Argv); err != nil {
 		return nil, err
 	}
-	dir := root.Path()
-	if args.Cwd != "" {
-		abs, _, err := root.Resolve(args.Cwd)
-		if err != nil {
-			return nil, err
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return nil, errs.New(errs.InvalidArgument, "cwd %q is not a directory in the repository", args.Cwd)
-		}
-		dir = abs
+	dir, _, err := commandDir(root, args.Cwd)
+	if err != nil {
+		return nil, err
 	}
 	tr.mark(segPolicy)
 	before, err := h.treeDigest(ctx, root.Path())
@@ -433,4 +427,20 @@ func (h *Harness) RouteExplain(ctx context.Context, args RouteExplainArgs) (*Rou
 	}
 	out.Meta = Meta{Route: "none", Latency: tr.finish(segRouting, false)}
 	return out, nil
+}
+
+// commandDir resolves a command's working directory ("" or "." = the root)
+// and returns its absolute and root-relative forms.
+func commandDir(root *pathsafe.Root, cwd string) (abs, rel string, err error) {
+	if cwd == "" || cwd == "." {
+		return root.Path(), "", nil
+	}
+	abs, rel, err = root.Resolve(cwd)
+	if err != nil {
+		return "", "", err
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", "", errs.New(errs.InvalidArgument, "cwd %q is not a directory in the repository", cwd).With("path", cwd)
+	}
+	return abs, rel, nil
 }

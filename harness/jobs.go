@@ -193,17 +193,13 @@ func (h *Harness) JobStart(ctx context.Context, args JobStartArgs) (*JobResult, 
 	if err != nil {
 		return nil, err
 	}
-	cwd := ""
+	_, cwd, err := commandDir(root, args.Cwd)
+	if err != nil {
+		return nil, err
+	}
 	var paths []string
-	if args.Cwd != "" && args.Cwd != "." {
-		abs, rel, err := root.Resolve(args.Cwd)
-		if err != nil {
-			return nil, err
-		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return nil, errs.New(errs.InvalidArgument, "cwd %q is not a directory of the repository", args.Cwd).With("path", args.Cwd)
-		}
-		cwd, paths = rel, []string{rel}
+	if cwd != "" {
+		paths = []string{cwd}
 	}
 	hashed := args
 	hashed.RequestID = ""
