@@ -201,9 +201,25 @@ func (h *Harness) GitDiff(ctx context.Context, args GitDiffArgs) (*GitDiffResult
 		return nil, err
 	}
 	tr.mark(segPolicy)
-	d, err := h.fast.git.Diff(ctx, e.Repo.Root, gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context})
+	opts := gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context}
+	d, err := h.fast.git.Diff(ctx, e.Repo.Root, opts)
 	if err != nil {
 		return nil, err
+	}
+	// Secret files never show in a diff: when one changed, diff again
+	// without it (the first patch is discarded unseen).
+	for _, f := range d.Files {
+		for _, p := range []string{f.Path, f.OrigPath} {
+			if p != "" && root.Excluded(p) {
+				opts.Exclude = append(opts.Exclude, p)
+			}
+		}
+	}
+	if len(opts.Exclude) > 0 {
+		if d, err = h.fast.git.Diff(ctx, e.Repo.Root, opts); err != nil {
+			return nil, err
+		}
+		d.SecretPathsOmitted = len(opts.Exclude)
 	}
 	tr.mark(segExecution)
 	var n int

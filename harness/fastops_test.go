@@ -191,3 +191,26 @@ func TestRouteExplain(t *testing.T) {
 		t.Fatalf("explain read_file = %+v, %v", r, err)
 	}
 }
+
+// A changed secret file never shows in git_diff, whatever its content.
+func TestGitDiffOmitsSecretFiles(t *testing.T) {
+	h, root, id := fixture(t)
+	ctx := context.Background()
+	testutil.WriteFile(t, root, ".env", "DB_HOST=internal.example\n")
+	testutil.WriteFile(t, root, "README.md", "# demo\nchanged\n")
+	for _, staged := range []bool{false, true} {
+		if staged {
+			testutil.Git(t, root, "add", "-A")
+		}
+		d, err := h.GitDiff(ctx, harness.GitDiffArgs{RepoID: id, Staged: staged})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(d.Patch, "internal.example") || strings.Contains(d.Patch, ".env") || d.SecretPathsOmitted != 1 {
+			t.Fatalf("staged=%v: diff shows the secret file: %+v", staged, d)
+		}
+		if !strings.Contains(d.Patch, "changed") || len(d.Files) != 1 || d.Files[0].Path != "README.md" {
+			t.Fatalf("staged=%v: diff = %+v", staged, d)
+		}
+	}
+}

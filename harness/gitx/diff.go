@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -20,11 +21,14 @@ const maxPaths = 1000
 
 // DiffOptions selects what Diff compares.
 type DiffOptions struct {
-	Staged   bool     // --cached
-	Rev      string   // diff against this revision (validated); with Staged: `--cached Rev`
-	Paths    []string // pathspec filter (validated), passed after "--"
-	MaxBytes int      // 0 = 256 KiB
-	Context  int      // -U<n>; 0 = git default (3); negative invalid
+	Staged bool     // --cached
+	Rev    string   // diff against this revision (validated); with Staged: `--cached Rev`
+	Paths  []string // pathspec filter (validated), passed after "--"
+	// Exclude are literal paths left out of the diff (the caller's own
+	// list, e.g. secret files): passed as ":(exclude,literal)<path>".
+	Exclude  []string
+	MaxBytes int // 0 = 256 KiB
+	Context  int // -U<n>; 0 = git default (3); negative invalid
 }
 
 // Diff is a bounded patch with per-file statistics.
@@ -33,6 +37,9 @@ type Diff struct {
 	Truncated bool       `json:"truncated"`
 	Bytes     int        `json:"bytes"` // full size of the patch before truncation if known (else size read)
 	Files     []FileStat `json:"files"` // from --numstat -z
+	// SecretPathsOmitted counts changed secret files left out (set by
+	// the caller that excluded them).
+	SecretPathsOmitted int `json:"secret_paths_omitted,omitempty"`
 }
 
 // FileStat is one file of `git diff --numstat -z`. Binary files have
@@ -65,7 +72,11 @@ func (g *Git) diffArgs(ctx context.Context, o DiffOptions, numstat bool) []strin
 		args = append(args, o.Rev)
 	}
 	args = append(args, "--")
-	return append(args, o.Paths...)
+	args = append(args, o.Paths...)
+	for _, p := range o.Exclude {
+		args = append(args, ":(exclude,literal)"+p)
+	}
+	return args
 }
 
 func validateDiffOptions(o DiffOptions) error {
@@ -89,6 +100,11 @@ func validateDiffOptions(o DiffOptions) error {
 	for _, p := range o.Paths {
 		if err := ValidatePathspec(p); err != nil {
 			return err
+		}
+	}
+	for _, p := range o.Exclude {
+		if p == "" || strings.ContainsRune(p, 0) {
+			return errs.New(errs.InvalidArgument, "exclude path %q is empty or has a NUL", p)
 		}
 	}
 	return nil
