@@ -310,11 +310,12 @@ func (h *Harness) RunCommand(ctx context.Context, args RunCommandArgs) (*RunComm
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
 	}
-	spec := proc.Spec{Argv: args.Argv, Dir: dir, Timeout: timeout}
-	if filepath.Base(args.Argv[0]) == "git" {
+	argv := shieldArgv(args.Argv, h.fast.deny.Patterns())
+	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout}
+	if filepath.Base(argv[0]) == "git" {
 		// Agent git commands get the same hardening as harnessd's own:
 		// no pager, hooks, fsmonitor, external diff or repo-defined drivers.
-		cmd := h.fast.git.Cmd(ctx, dir, args.Argv[1:]...)
+		cmd := h.fast.git.Cmd(ctx, dir, argv[1:]...)
 		if cmd.Err != nil {
 			return nil, cmd.Err
 		}

@@ -214,3 +214,26 @@ func TestGitDiffOmitsSecretFiles(t *testing.T) {
 		}
 	}
 }
+
+// Commands that read whole trees skip secret files.
+func TestRunCommandSkipsSecretFiles(t *testing.T) {
+	h, root, id := fixture(t)
+	ctx := context.Background()
+	testutil.WriteFile(t, root, ".env", "DB_HOST=internal.example\n")
+	testutil.Git(t, root, "add", "-f", ".env")
+	testutil.Git(t, root, "commit", "-q", "-m", "add env")
+	for _, argv := range [][]string{
+		{"git", "log", "-p"},
+		{"git", "show"},
+		{"git", "grep", "internal"},
+		{"grep", "-r", "internal", "."},
+	} {
+		r, err := h.RunCommand(ctx, harness.RunCommandArgs{RepoID: id, Argv: argv})
+		if err != nil {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		if strings.Contains(r.Stdout.Text, "internal.example") {
+			t.Fatalf("%v printed a secret file's content:\n%s", argv, r.Stdout.Text)
+		}
+	}
+}
