@@ -3,9 +3,12 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestInCyclicRange(t *testing.T) {
@@ -84,6 +87,19 @@ func TestSweepMarkedFullScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
+	// setsid execs sleep: while an exec is under way the kernel shows an
+	// empty environ, so wait until sleep runs.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("setsid did not exec sleep: comm %q", comm)
+		}
+		time.Sleep(time.Millisecond) // polling another process's exec
+	}
 	if n := SweepMarked(id, 0); n != 1 {
 		t.Errorf("SweepMarked = %d, want 1", n)
 	}
