@@ -242,11 +242,11 @@ func (h *Harness) leave() { h.inflight.Done() }
 // becomes its error; a timeout becomes errs.Timeout.
 func request[T any](ctx context.Context, h *Harness, pid *actor.PID, msg any) (T, error) {
 	var zero T
+	// The caller's deadline rules when it has one (a lease request that
+	// may wait, a long check); otherwise RequestTimeout bounds the wait.
 	timeout := h.cfg.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d < timeout {
-			timeout = d
-		}
+		timeout = time.Until(dl)
 	}
 	if timeout <= 0 {
 		return zero, errs.New(errs.Timeout, "deadline passed before %T was sent", msg)
