@@ -296,6 +296,35 @@ func (c *cli) status(ctx context.Context) error {
 	for _, l := range st.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", l)
 	}
+	var extra struct {
+		Jobs *struct {
+			Queued      int `json:"queued"`
+			Running     int `json:"running"`
+			Concurrency int `json:"concurrency"`
+			Total       int `json:"total"`
+		} `json:"jobs"`
+		Leases []struct {
+			RepoID    string    `json:"repo_id"`
+			LeaseID   string    `json:"lease_id"`
+			Owner     string    `json:"owner"`
+			Operation string    `json:"operation"`
+			Keys      []string  `json:"keys"`
+			Expires   time.Time `json:"expires_at"`
+		} `json:"durable_leases"`
+	}
+	if b, err := json.Marshal(st.Extra); err == nil {
+		_ = json.Unmarshal(b, &extra)
+	}
+	if j := extra.Jobs; j != nil {
+		fmt.Fprintf(tw, "jobs\t%d running, %d queued (concurrency %d), %d known\n", j.Running, j.Queued, j.Concurrency, j.Total)
+	}
+	if len(extra.Leases) == 0 {
+		fmt.Fprintf(tw, "durable leases\tnone\n")
+	}
+	for _, l := range extra.Leases {
+		fmt.Fprintf(tw, "durable lease\t%s %s by %s (%s) on %s, expires %s\n", l.LeaseID, l.Operation, l.Owner, l.RepoID,
+			strings.Join(l.Keys, " "), l.Expires.Local().Format(time.TimeOnly))
+	}
 	return tw.Flush()
 }
 
