@@ -86,7 +86,7 @@ func TestAuditAppendPersistsAndChains(t *testing.T) {
 	for i := range n {
 		msg := messages.AuditAppend{Entry: auditEntry(i)}
 		if i%3 == 0 {
-			futures[i] = s.Root.RequestFuture(pid, msg, 2*time.Second)
+			futures[i] = s.Root.RequestFuture(pid, msg, 10*time.Second)
 		} else {
 			s.Root.Send(pid, msg)
 		}

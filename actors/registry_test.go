@@ -36,7 +36,7 @@ func newStore(t *testing.T) *persistence.Store {
 // request sends msg and returns the reply, failing the test on timeout.
 func request(t *testing.T, s *actor.ActorSystem, pid *actor.PID, msg any) any {
 	t.Helper()
-	res, err := s.Root.RequestFuture(pid, msg, 2*time.Second).Result()
+	res, err := s.Root.RequestFuture(pid, msg, 10*time.Second).Result()
 	if err != nil {
 		t.Fatalf("request %T: %v", msg, err)
 	}

@@ -74,7 +74,7 @@ func childProps(name string, l *eventLog) *actor.Props {
 
 func ping(t *testing.T, s *actor.ActorSystem, pid *actor.PID) {
 	t.Helper()
-	if _, err := s.Root.RequestFuture(pid, messages.Ping{}, 2*time.Second).Result(); err != nil {
+	if _, err := s.Root.RequestFuture(pid, messages.Ping{}, 10*time.Second).Result(); err != nil {
 		t.Fatalf("ping %s: %v", pid.Id, err)
 	}
 }
