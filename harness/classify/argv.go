@@ -306,32 +306,44 @@ options:
 	return wrapped(prog, args[i:], depth, pre)
 }
 
-func classifyTimeout(prog string, args []string, depth int) Result {
+// skipOptions returns the index of the first operand of a wrapper command
+// (the word after "--", or the first word that is not an option). A long
+// option whose name longValue accepts takes the next word as its value
+// unless the value is attached ("--signal=KILL"); a short cluster ending in
+// a letter of shortValue takes the next word. shortSeen, if set, sees the
+// letters of each short cluster.
+func skipOptions(args []string, shortValue string, longValue func(name string) bool, shortSeen func(letters string)) int {
 	i := 0
 	for i < len(args) {
 		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if strings.HasPrefix(a, "--") {
+		switch {
+		case a == "--":
+			return i + 1
+		case strings.HasPrefix(a, "--"):
 			name, attached := longName(a)
-			if (abbrevOf(name, "signal", 1) || abbrevOf(name, "kill-after", 1)) && !attached {
+			if longValue(name) && !attached {
 				i++
 			}
-			i++
-			continue
-		}
-		if isShort(a) {
-			_, next := scanShort(a, "sk")
-			i++
+		case isShort(a):
+			letters, next := scanShort(a, shortValue)
+			if shortSeen != nil {
+				shortSeen(letters)
+			}
 			if next {
 				i++
 			}
-			continue
+		default:
+			return i
 		}
-		break
+		i++
 	}
+	return i
+}
+
+func classifyTimeout(prog string, args []string, depth int) Result {
+	i := skipOptions(args, "sk", func(name string) bool {
+		return abbrevOf(name, "signal", 1) || abbrevOf(name, "kill-after", 1)
+	}, nil)
 	if i >= len(args) {
 		return result(Unknown, "timeout needs a duration and a command")
 	}
@@ -379,37 +391,16 @@ func classifyNohup(prog string, args []string, depth int) Result {
 
 func classifyTime(prog string, args []string, depth int) Result {
 	pre := result(Readonly, "")
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
+	i := skipOptions(args, "fo", func(name string) bool {
+		if abbrevOf(name, "output", 1) || abbrevOf(name, "append", 1) {
+			pre.raise(WorkspaceWrite, "time --output writes a file")
 		}
-		if strings.HasPrefix(a, "--") {
-			name, attached := longName(a)
-			if abbrevOf(name, "output", 1) || abbrevOf(name, "append", 1) {
-				pre.raise(WorkspaceWrite, "time --output writes a file")
-			}
-			if (abbrevOf(name, "output", 1) || abbrevOf(name, "format", 1)) && !attached {
-				i++
-			}
-			i++
-			continue
+		return abbrevOf(name, "output", 1) || abbrevOf(name, "format", 1)
+	}, func(letters string) {
+		if strings.ContainsAny(letters, "oa") {
+			pre.raise(WorkspaceWrite, "time -o writes a file")
 		}
-		if isShort(a) {
-			letters, next := scanShort(a, "fo")
-			if strings.ContainsAny(letters, "oa") {
-				pre.raise(WorkspaceWrite, "time -o writes a file")
-			}
-			i++
-			if next {
-				i++
-			}
-			continue
-		}
-		break
-	}
+	})
 	if i >= len(args) {
 		return result(Readonly, "time without a command does nothing")
 	}
@@ -417,30 +408,7 @@ func classifyTime(prog string, args []string, depth int) Result {
 }
 
 func classifyStdbuf(prog string, args []string, depth int) Result {
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if strings.HasPrefix(a, "--") {
-			if _, attached := longName(a); !attached {
-				i++
-			}
-			i++
-			continue
-		}
-		if isShort(a) {
-			_, next := scanShort(a, "ioe")
-			i++
-			if next {
-				i++
-			}
-			continue
-		}
-		break
-	}
+	i := skipOptions(args, "ioe", func(string) bool { return true }, nil)
 	if i >= len(args) {
 		return result(Unknown, "stdbuf needs a command")
 	}
@@ -451,36 +419,14 @@ func classifyStdbuf(prog string, args []string, depth int) Result {
 // appended for the input it reads: only commands that stay readonly whatever
 // their arguments stay readonly under xargs.
 func classifyXargs(prog string, args []string, depth int) Result {
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if strings.HasPrefix(a, "--") {
-			name, attached := longName(a)
-			if !attached {
-				for _, full := range []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"} {
-					if abbrevOf(name, full, 3) {
-						i++
-						break
-					}
-				}
+	i := skipOptions(args, "adEILnPs", func(name string) bool {
+		for _, full := range []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"} {
+			if abbrevOf(name, full, 3) {
+				return true
 			}
-			i++
-			continue
 		}
-		if isShort(a) {
-			_, next := scanShort(a, "adEILnPs")
-			i++
-			if next {
-				i++
-			}
-			continue
-		}
-		break
-	}
+		return false
+	}, nil)
 	inner := []string{"echo"}
 	if i < len(args) {
 		inner = args[i:]
