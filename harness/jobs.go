@@ -270,14 +270,11 @@ type JobStatusArgs struct {
 
 // JobStatus returns a job's state, waiting up to wait_s for it to finish.
 func (h *Harness) JobStatus(ctx context.Context, args JobStatusArgs) (*JobResult, error) {
-	if err := h.enter(); err != nil {
+	tr, done, err := h.beginJob(args.JobID)
+	if err != nil {
 		return nil, err
 	}
-	defer h.leave()
-	tr := startTrace()
-	if err := validJobID(args.JobID); err != nil {
-		return nil, err
-	}
+	defer done()
 	if args.WaitS < 0 || args.WaitS > jobWaitMax {
 		return nil, errs.New(errs.InvalidArgument, "wait_s %d: must be between 0 and %d", args.WaitS, jobWaitMax)
 	}
@@ -373,14 +370,11 @@ type JobLogsResult struct {
 
 // JobLogs reads a job's log.
 func (h *Harness) JobLogs(ctx context.Context, args JobLogsArgs) (*JobLogsResult, error) {
-	if err := h.enter(); err != nil {
+	tr, done, err := h.beginJob(args.JobID)
+	if err != nil {
 		return nil, err
 	}
-	defer h.leave()
-	tr := startTrace()
-	if err := validJobID(args.JobID); err != nil {
-		return nil, err
-	}
+	defer done()
 	name := ""
 	switch args.Stream {
 	case "", "stdout":
@@ -440,14 +434,11 @@ type JobCancelArgs struct {
 
 // JobCancel cancels a job and returns its final state.
 func (h *Harness) JobCancel(ctx context.Context, args JobCancelArgs) (*JobResult, error) {
-	if err := h.enter(); err != nil {
+	tr, done, err := h.beginJob(args.JobID)
+	if err != nil {
 		return nil, err
 	}
-	defer h.leave()
-	tr := startTrace()
-	if err := validJobID(args.JobID); err != nil {
-		return nil, err
-	}
+	defer done()
 	if _, err := h.gate(ctx, gateInput{Tool: "job_cancel", Args: args}); err != nil {
 		return nil, err
 	}
@@ -611,4 +602,17 @@ func jobsStatus(ctx context.Context, h *Harness, st *StatusResult) {
 		}
 	}
 	st.Extra["durable_leases"] = leases
+}
+
+// beginJob starts an operation on one job: in-flight accounting, the
+// latency trace and a check of the job id. Call done when it ends.
+func (h *Harness) beginJob(jobID string) (tr trace, done func(), err error) {
+	if err := h.enter(); err != nil {
+		return tr, nil, err
+	}
+	if err := validJobID(jobID); err != nil {
+		h.leave()
+		return tr, nil, err
+	}
+	return startTrace(), h.leave, nil
 }
