@@ -12,11 +12,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/harnessd/harnessd/harness/cgroup"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
-	"github.com/harnessd/harnessd/harness/proc"
-	"github.com/harnessd/harnessd/harness/worktree"
+	"github.com/harnessd/harnessd/internal/cgroup"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )

@@ -12,13 +12,13 @@ import (
 
 	"github.com/harnessd/harnessd/bench/suite"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/classify"
-	"github.com/harnessd/harnessd/harness/lease"
-	"github.com/harnessd/harnessd/harness/ledger"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/readfile"
-	"github.com/harnessd/harnessd/harness/redact"
-	"github.com/harnessd/harnessd/harness/route"
+	"github.com/harnessd/harnessd/internal/classify"
+	"github.com/harnessd/harnessd/internal/lease"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/readfile"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/mediate"
-	"github.com/harnessd/harnessd/harness/redact"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/persistence"
 )
 

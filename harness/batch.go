@@ -12,10 +12,10 @@ import (
 
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/ledger"
-	"github.com/harnessd/harnessd/harness/patch"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/route"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/messages"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

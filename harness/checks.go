@@ -13,12 +13,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/harnessd/harnessd/harness/checkid"
-	"github.com/harnessd/harnessd/harness/classify"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/joblog"
-	"github.com/harnessd/harnessd/harness/mediate"
-	"github.com/harnessd/harnessd/harness/proc"
+	"github.com/harnessd/harnessd/internal/checkid"
+	"github.com/harnessd/harnessd/internal/classify"
+	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/supervisors"
 )

@@ -4,10 +4,10 @@ import (
 	"sync"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/gitx"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/redact"
-	"github.com/harnessd/harnessd/harness/search"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/search"
 )
 
 // fastPath holds the mechanisms of the Fast Path, built once per Harness.

@@ -9,16 +9,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/classify"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
-	"github.com/harnessd/harnessd/harness/loop"
-	"github.com/harnessd/harnessd/harness/mediate"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/proc"
-	"github.com/harnessd/harnessd/harness/readfile"
-	"github.com/harnessd/harnessd/harness/route"
-	"github.com/harnessd/harnessd/harness/search"
+	"github.com/harnessd/harnessd/internal/classify"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/readfile"
+	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/search"
 )
 
 func fastOps() []Op {

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/ledger"
-	"github.com/harnessd/harnessd/harness/mediate"
-	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 // gateInput describes one operation for the action mediator.

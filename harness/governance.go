@@ -11,11 +11,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/loop"
-	"github.com/harnessd/harnessd/harness/mediate"
-	"github.com/harnessd/harnessd/harness/policy"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/policy"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/supervisors"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/logx"
-	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/internal/logx"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 	"github.com/harnessd/harnessd/supervisors"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/lease"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/lease"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 )

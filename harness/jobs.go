@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/joblog"
-	"github.com/harnessd/harnessd/harness/ledger"
+	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/supervisors"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/supervisors"

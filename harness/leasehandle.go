@@ -7,8 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/messages"
 )
 

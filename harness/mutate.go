@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/audit"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/ledger"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )

@@ -7,9 +7,9 @@ import (
 
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/lease"
-	"github.com/harnessd/harnessd/harness/patch"
-	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/internal/lease"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 // Commit and stage limits.

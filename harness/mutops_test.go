@@ -11,8 +11,8 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/ledger"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/persistence"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/patch"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/cgroup"
+	"github.com/harnessd/harnessd/internal/cgroup"
 )
 
 // JobsName is the name of the jobs actor under the root supervisor.

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/search"
+	"github.com/harnessd/harnessd/internal/search"
 )
 
 // The case names, in run order.

@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/daemon"
+	"github.com/harnessd/harnessd/internal/daemon"
 )
 
 // modulePath is the harnessd module, whose root holds ./cmd/harnessd.

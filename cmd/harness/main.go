@@ -24,8 +24,8 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/daemon"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/daemon"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/daemon"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/daemon"
+	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/daemon"
+	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/daemon"
-	"github.com/harnessd/harnessd/harness/logx"
+	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/internal/logx"
 )
 
 const usage = `harnessd mediates AI coding agents' work on git repositories.

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/redact"
+	"github.com/harnessd/harnessd/internal/redact"
 )
 
 const (

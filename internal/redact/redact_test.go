@@ -144,7 +144,7 @@ var falsePositives = []struct{ name, in string }{
 	{"sha256", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
 	{"sri digest", "integrity sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg=="},
 	{"uuid", "id 123e4567-e89b-12d3-a456-426614174000 done"},
-	{"go import path", `import "github.com/harnessd/harnessd/harness/redact"`},
+	{"go import path", `import "github.com/harnessd/harnessd/internal/redact"`},
 	{"go module line", "github.com/golang-jwt/jwt/v5 v5.2.1 h1:OuVbFODueb089Lh128TAcimifWaLhJwVflnrgM17wHk="},
 	{"prose tokenizer", "The tokenizer is passwordless; ask the secretary about the secrets."},
 	{"prose password", "Enter your password and press return."},

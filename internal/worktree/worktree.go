@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // Worktree is a detached worktree made by Create.

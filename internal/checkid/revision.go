@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // Defaults of Options.

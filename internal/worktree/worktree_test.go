@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 	"go.uber.org/goleak"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 func parts(t *testing.T, dir string, def Definition, vars map[string]string) Parts {

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 func newRepo(t testing.TB, files map[string]string) (*pathsafe.Root, string) {

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/pathsafe"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 // Defaults applied when a Limits field is zero (DESIGN.md section 7).

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // Parts is what the check actor stores with evidence so that a later miss

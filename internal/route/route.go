@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/classify"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/classify"
 )
 
 // Mode is where an operation runs.

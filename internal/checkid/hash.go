@@ -20,7 +20,7 @@ import (
 	"syscall"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // maxHashWorkers bounds the goroutines hashing files of one revision.

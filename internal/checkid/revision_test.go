@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // baseRepo is a committed repository with a few files and a .gitignore.

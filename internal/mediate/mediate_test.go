@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/loop"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/policy"
-	"github.com/harnessd/harnessd/harness/route"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 const testPolicy = `version: 1

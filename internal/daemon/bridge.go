@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/mcpserver"
+	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 )
 
 // StartTimeout bounds how long EnsureDaemon waits for a daemon it started.

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/mcpserver"
+	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 )
 
 // BenchmarkMCPReadFile measures one read_file tool call through the go-sdk

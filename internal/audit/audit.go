@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/redact"
+	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/messages"
 )
 

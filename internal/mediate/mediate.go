@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/harness/loop"
-	"github.com/harnessd/harnessd/harness/pathsafe"
-	"github.com/harnessd/harnessd/harness/policy"
-	"github.com/harnessd/harnessd/harness/route"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 // Outcome is what the caller does with an operation.

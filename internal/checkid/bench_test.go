@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/gitx"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // benchDirs are removed by TestMain.

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/httpapi"
-	"github.com/harnessd/harnessd/harness/mcpserver"
+	httpapi "github.com/harnessd/harnessd/internal/server/http"
+	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 )
 
 // Config configures Serve.

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/route"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 // RiskAskThreshold is the score from which an operation needs approval.
