@@ -30,6 +30,9 @@ type AuditConfig struct {
 	// MaxPending caps the entries buffered while the store fails; appends
 	// beyond it are refused with UNAVAILABLE. 0 = 8192.
 	MaxPending int
+	// Tasks runs the walks of queries and verifications; nil = untracked
+	// goroutines.
+	Tasks *Tasks
 }
 
 func (c AuditConfig) withDefaults() AuditConfig {
@@ -130,11 +133,9 @@ func (a *Audit) Receive(ctx actor.Context) {
 		err := a.flush(ctx)
 		reply(ctx, messages.AuditFlushed{}, err)
 	case messages.AuditQuery:
-		r, err := a.query(ctx, audit.FilterOf(m))
-		reply(ctx, r, err)
+		a.query(ctx, audit.FilterOf(m))
 	case messages.AuditVerify:
-		r, err := a.verify(ctx)
-		reply(ctx, r, err)
+		a.verify(ctx)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
@@ -307,7 +308,7 @@ func (a *Audit) flushFailed(ctx actor.Context, err error) error {
 	ce := errs.Wrap(errs.Unavailable, err, "audit log write failed: %v", err)
 	for i := range a.pending {
 		if pid := a.pending[i].waiter; pid != nil {
-			ctx.Send(pid, messages.Failed{Err: ce})
+			ctx.Send(pid, Failure(ce))
 			a.pending[i].waiter = nil
 		}
 	}
@@ -347,14 +348,40 @@ func approxSize(e audit.Entry) int {
 	return 6*n + 512
 }
 
-// query flushes, then scans the log in Seq order for entries matching f.
-func (a *Audit) query(ctx actor.Context, f audit.Filter) (messages.AuditEntries, error) {
+// query flushes, then scans the log in Seq order for entries matching f
+// in a goroutine that answers the requester: a long walk never holds up the
+// appends every operation sends here.
+func (a *Audit) query(ctx actor.Context, f audit.Filter) {
 	if err := f.Validate(); err != nil {
-		return messages.AuditEntries{}, err
+		reply(ctx, nil, err)
+		return
 	}
 	if err := a.flush(ctx); err != nil {
-		return messages.AuditEntries{}, err
+		reply(ctx, nil, err)
+		return
 	}
+	a.walk(ctx, func() (any, error) { return a.scanQuery(f) })
+}
+
+// walk runs a read of the store in a goroutine and answers the current
+// requester with its result.
+func (a *Audit) walk(ctx actor.Context, f func() (any, error)) {
+	sender, root := ctx.Sender(), ctx.ActorSystem().Root
+	if sender == nil {
+		return
+	}
+	a.cfg.Tasks.Go(func() {
+		v, err := f()
+		if err != nil {
+			root.Send(sender, Failure(err))
+			return
+		}
+		root.Send(sender, v)
+	})
+}
+
+// scanQuery reads the entries matching f from the store.
+func (a *Audit) scanQuery(f audit.Filter) (messages.AuditEntries, error) {
 	limit := f.EffectiveLimit()
 	out := messages.AuditEntries{Entries: []messages.AuditEntry{}}
 	errFull := errors.New("full")
@@ -383,13 +410,20 @@ func (a *Audit) query(ctx actor.Context, f audit.Filter) (messages.AuditEntries,
 	return out, nil
 }
 
-// verify flushes, then checks the whole persisted chain and that it ends at
-// the in-memory head.
-func (a *Audit) verify(ctx actor.Context) (messages.AuditVerified, error) {
+// verify flushes, then checks in a goroutine the persisted chain up to the
+// head as it was at the flush, and that it ends at that head. Entries
+// appended meanwhile are left to the next verification.
+func (a *Audit) verify(ctx actor.Context) {
 	if err := a.flush(ctx); err != nil {
-		return messages.AuditVerified{}, err
+		reply(ctx, nil, err)
+		return
 	}
-	next, stop := iter.Pull2(a.records())
+	head := a.head
+	a.walk(ctx, func() (any, error) { return a.checkChain(head) })
+}
+
+func (a *Audit) checkChain(head audit.Entry) (messages.AuditVerified, error) {
+	next, stop := iter.Pull2(a.records(head.Seq))
 	defer stop()
 	var last audit.Entry
 	checked, brk, err := audit.Verify(func() (audit.Entry, bool, error) {
@@ -403,7 +437,7 @@ func (a *Audit) verify(ctx actor.Context) (messages.AuditVerified, error) {
 		return messages.AuditVerified{}, errs.Wrap(errs.Unavailable, err, "audit verify: %v", err)
 	}
 	if brk == nil {
-		brk = audit.CheckHead(last, audit.HeadOf(a.head))
+		brk = audit.CheckHead(last, audit.HeadOf(head))
 	}
 	if brk != nil {
 		a.lg.Error("audit chain broken", zap.Uint64("seq", brk.Seq), zap.String("reason", brk.Reason))
@@ -412,14 +446,17 @@ func (a *Audit) verify(ctx actor.Context) (messages.AuditVerified, error) {
 	return messages.AuditVerified{Checked: checked, OK: true}, nil
 }
 
-// records streams the stored log in key order. A record that does not decode,
-// or whose Seq is not the one of its key, is reported as an undecodable
-// *audit.Break at the key's seq.
-func (a *Audit) records() iter.Seq2[audit.Entry, error] {
+// records streams the stored log in key order, up to seq upTo. A record
+// that does not decode, or whose Seq is not the one of its key, is reported
+// as an undecodable *audit.Break at the key's seq.
+func (a *Audit) records(upTo uint64) iter.Seq2[audit.Entry, error] {
 	return func(yield func(audit.Entry, error) bool) {
 		errStop := errors.New("stop")
 		err := a.store.Scan([]byte(persistence.PrefixAudit), func(key []byte, decode func(any) error) error {
 			seq, ok := persistence.SeqOf(key)
+			if ok && seq > upTo {
+				return errStop
+			}
 			var m messages.AuditEntry
 			var rec error
 			if !ok || len(key) != len(persistence.AuditKey(0)) {

@@ -146,8 +146,8 @@ func TestAuditRestartContinuesChain(t *testing.T) {
 		}},
 		{"panic and supervisor restart", func(t *testing.T, s *actor.ActorSystem, _ *persistence.Store, pid *actor.PID) *actor.PID {
 			f := want[messages.Failed](t, request(t, s, pid, crash{}))
-			if errs.CodeOf(f.Err) != errs.Internal {
-				t.Fatalf("crash reply = %v, want INTERNAL", f.Err)
+			if errs.CodeOf(ErrorOf(f)) != errs.Internal {
+				t.Fatalf("crash reply = %v, want INTERNAL", ErrorOf(f))
 			}
 			return pid
 		}},
@@ -308,8 +308,8 @@ func TestAuditQuery(t *testing.T) {
 	bad := []messages.AuditQuery{{Limit: -1}, {Limit: audit.MaxLimit + 1}, {Kind: "nope"}, {Since: auditT0, Until: auditT0}}
 	for _, q := range bad {
 		f := want[messages.Failed](t, request(t, s, pid, q))
-		if errs.CodeOf(f.Err) != errs.InvalidArgument {
-			t.Errorf("query %+v: got %v, want INVALID_ARGUMENT", q, f.Err)
+		if errs.CodeOf(ErrorOf(f)) != errs.InvalidArgument {
+			t.Errorf("query %+v: got %v, want INVALID_ARGUMENT", q, ErrorOf(f))
 		}
 	}
 }
@@ -331,8 +331,8 @@ func TestAuditRejectsBadEntries(t *testing.T) {
 	pid := spawnAudit(t, s, NewAudit(st, zap.NewNop(), quietAudit))
 	for _, k := range []audit.Kind{"", "mutatoin"} {
 		f := want[messages.Failed](t, request(t, s, pid, messages.AuditAppend{Entry: messages.AuditEntry{Kind: k}}))
-		if errs.CodeOf(f.Err) != errs.InvalidArgument {
-			t.Errorf("kind %q: got %v, want INVALID_ARGUMENT", k, f.Err)
+		if errs.CodeOf(ErrorOf(f)) != errs.InvalidArgument {
+			t.Errorf("kind %q: got %v, want INVALID_ARGUMENT", k, ErrorOf(f))
 		}
 	}
 	s.Root.Send(pid, messages.AuditAppend{}) // fire-and-forget: logged, dropped
@@ -403,17 +403,17 @@ func TestAuditFlushFailureKeepsEntries(t *testing.T) {
 
 	for i := range 2 {
 		f := want[messages.Failed](t, request(t, s, pid, messages.AuditAppend{Entry: auditEntry(i)}))
-		if errs.CodeOf(f.Err) != errs.Unavailable {
-			t.Fatalf("append %d during failure: got %v, want UNAVAILABLE", i, f.Err)
+		if errs.CodeOf(ErrorOf(f)) != errs.Unavailable {
+			t.Fatalf("append %d during failure: got %v, want UNAVAILABLE", i, ErrorOf(f))
 		}
 	}
 	s.Root.Send(pid, messages.AuditAppend{Entry: auditEntry(2)})
 	f := want[messages.Failed](t, request(t, s, pid, messages.AuditAppend{Entry: auditEntry(3)}))
-	if errs.CodeOf(f.Err) != errs.Unavailable || !strings.Contains(f.Err.Error(), "not accepting") {
-		t.Fatalf("append beyond MaxPending: got %v, want UNAVAILABLE not accepting", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.Unavailable || !strings.Contains(ErrorOf(f).Error(), "not accepting") {
+		t.Fatalf("append beyond MaxPending: got %v, want UNAVAILABLE not accepting", ErrorOf(f))
 	}
-	if f := want[messages.Failed](t, request(t, s, pid, messages.AuditVerify{})); errs.CodeOf(f.Err) != errs.Unavailable {
-		t.Fatalf("verify during failure: got %v, want UNAVAILABLE", f.Err)
+	if f := want[messages.Failed](t, request(t, s, pid, messages.AuditVerify{})); errs.CodeOf(ErrorOf(f)) != errs.Unavailable {
+		t.Fatalf("verify during failure: got %v, want UNAVAILABLE", ErrorOf(f))
 	}
 
 	failing.Store(false)

@@ -23,15 +23,13 @@ const (
 	DefaultCheckMaxPerRepo = 200
 )
 
-// CheckRunner runs one check for a check actor, in a goroutine of its own;
-// ctx is cancelled when the actor stops. The default calls run.Exec.
+// CheckRunner runs one check's spec for a check actor, in a goroutine of
+// its own; ctx is cancelled when the actor stops. It is a dependency of the
+// checks supervisor, never part of a message.
 type CheckRunner func(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error)
 
-func execRunner(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error) {
-	if run.Exec == nil {
-		return messages.CheckOutcome{}, errs.New(errs.Internal, "check %s has nothing to run", run.Key.Identity)
-	}
-	return run.Exec(ctx)
+func noRunner(context.Context, messages.CheckRun) (messages.CheckOutcome, error) {
+	return messages.CheckOutcome{}, errs.New(errs.Unavailable, "no check runner is configured")
 }
 
 // CheckActorName returns the child name of the check actor owning key:
@@ -69,6 +67,7 @@ type checkConfig struct {
 	idle   time.Duration
 	maxAge time.Duration
 	runner CheckRunner
+	tasks  *Tasks
 }
 
 // Internal messages of the check actor.
@@ -159,7 +158,9 @@ func (a *checkActor) Receive(ctx actor.Context) {
 		}
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restarted instance comes back from its evidence in the store;
+		// the run in flight is cancelled and its callers hear why.
 		if a.idleTimer != nil {
 			a.idleTimer.Stop()
 			a.idleTimer = nil
@@ -169,7 +170,7 @@ func (a *checkActor) Receive(ctx actor.Context) {
 			a.cancel = nil
 		}
 		for _, w := range a.waiters {
-			ctx.Send(w.pid, messages.Failed{Err: errs.New(errs.Unavailable, "check %s stopped before its run finished", a.key.Identity)})
+			ctx.Send(w.pid, Failure(errs.New(errs.Unavailable, "check %s stopped before its run finished", a.key.Identity)))
 		}
 		a.waiters = nil
 	}
@@ -208,11 +209,11 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 	a.cancel = cancel
 	self, sys, runner, gen := ctx.Self(), ctx.ActorSystem(), a.runner, a.gen
 	a.note(ctx, checkNote{started: 1})
-	go func() {
+	a.tasks.Go(func() {
 		defer cancel()
 		out, err := safeRun(runCtx, runner, m)
 		sys.Root.Send(self, checkDone{gen: gen, out: out, err: err})
-	}()
+	})
 	// Remember what to persist with the evidence once the run succeeds.
 	a.pending = pendingRun{def: m.DefinitionDigest, parts: m.Parts, repo: m.Key.RepoID}
 }
@@ -253,7 +254,7 @@ func (a *checkActor) finish(ctx actor.Context, m checkDone) {
 	prev := a.previous
 	for _, w := range a.waiters {
 		if m.err != nil {
-			ctx.Send(w.pid, messages.Failed{Err: m.err})
+			ctx.Send(w.pid, Failure(m.err))
 			continue
 		}
 		ctx.Send(w.pid, messages.CheckResult{Identity: a.key.Identity, Outcome: m.out, Joined: w.joined, Previous: prev})

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,12 +21,16 @@ import (
 // no blocking) and returns outcome(run).
 type fakeRunner struct {
 	calls   atomic.Int32
+	started chan struct{} // if set, gets a value as each run starts
 	release chan struct{}
 	outcome func(run messages.CheckRun, n int32) (messages.CheckOutcome, error)
 }
 
 func (f *fakeRunner) run(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error) {
 	n := f.calls.Add(1)
+	if f.started != nil {
+		f.started <- struct{}{}
+	}
 	if f.release != nil {
 		select {
 		case <-f.release:
@@ -61,7 +66,9 @@ func stats(t *testing.T, s *actor.ActorSystem, pid *actor.PID) messages.CheckSta
 	return want[messages.CheckStatsReply](t, request(t, s, pid, messages.CheckStats{}))
 }
 
-// eventually polls cond until it holds or 5 s pass.
+// eventually probes cond until it holds or 5 s pass. cond asks an actor
+// (a mailbox round trip each time), so the probe waits on the actor rather
+// than on a timer.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -69,8 +76,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		runtime.Gosched()
 	}
+}
+
+// settle is a barrier over the checks supervisor and the check actor of
+// key: every Run sent before it has reached the check actor, been handled,
+// and the supervisor has counted the notes the check actor sent.
+func settle(t *testing.T, s *actor.ActorSystem, sup *actor.PID, key messages.CheckKey) {
+	t.Helper()
+	want[messages.Pong](t, request(t, s, sup, messages.Ping{}))
+	want[messages.Pong](t, request(t, s, actor.NewPID(sup.Address, sup.Id+"/"+CheckActorName(key)), messages.Ping{}))
+	want[messages.Pong](t, request(t, s, sup, messages.Ping{}))
 }
 
 func TestCheckJoinsConcurrentRunsAndReusesEvidence(t *testing.T) {
@@ -82,7 +99,10 @@ func TestCheckJoinsConcurrentRunsAndReusesEvidence(t *testing.T) {
 	for i := range futures {
 		futures[i] = s.Root.RequestFuture(pid, checkRun("repo_a", "sha256:aaaa"), 5*time.Second)
 	}
-	eventually(t, "19 joined callers", func() bool { return stats(t, s, pid).Joined == n-1 })
+	settle(t, s, pid, checkRun("repo_a", "sha256:aaaa").Key)
+	if got := stats(t, s, pid).Joined; got != n-1 {
+		t.Fatalf("joined callers = %d, want %d", got, n-1)
+	}
 	close(f.release)
 	first := 0
 	for i, fu := range futures {
@@ -133,7 +153,7 @@ func TestCheckNeverReusesFailures(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				v := request(t, s, pid, checkRun("repo_a", "sha256:bbbb"))
 				if tc.err != nil {
-					if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.NotFound {
+					if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(ErrorOf(fl)) != errs.NotFound {
 						t.Fatalf("run %d: got %#v, want Failed NOT_FOUND", i, v)
 					}
 					continue
@@ -259,13 +279,13 @@ func TestCheckPruneBoundsEvidence(t *testing.T) {
 
 func TestCheckStopFailsWaiters(t *testing.T) {
 	s, st := newTestSystem(t), newStore(t)
-	f := &fakeRunner{release: make(chan struct{})}
+	f := &fakeRunner{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewChecks(st, zap.NewNop(), ChecksConfig{Runner: f.run, PruneEvery: -1})), "checks-stop")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fu := s.Root.RequestFuture(pid, checkRun("repo_a", "sha256:ffff"), 5*time.Second)
-	eventually(t, "run started", func() bool { return f.calls.Load() == 1 })
+	<-f.started
 	if err := s.Root.PoisonFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +293,7 @@ func TestCheckStopFailsWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.Unavailable {
+	if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(ErrorOf(fl)) != errs.Unavailable {
 		t.Fatalf("got %#v, want Failed UNAVAILABLE", v)
 	}
 }
@@ -292,14 +312,14 @@ func TestCheckRejectsBadKeys(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := request(t, s, pid, messages.CheckRun{Key: tc.key})
-			if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(fl.Err) != errs.InvalidArgument {
+			if fl, ok := v.(messages.Failed); !ok || errs.CodeOf(ErrorOf(fl)) != errs.InvalidArgument {
 				t.Fatalf("got %#v, want Failed INVALID_ARGUMENT", v)
 			}
 		})
 	}
 	// Without a runner and an Exec the run fails cleanly.
 	v := request(t, s, pid, checkRun("repo_a", "sha256:abab"))
-	if fl, ok := v.(messages.Failed); !ok || !errors.As(fl.Err, new(*errs.Error)) {
+	if fl, ok := v.(messages.Failed); !ok || !errors.As(ErrorOf(fl), new(*errs.Error)) {
 		t.Fatalf("got %#v, want a coded Failed", v)
 	}
 }

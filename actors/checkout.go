@@ -73,6 +73,10 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		reply(ctx, a.release(ctx, m.LeaseID), nil)
 	case messages.Fence:
 		reply(ctx, messages.Fenced{}, a.fence(m.LeaseID))
+	case leaseSync:
+		if l, ok := a.table.Get(m.id); ok {
+			ctx.Respond(messages.LeaseTouched{Expires: l.Expires})
+		}
 	case messages.LeaseExpired:
 		a.expire(ctx, m.Now)
 	case messages.LeaseTick:
@@ -83,10 +87,12 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		ctx.Respond(messages.LeaseList{Leases: a.list()})
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restarted instance reloads the fencing marks and durable
+		// leases; its waiters are answered now rather than left to time out.
 		for _, w := range a.waiters {
 			w.timer.Stop()
-			ctx.Send(w.sender, messages.Failed{Err: errs.New(errs.Unavailable, "checkout %s is stopping", a.repo.CheckoutID)})
+			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "checkout %s is stopping", a.repo.CheckoutID)))
 		}
 		a.waiters = nil
 	}
@@ -330,7 +336,7 @@ func (a *Checkout) serveWaiters(ctx actor.Context) {
 			}
 			if errs.CodeOf(err) != errs.MutationBusy {
 				w.timer.Stop()
-				ctx.Send(w.sender, messages.Failed{Err: err})
+				ctx.Send(w.sender, Failure(err))
 				continue
 			}
 		}
@@ -360,7 +366,7 @@ func (a *Checkout) waitExpired(ctx actor.Context, seq uint64) {
 		if err == nil {
 			err = errs.New(errs.MutationBusy, "resource still busy after waiting")
 		}
-		ctx.Send(w.sender, messages.Failed{Err: err})
+		ctx.Send(w.sender, Failure(err))
 		a.serveWaiters(ctx)
 		return
 	}

@@ -52,7 +52,7 @@ func TestCheckoutGrantBusyRelease(t *testing.T) {
 
 	a := want[messages.Acquired](t, acquire(t, s, co, messages.Acquire{Owner: "a", Operation: "apply_patch", Keys: []string{pathKey("src/a.go")}}))
 	f := want[messages.Failed](t, acquire(t, s, co, messages.Acquire{Owner: "b", Operation: "apply_patch", Keys: []string{pathKey("src")}}))
-	e := errs.From(f.Err)
+	e := errs.From(ErrorOf(f))
 	if e.Code != errs.MutationBusy || e.Details["holder_operation"] != "apply_patch" {
 		t.Fatalf("overlapping acquire: %v %+v, want MUTATION_BUSY naming apply_patch", e, e.Details)
 	}
@@ -67,8 +67,8 @@ func TestCheckoutGrantBusyRelease(t *testing.T) {
 		t.Fatalf("token %v not above %v", b.Lease.Tokens, a.Lease.Tokens)
 	}
 	f = want[messages.Failed](t, request(t, s, co, messages.Fence{LeaseID: a.Lease.ID}))
-	if errs.CodeOf(f.Err) != errs.LeaseLost {
-		t.Fatalf("fence of a released lease: %v, want LEASE_LOST", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.LeaseLost {
+		t.Fatalf("fence of a released lease: %v, want LEASE_LOST", ErrorOf(f))
 	}
 }
 
@@ -82,8 +82,8 @@ func TestCheckoutWaitInOrder(t *testing.T) {
 	// b waits; c (no wait) is refused because b is queued ahead of it.
 	bReply := s.Root.RequestFuture(co, messages.Acquire{Owner: "b", Operation: "apply_patch", Keys: []string{pathKey("x")}, Wait: 5 * time.Second}, 10*time.Second)
 	f := want[messages.Failed](t, acquire(t, s, co, messages.Acquire{Owner: "c", Operation: "apply_patch", Keys: []string{pathKey("x")}}))
-	if errs.CodeOf(f.Err) != errs.MutationBusy {
-		t.Fatalf("c: %v", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.MutationBusy {
+		t.Fatalf("c: %v", ErrorOf(f))
 	}
 	want[messages.Released](t, request(t, s, co, messages.Release{LeaseID: a.Lease.ID}))
 	res, err := bReply.Result()
@@ -96,8 +96,8 @@ func TestCheckoutWaitInOrder(t *testing.T) {
 	// A short wait runs out.
 	start := time.Now()
 	f = want[messages.Failed](t, acquire(t, s, co, messages.Acquire{Owner: "d", Operation: "apply_patch", Keys: []string{pathKey("x")}, Wait: 50 * time.Millisecond}))
-	if errs.CodeOf(f.Err) != errs.MutationBusy || time.Since(start) < 50*time.Millisecond {
-		t.Fatalf("d: %v after %s", f.Err, time.Since(start))
+	if errs.CodeOf(ErrorOf(f)) != errs.MutationBusy || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("d: %v after %s", ErrorOf(f), time.Since(start))
 	}
 }
 
@@ -114,12 +114,12 @@ func TestCheckoutExpiryFreesClaimAndFences(t *testing.T) {
 	now := clk.add(4 * time.Second)
 	s.Root.Send(co, messages.LeaseTick{Now: now})
 	f := want[messages.Failed](t, request(t, s, co, messages.Fence{LeaseID: a.Lease.ID}))
-	if errs.CodeOf(f.Err) != errs.LeaseLost {
-		t.Fatalf("fence after expiry: %v", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.LeaseLost {
+		t.Fatalf("fence after expiry: %v", ErrorOf(f))
 	}
 	f = want[messages.Failed](t, request(t, s, co, messages.Renew{LeaseID: a.Lease.ID}))
-	if errs.CodeOf(f.Err) != errs.LeaseLost {
-		t.Fatalf("renew after expiry: %v", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.LeaseLost {
+		t.Fatalf("renew after expiry: %v", ErrorOf(f))
 	}
 	b := want[messages.Acquired](t, acquire(t, s, co, messages.Acquire{Owner: "b", Operation: "apply_patch", Keys: []string{pathKey("f")}}))
 	if b.Lease.Tokens[pathKey("f")] <= a.Lease.Tokens[pathKey("f")] {
@@ -127,26 +127,26 @@ func TestCheckoutExpiryFreesClaimAndFences(t *testing.T) {
 	}
 }
 
-// The lease actor's own timer expires a lease that is not renewed.
+// The lease actor's own ticker expires a lease that is not renewed: on the
+// fake clock, past its TTL, the checkout frees the claim and stops the
+// lease actor.
 func TestLeaseActorExpiresOnItsOwn(t *testing.T) {
 	s, st := newTestSystem(t), newStore(t)
-	clk := &fakeClock{t: time.Now()}
-	co, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewCheckout(testRepo, st, zap.NewNop(), time.Now)), "co")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = clk
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	co := spawnCheckout(t, s, st, clk, "co")
 	a := want[messages.Acquired](t, acquire(t, s, co, messages.Acquire{Owner: "a", Operation: "apply_patch", Keys: []string{pathKey("f")}, TTL: 3 * time.Second}))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, _ := s.Root.RequestFuture(co, messages.Fence{LeaseID: a.Lease.ID}, time.Second).Result()
-		if f, ok := res.(messages.Failed); ok && errs.CodeOf(f.Err) == errs.LeaseLost {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("lease did not expire on its own")
-		}
-		time.Sleep(100 * time.Millisecond) // waiting for wall-clock expiry, not for the actor
+	leaseActor := actor.NewPID(co.Address, co.Id+"/lease-"+a.Lease.ID)
+	stopped := watch(t, s, leaseActor)
+	want[messages.Fenced](t, request(t, s, co, messages.Fence{LeaseID: a.Lease.ID}))
+	clk.add(4 * time.Second)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("lease did not expire on its own")
+	}
+	res := request(t, s, co, messages.Fence{LeaseID: a.Lease.ID})
+	if f, ok := res.(messages.Failed); !ok || errs.CodeOf(ErrorOf(f)) != errs.LeaseLost {
+		t.Fatalf("fence after the lease expired: %#v, want LEASE_LOST", res)
 	}
 }
 
@@ -178,7 +178,7 @@ func TestCheckoutRestartKeepsHighWaterAndDurableLeases(t *testing.T) {
 		t.Fatalf("durable lease not restored: %+v", l.Leases)
 	}
 	f := want[messages.Failed](t, acquire(t, s, co2, messages.Acquire{Owner: "x", Operation: "apply_patch", Keys: []string{pathKey("g")}}))
-	if errs.CodeOf(f.Err) != errs.MutationBusy {
-		t.Fatalf("write under a restored durable lease: %v", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.MutationBusy {
+		t.Fatalf("write under a restored durable lease: %v", ErrorOf(f))
 	}
 }

@@ -20,7 +20,8 @@ type ChecksConfig struct {
 	MaxAge     time.Duration // evidence older than this is ignored and pruned; 0 = 7 days
 	MaxPerRepo int           // evidence kept per repository; 0 = 200
 	PruneEvery time.Duration // 0 = 10 min; < 0 = never (tests send CheckPrune)
-	Runner     CheckRunner   // nil = run CheckRun.Exec
+	Runner     CheckRunner   // runs a check's spec; nil = every run fails UNAVAILABLE
+	Tasks      *Tasks        // runs checks and pruning walks; nil = untracked goroutines
 }
 
 // NewChecks returns the producer of the checks supervisor. It routes each
@@ -45,7 +46,7 @@ func NewChecks(store *persistence.Store, lg *zap.Logger, cfg ChecksConfig) actor
 		cfg.PruneEvery = 10 * time.Minute
 	}
 	if cfg.Runner == nil {
-		cfg.Runner = execRunner
+		cfg.Runner = noRunner
 	}
 	if lg == nil {
 		lg = zap.NewNop()
@@ -77,6 +78,27 @@ type checksActor struct {
 	byPID    map[string]string      // pid id -> child name
 	stats    messages.CheckStatsReply
 	pruner   *ticker
+
+	// One prune walk runs at a time, outside the mailbox; requests that
+	// arrive meanwhile are merged into the next walk.
+	pruning    bool
+	pruneNext  *pruneRequest
+	pruneWaits []*actor.PID
+	pingWaits  []*actor.PID // Pings held until the walks end
+}
+
+// pruneRequest is a pending walk: repos nil = every repository.
+type pruneRequest struct {
+	repos map[string]bool
+	all   bool
+	now   time.Time
+}
+
+// checksPruned reports a finished prune walk to the checks supervisor.
+type checksPruned struct {
+	removed int
+	err     error
+	waiters []*actor.PID
 }
 
 // Receive dispatches the checks supervisor's messages.
@@ -95,9 +117,7 @@ func (a *checksActor) Receive(ctx actor.Context) {
 		a.stats.Joined += m.joined
 		a.stats.Running += m.started - m.finished
 		if m.storedRepo != "" {
-			if _, err := a.prune([]string{m.storedRepo}, a.cfg.Now()); err != nil {
-				a.lg.Warn("prune check evidence", zap.Error(err))
-			}
+			a.requestPrune(ctx, []string{m.storedRepo}, a.cfg.Now(), nil)
 		}
 	case *actor.Terminated:
 		a.terminated(ctx, m.Who)
@@ -106,8 +126,9 @@ func (a *checksActor) Receive(ctx actor.Context) {
 		if now.IsZero() {
 			now = a.cfg.Now()
 		}
-		n, err := a.prune(nil, now)
-		reply(ctx, messages.CheckPruned{Removed: n}, err)
+		a.requestPrune(ctx, nil, now, ctx.Sender())
+	case checksPruned:
+		a.pruned(ctx, m)
 	case messages.CheckStats:
 		st := a.stats
 		st.Active = len(a.children)
@@ -115,18 +136,93 @@ func (a *checksActor) Receive(ctx actor.Context) {
 	case messages.Counts:
 		ctx.Respond(messages.CountsReply{ByKind: map[string]int{"check": len(a.children)}})
 	case messages.Ping:
+		// A barrier covers the prune walks started before it.
+		if a.pruning || a.pruneNext != nil {
+			a.pingWaits = append(a.pingWaits, ctx.Sender())
+			return
+		}
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restart stops every check actor (each answers its waiters);
+		// what waits here for a successor is answered now.
 		a.pruner.stop()
 		a.pruner = nil
 		for _, c := range a.children {
 			for _, p := range c.pending {
 				if p.sender != nil {
-					ctx.Send(p.sender, messages.Failed{Err: errs.New(errs.Unavailable, "checks are shutting down")})
+					ctx.Send(p.sender, Failure(errs.New(errs.Unavailable, "checks are shutting down")))
 				}
 			}
 			c.pending = nil
 		}
+		for _, w := range append(a.pruneWaits, a.pingWaits...) {
+			ctx.Send(w, Failure(errs.New(errs.Unavailable, "checks are shutting down")))
+		}
+		a.pruneWaits, a.pingWaits = nil, nil
+	}
+}
+
+// requestPrune queues a prune walk of repos (nil = all); waiter, if any, is
+// answered CheckPruned when the walk that covers it ends.
+func (a *checksActor) requestPrune(ctx actor.Context, repos []string, now time.Time, waiter *actor.PID) {
+	if a.pruneNext == nil {
+		a.pruneNext = &pruneRequest{repos: map[string]bool{}}
+	}
+	if repos == nil {
+		a.pruneNext.all = true
+	}
+	for _, r := range repos {
+		a.pruneNext.repos[r] = true
+	}
+	if now.After(a.pruneNext.now) {
+		a.pruneNext.now = now
+	}
+	if waiter != nil {
+		a.pruneWaits = append(a.pruneWaits, waiter)
+	}
+	a.startPrune(ctx)
+}
+
+// startPrune starts the queued walk unless one is running.
+func (a *checksActor) startPrune(ctx actor.Context) {
+	if a.pruning || a.pruneNext == nil {
+		return
+	}
+	req, waiters := a.pruneNext, a.pruneWaits
+	a.pruneNext, a.pruneWaits, a.pruning = nil, nil, true
+	var repos []string
+	if !req.all {
+		for r := range req.repos {
+			repos = append(repos, r)
+		}
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.cfg.Tasks.Go(func() {
+		n, err := a.prune(repos, req.now)
+		root.Send(self, checksPruned{removed: n, err: err, waiters: waiters})
+	})
+}
+
+func (a *checksActor) pruned(ctx actor.Context, m checksPruned) {
+	a.pruning = false
+	if m.err != nil {
+		a.lg.Warn("prune check evidence", zap.Error(m.err))
+	}
+	for _, w := range m.waiters {
+		if m.err != nil {
+			ctx.Send(w, Failure(m.err))
+			continue
+		}
+		ctx.Send(w, messages.CheckPruned{Removed: m.removed})
+	}
+	a.startPrune(ctx)
+	if !a.pruning {
+		for _, w := range a.pingWaits {
+			if w != nil {
+				ctx.Send(w, messages.Pong{})
+			}
+		}
+		a.pingWaits = nil
 	}
 }
 
@@ -159,7 +255,7 @@ func (a *checksActor) route(ctx actor.Context, m messages.CheckRun) {
 func (a *checksActor) spawn(ctx actor.Context, name string, key messages.CheckKey) (*checkChild, error) {
 	props := actor.PropsFromProducer(newCheckActor(checkConfig{
 		store: a.store, lg: a.lg, now: a.cfg.Now, key: key,
-		idle: a.cfg.Idle, maxAge: a.cfg.MaxAge, runner: a.cfg.Runner,
+		idle: a.cfg.Idle, maxAge: a.cfg.MaxAge, runner: a.cfg.Runner, tasks: a.cfg.Tasks,
 	}), actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, name)
 	if err != nil {
@@ -203,7 +299,7 @@ func (a *checksActor) terminated(ctx actor.Context, who *actor.PID) {
 	for _, p := range c.pending {
 		if err != nil {
 			if p.sender != nil {
-				ctx.Send(p.sender, messages.Failed{Err: err})
+				ctx.Send(p.sender, Failure(err))
 			}
 			continue
 		}
@@ -224,7 +320,8 @@ func (a *checksActor) startPruning(ctx actor.Context) {
 	a.pruner = startTicker(ctx, a.cfg.PruneEvery, func() any { return messages.CheckPrune{Now: now()} })
 }
 
-// prune bounds the evidence of the given repositories (nil = all): entries
+// prune bounds the evidence of the given repositories (nil = all), outside
+// the actor (it reads only the store and the immutable config): entries
 // older than MaxAge go, then the oldest beyond MaxPerRepo. Definition and
 // shared index entries pointing at removed evidence go with them.
 func (a *checksActor) prune(repos []string, now time.Time) (int, error) {

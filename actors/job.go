@@ -42,23 +42,36 @@ const (
 	phaseFinal                    // the job is over
 )
 
-// Messages a job actor sends itself from its goroutines.
+// Messages a job actor sends itself (from its goroutines and timers).
 type (
-	jobLeaseReply struct {
-		res any
-		err error
-	}
 	jobLeaseTick    struct{}
+	jobLeaseTimeout struct{}
 	jobWorktreeMade struct {
 		wt  worktree.Worktree
 		err error
 	}
+	// jobProcStarted reports the start of the process. A restarted
+	// instance that receives it adopts the process its predecessor started.
 	jobProcStarted struct {
-		p   *proc.Process
-		err error
+		p      *proc.Process
+		logs   *jobLogs
+		cgroup string
+		err    error
+	}
+	// jobAdopt hands a running process from an instance that is being
+	// restarted to its successor (sent to itself on Restarting).
+	jobAdopt struct {
+		p    *proc.Process
+		logs *jobLogs
 	}
 	jobProcExited struct{ out jobOutcome }
 )
+
+// jobLogs are the log writers of a running process (safe for concurrent
+// use: the runner goroutine writes, the actor reads the counters).
+type jobLogs struct {
+	stdout, stderr *joblog.Writer
+}
 
 // jobOutcome is what the runner goroutine learned after the process ended.
 type jobOutcome struct {
@@ -72,56 +85,71 @@ type jobOutcome struct {
 }
 
 // jobActor is one durable job: a persisted state machine. Every transition
-// is written with PutSync before anyone hears of it.
+// is written with PutSync before anyone hears of it. Its producer knows only
+// the job's id: every instance loads the record on Started, so an instance
+// that replaces one that panicked carries on from the stored state.
+//
+// Reconciliation after a restart:
+//   - queued: it tells the parent (jobHello); a parent that had handed it
+//     a run slot hands it again.
+//   - running: it adopts the process. The runner goroutine of its
+//     predecessor keeps waiting on the process and reports its start and
+//     exit to the same PID; on Restarting the predecessor also hands its
+//     process handle over (jobAdopt). A cancel without a handle kills the
+//     process tree by its run marker.
+//   - final: it reports to the parent, which stops it.
 type jobActor struct {
 	cfg    *JobsConfig
+	id     string
 	wtRoot string
-	job    messages.Job
-	phase  jobPhase
 	lg     *zap.Logger
+
+	job        messages.Job
+	phase      jobPhase
+	dispatched bool
 
 	cancelReq     bool
 	cancelWaiters []*actor.PID
-	dispatched    bool
 
 	checkout *actor.PID
 	p        *proc.Process
-	group    *cgroup.Group
-	stdout   *joblog.Writer
-	stderr   *joblog.Writer
+	logs     *jobLogs
 	failErr  *messages.JobError
 
 	runCtx      context.Context
 	runCancel   context.CancelFunc
 	leaseTicker *ticker
-	wg          sync.WaitGroup
+	leaseTimer  *time.Timer
 }
 
-func newJobActor(cfg *JobsConfig, j messages.Job, wtRoot string) *jobActor {
-	return &jobActor{cfg: cfg, job: j, wtRoot: wtRoot, lg: cfg.Logger.With(zap.String("actor", "job"), zap.String("job_id", j.ID))}
+func newJobActor(cfg *JobsConfig, id, wtRoot string) *jobActor {
+	return &jobActor{cfg: cfg, id: id, wtRoot: wtRoot, lg: cfg.Logger.With(zap.String("actor", "job"), zap.String("job_id", id))}
 }
 
 // Receive dispatches a job's messages.
 func (a *jobActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.runCtx, a.runCancel = context.WithCancel(context.Background())
-	case messages.JobSubmit:
-		if err := a.persist(); err != nil {
-			reply(ctx, nil, errs.Wrap(errs.Internal, err, "persist job: %v", err))
-			ctx.Send(ctx.Parent(), jobGone{id: a.job.ID})
-			return
-		}
-		ctx.Respond(messages.JobInfo{Job: a.job})
+		a.start(ctx)
 	case messages.JobGet:
 		ctx.Respond(messages.JobInfo{Job: a.live()})
 	case messages.JobCancel:
 		a.cancel(ctx)
 	case jobRun:
+		if a.dispatched || a.phase != phaseQueued {
+			return // a slot handed twice (the parent answered our hello)
+		}
 		a.dispatched = true
 		a.prepare(ctx)
-	case jobLeaseReply:
-		a.leaseReply(ctx, m)
+	case messages.Acquired:
+		a.leaseGranted(ctx, m.Lease)
+	case messages.Failed:
+		a.requestFailed(ctx, m)
+	case messages.Renewed, messages.Released:
+	case jobLeaseTimeout:
+		if a.phase == phaseLeasing {
+			a.finish(ctx, JobEvFail, errs.New(errs.Timeout, "the workspace lease for a writing job did not come within %s", jobLeaseWait))
+		}
 	case jobLeaseTick:
 		a.renew(ctx)
 	case wtGranted:
@@ -130,17 +158,67 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		a.worktreeMade(ctx, m)
 	case jobProcStarted:
 		a.procStarted(ctx, m)
+	case jobAdopt:
+		if a.p == nil && a.phase != phaseFinal {
+			a.p, a.logs = m.p, m.logs
+			if a.cancelReq || a.failErr != nil {
+				a.p.Cancel()
+			}
+		}
 	case jobProcExited:
 		a.procExited(ctx, m.out)
+	case *actor.Restarting:
+		// The process goes on: the successor adopts it. Only the timers of
+		// this instance end.
+		a.stopTimers()
+		if a.p != nil {
+			ctx.Send(ctx.Self(), jobAdopt{p: a.p, logs: a.logs})
+		}
 	case *actor.Stopping:
-		a.stopLeaseTicker()
+		a.stopTimers()
 		if a.runCancel != nil {
 			a.runCancel()
 		}
 		if a.p != nil {
 			a.p.Cancel()
 		}
-		a.wg.Wait()
+	}
+}
+
+// start loads the record and reconciles with the parent.
+func (a *jobActor) start(ctx actor.Context) {
+	a.runCtx, a.runCancel = context.WithCancel(context.Background())
+	var j messages.Job
+	if err := a.cfg.Store.Get(persistence.JobKey(a.id), &j); err != nil {
+		a.lg.Error("job record is missing; forgetting the job", zap.Error(err))
+		ctx.Send(ctx.Parent(), jobGone{id: a.id})
+		return
+	}
+	a.job = j
+	switch j.State {
+	case messages.JobQueued:
+		a.phase = phaseQueued
+	case messages.JobRunning:
+		a.phase = phaseRunning
+		if j.LeaseID != "" {
+			if e, ok := a.cfg.Index.Lookup(j.RepoID); ok {
+				a.checkout = e.Checkout
+				a.startLeaseTicker(ctx)
+			}
+		}
+	default:
+		a.phase = phaseFinal
+		ctx.Send(ctx.Parent(), jobDone{job: a.job})
+		return
+	}
+	ctx.Send(ctx.Parent(), jobHello{id: a.id, state: j.State})
+}
+
+func (a *jobActor) stopTimers() {
+	a.stopLeaseTicker()
+	if a.leaseTimer != nil {
+		a.leaseTimer.Stop()
+		a.leaseTimer = nil
 	}
 }
 
@@ -151,9 +229,9 @@ func (a *jobActor) persist() error {
 // live returns the record with the output counters of a running process.
 func (a *jobActor) live() messages.Job {
 	j := a.job
-	if a.stdout != nil && a.phase == phaseRunning {
-		j.StdoutBytes, j.StderrBytes = a.stdout.Written(), a.stderr.Written()
-		j.Redactions = a.stdout.Redactions() + a.stderr.Redactions()
+	if a.logs != nil && a.phase == phaseRunning {
+		j.StdoutBytes, j.StderrBytes = a.logs.stdout.Written(), a.logs.stderr.Written()
+		j.Redactions = a.logs.stdout.Redactions() + a.logs.stderr.Redactions()
 	}
 	if j.State == messages.JobRunning && !j.StartedAt.IsZero() {
 		j.DurationMs = float64(a.cfg.Now().Sub(j.StartedAt).Microseconds()) / 1000
@@ -194,8 +272,14 @@ func (a *jobActor) cancel(ctx actor.Context) {
 	}
 	a.cancelReq = true
 	a.cancelWaiters = append(a.cancelWaiters, ctx.Sender())
-	if a.p != nil {
+	switch {
+	case a.p != nil:
 		a.p.Cancel()
+	case a.phase == phaseRunning && a.job.RunID != "":
+		// Adopted without a handle: kill the tree by its run marker; the
+		// runner goroutine then reports the exit.
+		runID := a.job.RunID
+		a.cfg.Tasks.Go(func() { proc.SweepMarked(runID, 0) })
 	}
 }
 
@@ -219,37 +303,33 @@ func (a *jobActor) prepare(ctx actor.Context) {
 		a.checkout = e.Checkout
 		a.phase = phaseLeasing
 		key := string(lease.WorkspaceKey(a.job.CheckoutID))
-		f := ctx.RequestFuture(a.checkout, messages.Acquire{
+		// The answer (Acquired or Failed) comes back as a message.
+		ctx.Request(a.checkout, messages.Acquire{
 			Owner: a.job.ID, Operation: "job_start", Keys: []string{key},
 			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait,
-		}, jobLeaseWait+10*time.Second)
-		ctx.ReenterAfter(f, func(res any, err error) { a.leaseReply(ctx, jobLeaseReply{res: res, err: err}) })
+		})
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		a.leaseTimer = time.AfterFunc(jobLeaseWait+10*time.Second, func() { root.Send(self, jobLeaseTimeout{}) })
 	default:
 		a.startProcess(ctx, a.job.Root)
 	}
 }
 
-func (a *jobActor) leaseReply(ctx actor.Context, m jobLeaseReply) {
-	if a.phase != phaseLeasing {
-		return
-	}
-	var err error
-	switch r := m.res.(type) {
-	case messages.Acquired:
-		a.job.LeaseID = r.Lease.ID
-		a.startLeaseTicker(ctx)
-	case messages.Failed:
-		err = r.Err
-	default:
-		err = m.err
-		if err == nil {
-			err = errs.New(errs.Internal, "unexpected lease reply %T", m.res)
+func (a *jobActor) leaseGranted(ctx actor.Context, l messages.LeaseInfo) {
+	if a.phase != phaseLeasing || a.job.LeaseID != "" {
+		// Not waiting for one (a grant to a request of a predecessor, or
+		// after a timeout): give it back.
+		if from := ctx.Sender(); from != nil {
+			ctx.Request(from, messages.Release{LeaseID: l.ID})
 		}
-	}
-	if err != nil {
-		a.finish(ctx, JobEvFail, errs.Wrap(errs.CodeOf(err), err, "workspace lease for a writing job: %v", errs.From(err).Message))
 		return
 	}
+	if a.leaseTimer != nil {
+		a.leaseTimer.Stop()
+		a.leaseTimer = nil
+	}
+	a.job.LeaseID = l.ID
+	a.startLeaseTicker(ctx)
 	if a.cancelReq {
 		a.finish(ctx, JobEvCancel, nil)
 		return
@@ -257,7 +337,30 @@ func (a *jobActor) leaseReply(ctx actor.Context, m jobLeaseReply) {
 	a.startProcess(ctx, a.job.Root)
 }
 
+// requestFailed handles a Failed answer of the checkout: to the lease
+// request while leasing, or to a renewal.
+func (a *jobActor) requestFailed(ctx actor.Context, f messages.Failed) {
+	err := ErrorOf(f)
+	switch {
+	case a.phase == phaseLeasing:
+		if a.leaseTimer != nil {
+			a.leaseTimer.Stop()
+			a.leaseTimer = nil
+		}
+		a.finish(ctx, JobEvFail, errs.Wrap(errs.CodeOf(err), err, "workspace lease for a writing job: %v", errs.From(err).Message))
+	case errs.CodeOf(err) == errs.LeaseLost && a.phase != phaseFinal && a.job.LeaseID != "":
+		a.lg.Warn("writing job lost its workspace lease; cancelling it")
+		a.failErr = &messages.JobError{Code: string(errs.LeaseLost), Message: "the job's workspace lease was lost: " + f.Message}
+		a.job.LeaseID = ""
+		a.stopLeaseTicker()
+		if a.p != nil {
+			a.p.Cancel()
+		}
+	}
+}
+
 func (a *jobActor) startLeaseTicker(ctx actor.Context) {
+	a.stopLeaseTicker()
 	a.leaseTicker = startTicker(ctx, a.cfg.LeaseTTL/3, func() any { return jobLeaseTick{} })
 }
 
@@ -272,18 +375,7 @@ func (a *jobActor) renew(ctx actor.Context) {
 	if a.job.LeaseID == "" || a.checkout == nil || a.phase == phaseFinal {
 		return
 	}
-	f := ctx.RequestFuture(a.checkout, messages.Renew{LeaseID: a.job.LeaseID}, a.cfg.LeaseTTL/3)
-	ctx.ReenterAfter(f, func(res any, _ error) {
-		if r, ok := res.(messages.Failed); ok && errs.CodeOf(r.Err) == errs.LeaseLost && a.phase != phaseFinal {
-			a.lg.Warn("writing job lost its workspace lease; cancelling it")
-			a.failErr = &messages.JobError{Code: string(errs.LeaseLost), Message: "the job's workspace lease was lost: " + errs.From(r.Err).Message}
-			a.job.LeaseID = ""
-			a.stopLeaseTicker()
-			if a.p != nil {
-				a.p.Cancel()
-			}
-		}
-	})
+	ctx.Request(a.checkout, messages.Renew{LeaseID: a.job.LeaseID})
 }
 
 func (a *jobActor) releaseLease(ctx actor.Context) {
@@ -309,16 +401,17 @@ func (a *jobActor) makeWorktree(ctx actor.Context) {
 	}
 	self, root, g := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Git
 	rctx, repoRoot, dest := a.runCtx, a.job.Root, a.worktreeDest()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	a.cfg.Tasks.Go(func() {
 		wt, err := worktree.Create(rctx, g, repoRoot, dest)
 		root.Send(self, jobWorktreeMade{wt: wt, err: err})
-	}()
+	})
 }
 
 func (a *jobActor) worktreeMade(ctx actor.Context, m jobWorktreeMade) {
 	ctx.Send(ctx.Parent(), wtRelease{repoID: a.job.RepoID})
+	if a.phase != phaseWorktree {
+		return
+	}
 	if m.err != nil {
 		a.finish(ctx, JobEvFail, errs.Wrap(errs.CodeOf(m.err), m.err, "create the job's worktree: %v", errs.From(m.err).Message))
 		return
@@ -344,7 +437,7 @@ func (f fanout) Write(p []byte) (int, error) {
 
 // tailBuffer keeps the last n bytes written to it.
 type tailBuffer struct {
-	mu  sync.Mutex
+	mu  sync.Mutex // protects buf
 	n   int
 	buf []byte
 }
@@ -369,108 +462,101 @@ func (t *tailBuffer) String() string {
 	return string(t.buf)
 }
 
+// startProcess persists the running state and hands the process to a
+// runner goroutine: it creates the logs and the cgroup, starts the
+// process, reports the start, waits, cleans up and reports the exit. No
+// file or process I/O happens in Receive.
 func (a *jobActor) startProcess(ctx actor.Context, base string) {
 	dir := base
 	if a.job.Cwd != "" {
 		dir = filepath.Join(base, filepath.FromSlash(a.job.Cwd))
 	}
-	var err error
-	if a.stdout, err = joblog.Create(a.job.LogDir, JobStdoutLog, 0); err == nil {
-		a.stderr, err = joblog.Create(a.job.LogDir, JobStderrLog, 0)
-	}
-	if err != nil {
-		a.closeLogs()
-		a.finish(ctx, JobEvFail, errs.Wrap(errs.Internal, err, "create job logs: %v", err))
-		return
-	}
-	if a.cfg.Cgroups != nil {
-		g, gerr := a.cfg.Cgroups.New(a.job.ID, a.cfg.Limits)
-		if gerr != nil {
-			a.lg.Warn("job runs uncontained: create its cgroup", zap.Error(gerr))
-		} else {
-			a.group = g
-		}
-	}
-	if err := a.transition(ctx, JobEvStart, func(j *messages.Job) {
-		j.StartedAt = a.cfg.Now().UTC()
-		if a.group != nil {
-			j.Cgroup = a.group.Path()
-		}
-	}); err != nil {
-		a.closeLogs()
+	if err := a.transition(ctx, JobEvStart, func(j *messages.Job) { j.StartedAt = a.cfg.Now().UTC() }); err != nil {
 		a.finish(ctx, JobEvFail, err)
 		return
 	}
 	a.phase = phaseStarting
-	tail := &tailBuffer{n: JobTailBytes}
 	spec := proc.Spec{
 		Argv:    append([]string(nil), a.job.Argv...),
 		Dir:     dir,
 		Timeout: time.Duration(a.job.TimeoutS) * time.Second,
 		Grace:   a.cfg.Grace,
-		Stdout:  fanout{a.stdout, tail},
-		Stderr:  fanout{a.stderr, tail},
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	rctx, stdout, stderr, group := a.runCtx, a.stdout, a.stderr, a.group
-	job, g := a.job, a.cfg.Git
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		p, err := proc.Start(rctx, spec)
-		root.Send(self, jobProcStarted{p: p, err: err})
-		var out jobOutcome
-		if err == nil {
-			out.res, _ = p.Wait()
-		}
-		_ = stdout.Close()
-		_ = stderr.Close()
-		out.stdout, out.stderr = stdout.Written(), stderr.Written()
-		out.redactions = stdout.Redactions() + stderr.Redactions()
-		t, _ := redact.Default().String(tail.String())
-		out.tail = t
-		out.summary = joblog.Summarize(t, joblog.DefaultSummaryLines)
-		if group != nil {
-			_ = group.Kill()
-			_ = group.Remove()
-		}
-		if err == nil && out.res.ExitCode == 0 && !out.res.TimedOut && !out.res.Cancelled && job.Worktree != "" {
-			wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			out.wtRemoved = worktree.Remove(wctx, g, job.Root, job.Worktree) == nil
-			cancel()
-		}
-		if err != nil {
-			return // procStarted reports it
-		}
-		root.Send(self, jobProcExited{out: out})
-	}()
+	rctx, job, cfg := a.runCtx, a.job, a.cfg
+	a.cfg.Tasks.Go(func() { runJobProcess(rctx, cfg, job, spec, func(m any) { root.Send(self, m) }) })
 }
 
-func (a *jobActor) closeLogs() {
-	if a.stdout != nil {
-		_ = a.stdout.Close()
+// runJobProcess is the runner goroutine of one attempt (see startProcess).
+func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec proc.Spec, send func(any)) {
+	stdout, err := joblog.Create(job.LogDir, JobStdoutLog, 0)
+	if err != nil {
+		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
+		return
 	}
-	if a.stderr != nil {
-		_ = a.stderr.Close()
+	stderr, err := joblog.Create(job.LogDir, JobStderrLog, 0)
+	if err != nil {
+		_ = stdout.Close()
+		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
+		return
 	}
+	var group *cgroup.Group
+	if cfg.Cgroups != nil {
+		if g, gerr := cfg.Cgroups.New(job.ID, cfg.Limits); gerr != nil {
+			cfg.Logger.Warn("job runs uncontained: create its cgroup", zap.String("job_id", job.ID), zap.Error(gerr))
+		} else {
+			group = g
+		}
+	}
+	tail := &tailBuffer{n: JobTailBytes}
+	spec.Stdout, spec.Stderr = fanout{stdout, tail}, fanout{stderr, tail}
+	p, err := proc.Start(ctx, spec)
+	if err != nil {
+		_ = stdout.Close()
+		_ = stderr.Close()
+		if group != nil {
+			_ = group.Remove()
+		}
+		send(jobProcStarted{err: err})
+		return
+	}
+	started := jobProcStarted{p: p, logs: &jobLogs{stdout: stdout, stderr: stderr}}
+	if group != nil {
+		if err := group.Add(p.Pid()); err != nil {
+			cfg.Logger.Warn("add job process to its cgroup", zap.String("job_id", job.ID), zap.Error(err))
+		}
+		started.cgroup = group.Path()
+	}
+	send(started)
+	var out jobOutcome
+	out.res, _ = p.Wait()
+	_ = stdout.Close()
+	_ = stderr.Close()
+	out.stdout, out.stderr = stdout.Written(), stderr.Written()
+	out.redactions = stdout.Redactions() + stderr.Redactions()
+	t, _ := redact.Default().String(tail.String())
+	out.tail = t
+	out.summary = joblog.Summarize(t, joblog.DefaultSummaryLines)
+	if group != nil {
+		_ = group.Kill()
+		_ = group.Remove()
+	}
+	if out.res.ExitCode == 0 && !out.res.TimedOut && !out.res.Cancelled && job.Worktree != "" {
+		wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out.wtRemoved = worktree.Remove(wctx, cfg.Git, job.Root, job.Worktree) == nil
+		cancel()
+	}
+	send(jobProcExited{out: out})
 }
 
 func (a *jobActor) procStarted(ctx actor.Context, m jobProcStarted) {
 	if m.err != nil {
-		if a.group != nil {
-			_ = a.group.Remove()
-		}
 		a.finish(ctx, JobEvFail, errs.Wrap(errs.CodeOf(m.err), m.err, "start %q: %v", a.job.Argv[0], errs.From(m.err).Message))
 		return
 	}
-	a.p = m.p
+	a.p, a.logs = m.p, m.logs
 	a.phase = phaseRunning
-	if a.group != nil {
-		if err := a.group.Add(m.p.Pid()); err != nil {
-			a.lg.Warn("add job process to its cgroup", zap.Error(err))
-		}
-	}
-	a.job.Pid, a.job.RunID = m.p.Pid(), m.p.RunID()
+	a.job.Pid, a.job.RunID, a.job.Cgroup = m.p.Pid(), m.p.RunID(), m.cgroup
 	if err := a.persist(); err != nil {
 		a.lg.Error("persist job pid", zap.Error(err))
 	}
@@ -481,6 +567,9 @@ func (a *jobActor) procStarted(ctx actor.Context, m jobProcStarted) {
 }
 
 func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
+	if a.phase == phaseFinal {
+		return
+	}
 	r := o.res
 	ev := JobEvFail
 	var cause error
@@ -523,6 +612,10 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 		return
 	}
 	a.releaseLease(ctx)
+	if a.leaseTimer != nil {
+		a.leaseTimer.Stop()
+		a.leaseTimer = nil
+	}
 	now := a.cfg.Now().UTC()
 	err := a.transition(ctx, ev, func(j *messages.Job) {
 		j.FinishedAt = now
@@ -547,6 +640,7 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 		a.lg.Error("persist final job state", zap.Error(err))
 	}
 	a.phase = phaseFinal
+	a.p, a.logs = nil, nil
 	for _, w := range a.cancelWaiters {
 		if w != nil {
 			ctx.Send(w, messages.JobInfo{Job: a.job})

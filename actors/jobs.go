@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -47,8 +46,8 @@ type JobsConfig struct {
 	Index  *RepoIndex
 	Logger *zap.Logger
 	Now    func() time.Time
-	// DataDir holds jobs/<id>/ (logs) and worktrees/<id>/; "" = a temp dir
-	// made at start and removed at stop.
+	// DataDir holds jobs/<id>/ (logs) and worktrees/<id>/. Required: the
+	// runtime gives in-memory harnesses a temp dir of their own.
 	DataDir string
 	// Concurrency is the number of jobs running at once; 0 = runtime.NumCPU().
 	Concurrency int
@@ -61,6 +60,9 @@ type JobsConfig struct {
 	Grace       time.Duration // 0 = DefaultJobGrace
 	LeaseTTL    time.Duration // 0 = DefaultJobLeaseTTL
 	WorktreeTTL time.Duration // 0 = DefaultWorktreeTTL
+	// Tasks runs processes, worktree and log I/O and the boot walk; nil =
+	// untracked goroutines.
+	Tasks *Tasks
 }
 
 func (c JobsConfig) withDefaults() JobsConfig {
@@ -96,30 +98,54 @@ type (
 	jobRun    struct{}                   // parent -> child: a run slot is yours
 	jobUpdate struct{ job messages.Job } // child -> parent: the record changed
 	jobDone   struct{ job messages.Job } // child -> parent: final; the child stops
-	jobGone   struct{ id string }        // child -> parent: the submit failed; forget it
+	jobGone   struct{ id string }        // child -> parent: no record; forget it
+	// jobHello is sent by every child instance once it loaded its record:
+	// a restarted child in state queued whose slot the parent had handed
+	// out gets it again.
+	jobHello struct {
+		id    string
+		state string
+	}
 	wtAcquire struct {
 		repoID string
 		pid    *actor.PID
 	} // child -> parent: may I create a worktree?
-	wtGranted       struct{}                // parent -> child
-	wtRelease       struct{ repoID string } // child -> parent: done creating
-	jobsTick        struct{}                // housekeeping
-	jobsWTRemoved   struct{ ids []string }  // kept worktrees removed
-	jobsSweepResult struct {
-		id string
-		n  int
-	} // a boot sweep finished
+	wtGranted     struct{}                // parent -> child
+	wtRelease     struct{ repoID string } // child -> parent: done creating
+	jobsTick      struct{}                // housekeeping
+	jobsWTRemoved struct{ ids []string }  // kept worktrees removed
+	// jobsLoaded reports the load walk of Started (see load).
+	jobsLoaded struct {
+		jobs    []messages.Job
+		release []messages.Job // interrupted jobs whose durable lease is to be released
+		expired []messages.Job // kept worktrees past their TTL
+		err     error
+	}
 )
+
+// stashed is a request that arrived while the jobs were loading.
+type stashed struct {
+	msg    any
+	sender *actor.PID
+}
 
 // Jobs is the jobs supervisor actor: it owns the bounded, fair run queue,
 // spawns one job-<id> child per live job, restores every job at start and
 // serialises worktree creation per repository.
+//
+// Started loads the jobs in a goroutine (a walk of the store, the
+// interruption of jobs a crash left running, the sweep of their leftover
+// processes, old logs removed); requests that arrive meanwhile are stashed
+// and handled, in order, once it reports. The same load runs at boot and
+// after a crash of this actor (whose children a restart stops).
 type Jobs struct {
-	cfg      JobsConfig
-	lg       *zap.Logger
-	logRoot  string
-	wtRoot   string
-	tempRoot string
+	cfg     JobsConfig
+	lg      *zap.Logger
+	logRoot string
+	wtRoot  string
+
+	loading bool
+	stash   []stashed
 
 	jobs        map[string]*messages.Job
 	kids        map[string]*actor.PID
@@ -133,7 +159,6 @@ type Jobs struct {
 
 	pendingRelease map[string]messages.Job // job id -> job whose durable lease is to be released
 	ticker         *ticker
-	wg             sync.WaitGroup
 }
 
 // NewJobs returns the producer of the jobs actor.
@@ -147,18 +172,20 @@ func (a *Jobs) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
-	case messages.JobSubmit:
-		a.submit(ctx, m)
-	case messages.JobGet:
-		a.get(ctx, m.ID)
-	case messages.JobCancel:
-		a.cancel(ctx, m.ID)
-	case messages.JobList:
-		ctx.Respond(messages.JobListReply{Jobs: a.list(m)})
-	case messages.JobStats:
-		ctx.Respond(a.stats())
-	case messages.JobClean:
-		a.clean(ctx, m.Before)
+	case jobsLoaded:
+		a.loaded(ctx, m)
+	case messages.JobSubmit, messages.JobGet, messages.JobCancel, messages.JobList, messages.JobStats, messages.JobClean:
+		if a.loading {
+			a.stash = append(a.stash, stashed{msg: m, sender: ctx.Sender()})
+			return
+		}
+		a.request(ctx, m)
+	case jobHello:
+		if m.state == messages.JobQueued && a.dispatched[m.id] {
+			if pid, ok := a.kids[m.id]; ok {
+				ctx.Send(pid, jobRun{})
+			}
+		}
 	case jobUpdate:
 		j := m.job
 		a.jobs[j.ID] = &j
@@ -179,25 +206,40 @@ func (a *Jobs) Receive(ctx actor.Context) {
 		a.releasePending(ctx)
 	case jobsWTRemoved:
 		a.worktreesRemoved(m.ids)
-	case jobsSweepResult:
-		if m.n > 0 {
-			a.lg.Info("killed leftover processes of an interrupted job", zap.String("job_id", m.id), zap.Int("processes", m.n))
-		}
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		a.ticker.stop()
 		a.ticker = nil
-	case *actor.Stopped:
-		a.wg.Wait()
-		if a.tempRoot != "" {
-			_ = os.RemoveAll(a.tempRoot)
+		for _, s := range a.stash {
+			if s.sender != nil {
+				ctx.Send(s.sender, Failure(errs.New(errs.Unavailable, "jobs are shutting down")))
+			}
 		}
+		a.stash = nil
 	}
 }
 
-// LogRoot returns where job logs of a data dir live.
-func jobLogRoot(dataDir string) string { return filepath.Join(dataDir, "jobs") }
+// request handles one request of a caller.
+func (a *Jobs) request(ctx actor.Context, msg any) {
+	switch m := msg.(type) {
+	case messages.JobSubmit:
+		a.submit(ctx, m)
+	case messages.JobGet:
+		a.get(ctx, m.ID)
+	case messages.JobCancel:
+		a.cancel(ctx, m.ID)
+	case messages.JobList:
+		ctx.Respond(messages.JobListReply{Jobs: a.list(m)})
+	case messages.JobStats:
+		ctx.Respond(a.stats())
+	case messages.JobClean:
+		a.clean(ctx, m.Before)
+	}
+}
+
+// JobLogRoot returns where job logs of a data dir live.
+func JobLogRoot(dataDir string) string { return filepath.Join(dataDir, "jobs") }
 
 func (a *Jobs) start(ctx actor.Context) {
 	a.jobs = map[string]*messages.Job{}
@@ -208,103 +250,117 @@ func (a *Jobs) start(ctx actor.Context) {
 	a.wtBusy = map[string]bool{}
 	a.wtWaiters = map[string][]*actor.PID{}
 	a.pendingRelease = map[string]messages.Job{}
-	dir := a.cfg.DataDir
-	if dir == "" && a.tempRoot == "" {
-		t, err := os.MkdirTemp("", "harnessd-jobs-")
-		if err != nil {
-			panic("jobs: temp dir: " + err.Error())
-		}
-		a.tempRoot = t
-	}
-	if dir == "" {
-		dir = a.tempRoot
-	}
-	a.logRoot = jobLogRoot(dir)
-	a.wtRoot = filepath.Join(dir, "worktrees")
-	if err := os.MkdirAll(a.logRoot, 0o700); err != nil {
-		panic("jobs: create log dir: " + err.Error())
-	}
-	a.restore(ctx)
+	a.logRoot = JobLogRoot(a.cfg.DataDir)
+	a.wtRoot = filepath.Join(a.cfg.DataDir, "worktrees")
+	a.loading, a.stash = true, nil
 	a.ticker = startTicker(ctx, jobsTickEvery, func() any { return jobsTick{} })
-	a.schedule(ctx)
+	self, root, cfg, logRoot := ctx.Self(), ctx.ActorSystem().Root, a.cfg, a.logRoot
+	a.cfg.Tasks.Go(func() { root.Send(self, loadJobs(cfg, logRoot, a.lg)) })
 }
 
-// restore loads every job: live ones are interrupted (their leftover
-// processes killed, their leases released) and queued again when they have
-// retries left; queued ones are queued again.
-func (a *Jobs) restore(ctx actor.Context) {
+// loadJobs is the load walk of Started, run outside the actor: every job is
+// read; live ones are interrupted (their leftover processes killed, their
+// leases queued for release) and queued again when they have retries left;
+// the oldest finished ones beyond MaxJobsKept are forgotten.
+func loadJobs(cfg JobsConfig, logRoot string, lg *zap.Logger) jobsLoaded {
+	if err := os.MkdirAll(logRoot, 0o700); err != nil {
+		return jobsLoaded{err: err}
+	}
 	var all []messages.Job
-	err := a.cfg.Store.Scan([]byte(persistence.PrefixJob), func(_ []byte, decode func(any) error) error {
+	err := cfg.Store.Scan([]byte(persistence.PrefixJob), func(_ []byte, decode func(any) error) error {
 		var j messages.Job
 		if err := decode(&j); err != nil {
-			a.lg.Warn("skip undecodable job record", zap.Error(err))
+			lg.Warn("skip undecodable job record", zap.Error(err))
 			return nil
 		}
 		all = append(all, j)
 		return nil
 	})
 	if err != nil {
-		panic("jobs: restore: " + err.Error())
+		return jobsLoaded{err: err}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
-	all = a.pruneOld(all)
-	now := a.cfg.Now()
-	var requeue []messages.Job
-	var expired []messages.Job
+	all = pruneOldJobs(cfg, logRoot, lg, all)
+	now := cfg.Now()
+	var out jobsLoaded
+	live := map[string]bool{}
 	for _, j := range all {
-		switch j.State {
-		case messages.JobRunning:
+		if j.State == messages.JobRunning {
 			if j.RunID != "" {
-				a.sweep(ctx, j)
-			}
-			if j.LeaseID != "" {
-				a.pendingRelease[j.ID] = j
-			}
-			j = a.interrupt(j, now)
-			if j.RetryMax > 0 && j.Attempt <= j.RetryMax {
-				nj, err := a.retry(j)
-				if err != nil {
-					a.lg.Error("requeue interrupted job", zap.String("job_id", j.ID), zap.Error(err))
-				} else {
-					j = nj
-					requeue = append(requeue, j)
+				if n := proc.SweepMarked(j.RunID, 0); n > 0 {
+					lg.Info("killed leftover processes of an interrupted job", zap.String("job_id", j.ID), zap.Int("processes", n))
 				}
 			}
-		case messages.JobQueued:
-			requeue = append(requeue, j)
+			if j.LeaseID != "" {
+				out.release = append(out.release, j)
+			}
+			j = interruptJob(cfg, lg, j, now)
+			if j.RetryMax > 0 && j.Attempt <= j.RetryMax {
+				if nj, err := retryJob(cfg, j); err != nil {
+					lg.Error("requeue interrupted job", zap.String("job_id", j.ID), zap.Error(err))
+				} else {
+					j = nj
+				}
+			}
 		}
-		if j.WorktreeKept && !j.FinishedAt.IsZero() && now.Sub(j.FinishedAt) > a.cfg.WorktreeTTL {
-			expired = append(expired, j)
-		}
-		jj := j
-		a.jobs[j.ID] = &jj
-	}
-	if a.cfg.Cgroups != nil {
-		live := map[string]bool{}
-		for _, j := range requeue {
+		if j.State == messages.JobQueued {
 			live[j.ID] = true
 		}
-		m := a.cfg.Cgroups
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			if err := m.Cleanup(func(id string) bool { return live[id] }); err != nil {
-				a.lg.Warn("clean up job cgroups", zap.Error(err))
-			}
-		}()
+		if j.WorktreeKept && !j.FinishedAt.IsZero() && now.Sub(j.FinishedAt) > cfg.WorktreeTTL {
+			out.expired = append(out.expired, j)
+		}
+		out.jobs = append(out.jobs, j)
 	}
-	for _, j := range requeue {
-		a.spawn(ctx, j)
-		a.queue.Push(j.RepoID, j.ID)
+	if cfg.Cgroups != nil {
+		if err := cfg.Cgroups.Cleanup(func(id string) bool { return live[id] }); err != nil {
+			lg.Warn("clean up job cgroups", zap.Error(err))
+		}
+	}
+	return out
+}
+
+// loaded takes the load walk over, then handles the stashed requests.
+func (a *Jobs) loaded(ctx actor.Context, m jobsLoaded) {
+	if m.err != nil {
+		// A store we cannot read is a broken invariant: crash and let the
+		// supervisor decide.
+		panic("jobs: load: " + m.err.Error())
+	}
+	a.loading = false
+	for _, j := range m.jobs {
+		jj := j
+		a.jobs[j.ID] = &jj
+		if j.State == messages.JobQueued {
+			a.spawn(ctx, j)
+			a.queue.Push(j.RepoID, j.ID)
+		}
+	}
+	for _, j := range m.release {
+		a.pendingRelease[j.ID] = j
 	}
 	a.releasePending(ctx)
-	if len(expired) > 0 {
-		a.removeWorktrees(ctx, expired, nil)
+	if len(m.expired) > 0 {
+		a.removeWorktrees(ctx, m.expired, nil)
+	}
+	a.schedule(ctx)
+	stash := a.stash
+	a.stash = nil
+	for _, s := range stash {
+		a.requestAs(ctx, s)
 	}
 }
 
-// pruneOld forgets the oldest finished jobs beyond MaxJobsKept.
-func (a *Jobs) pruneOld(all []messages.Job) []messages.Job {
+// requestAs handles a stashed request as if it came now from its sender.
+func (a *Jobs) requestAs(ctx actor.Context, s stashed) {
+	if s.sender == nil {
+		ctx.Send(ctx.Self(), s.msg)
+		return
+	}
+	ctx.RequestWithCustomSender(ctx.Self(), s.msg, s.sender)
+}
+
+// pruneOldJobs forgets the oldest finished jobs beyond MaxJobsKept.
+func pruneOldJobs(cfg JobsConfig, logRoot string, lg *zap.Logger, all []messages.Job) []messages.Job {
 	extra := len(all) - MaxJobsKept
 	if extra <= 0 {
 		return all
@@ -313,10 +369,10 @@ func (a *Jobs) pruneOld(all []messages.Job) []messages.Job {
 	for _, j := range all {
 		if extra > 0 && JobFinal(j.State) && !j.WorktreeKept {
 			extra--
-			if err := a.cfg.Store.Delete(persistence.JobKey(j.ID)); err != nil {
-				a.lg.Warn("forget old job", zap.String("job_id", j.ID), zap.Error(err))
+			if err := cfg.Store.Delete(persistence.JobKey(j.ID)); err != nil {
+				lg.Warn("forget old job", zap.String("job_id", j.ID), zap.Error(err))
 			}
-			if j.LogDir != "" && filepath.Dir(j.LogDir) == a.logRoot {
+			if j.LogDir != "" && filepath.Dir(j.LogDir) == logRoot {
 				_ = os.RemoveAll(j.LogDir)
 			}
 			continue
@@ -326,8 +382,8 @@ func (a *Jobs) pruneOld(all []messages.Job) []messages.Job {
 	return kept
 }
 
-// interrupt persists a live job as interrupted.
-func (a *Jobs) interrupt(j messages.Job, now time.Time) messages.Job {
+// interruptJob persists a live job as interrupted.
+func interruptJob(cfg JobsConfig, lg *zap.Logger, j messages.Job, now time.Time) messages.Job {
 	next, err := JobTransition(j.State, JobEvInterrupt)
 	if err != nil {
 		return j
@@ -341,14 +397,14 @@ func (a *Jobs) interrupt(j messages.Job, now time.Time) messages.Job {
 	if j.Worktree != "" {
 		j.WorktreeKept = true
 	}
-	if err := a.cfg.Store.PutSync(persistence.JobKey(j.ID), j); err != nil {
-		a.lg.Error("persist interrupted job", zap.String("job_id", j.ID), zap.Error(err))
+	if err := cfg.Store.PutSync(persistence.JobKey(j.ID), j); err != nil {
+		lg.Error("persist interrupted job", zap.String("job_id", j.ID), zap.Error(err))
 	}
 	return j
 }
 
-// retry queues an interrupted job again as a new attempt.
-func (a *Jobs) retry(j messages.Job) (messages.Job, error) {
+// retryJob queues an interrupted job again as a new attempt.
+func retryJob(cfg JobsConfig, j messages.Job) (messages.Job, error) {
 	next, err := JobTransition(j.State, JobEvRetry)
 	if err != nil {
 		return j, err
@@ -360,22 +416,10 @@ func (a *Jobs) retry(j messages.Job) (messages.Job, error) {
 	n.Pid, n.RunID, n.ExitCode, n.Signal, n.DurationMs, n.TimedOut = 0, "", nil, "", 0, false
 	n.Worktree, n.WorktreeKept, n.LeaseID, n.Cgroup = "", false, "", ""
 	n.StdoutBytes, n.StderrBytes, n.Redactions, n.Summary, n.Tail, n.Error, n.Swept = 0, 0, 0, nil, "", nil, 0
-	if err := a.cfg.Store.PutSync(persistence.JobKey(n.ID), n); err != nil {
+	if err := cfg.Store.PutSync(persistence.JobKey(n.ID), n); err != nil {
 		return j, err
 	}
 	return n, nil
-}
-
-// sweep kills, in the background, every process still carrying the run
-// marker of an interrupted job.
-func (a *Jobs) sweep(ctx actor.Context, j messages.Job) {
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		n := proc.SweepMarked(j.RunID, 0)
-		root.Send(self, jobsSweepResult{id: j.ID, n: n})
-	}()
 }
 
 // releasePending releases the durable leases of interrupted jobs whose
@@ -391,11 +435,12 @@ func (a *Jobs) releasePending(ctx actor.Context) {
 	}
 }
 
+// spawn starts the child of a job whose record is in the store. The
+// producer captures only the id: every instance loads the record itself.
 func (a *Jobs) spawn(ctx actor.Context, j messages.Job) *actor.PID {
-	cfg := &a.cfg
-	props := actor.PropsFromProducer(func() actor.Actor { return newJobActor(cfg, j, a.wtRoot) },
-		actor.WithReceiverMiddleware(Recover(a.lg)),
-		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, actor.DefaultDecider)))
+	cfg, id, wtRoot := &a.cfg, j.ID, a.wtRoot
+	props := actor.PropsFromProducer(func() actor.Actor { return newJobActor(cfg, id, wtRoot) },
+		actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, "job-"+j.ID)
 	if err != nil {
 		pid = ctx.Spawn(props)
@@ -404,6 +449,8 @@ func (a *Jobs) spawn(ctx actor.Context, j messages.Job) *actor.PID {
 	return pid
 }
 
+// submit persists a new queued job with sync, then starts its child and
+// answers: a job is never acknowledged before it is durable.
 func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 	j := m.Job
 	if j.ID == "" || len(j.Argv) == 0 {
@@ -423,14 +470,16 @@ func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 		j.Isolation = messages.JobIsolationNone
 	}
 	j.LogDir = filepath.Join(a.logRoot, j.ID)
+	if err := a.cfg.Store.PutSync(persistence.JobKey(j.ID), j); err != nil {
+		reply(ctx, nil, errs.Wrap(errs.Internal, err, "persist job: %v", err))
+		return
+	}
 	a.jobs[j.ID] = &j
-	pid := a.spawn(ctx, j)
-	// The child persists the queued state and answers the caller.
-	ctx.RequestWithCustomSender(pid, messages.JobSubmit{Job: j}, ctx.Sender())
+	a.spawn(ctx, j)
 	a.queue.Push(j.RepoID, j.ID)
+	ctx.Respond(messages.JobInfo{Job: j})
 	a.schedule(ctx)
 }
-
 func (a *Jobs) get(ctx actor.Context, id string) {
 	if pid, ok := a.kids[id]; ok {
 		ctx.Forward(pid) // live: the child adds its output counters
@@ -563,10 +612,8 @@ func (a *Jobs) clean(ctx actor.Context, before time.Time) {
 // removeWorktrees removes kept worktrees in the background and answers
 // JobCleaned to sender (when not nil).
 func (a *Jobs) removeWorktrees(ctx actor.Context, victims []messages.Job, sender *actor.PID) {
-	self, root, g := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Git
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	self, root, g, lg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Git, a.lg
+	a.cfg.Tasks.Go(func() {
 		removed := []string{}
 		var ids []string
 		for _, j := range victims {
@@ -575,7 +622,7 @@ func (a *Jobs) removeWorktrees(ctx actor.Context, victims []messages.Job, sender
 			cancel()
 			if err != nil {
 				if _, serr := os.Stat(j.Worktree); serr == nil {
-					a.lg.Warn("remove kept worktree", zap.String("job_id", j.ID), zap.Error(err))
+					lg.Warn("remove kept worktree", zap.String("job_id", j.ID), zap.Error(err))
 					continue
 				}
 			}
@@ -586,7 +633,7 @@ func (a *Jobs) removeWorktrees(ctx actor.Context, victims []messages.Job, sender
 		if sender != nil {
 			root.Send(sender, messages.JobCleaned{Removed: removed})
 		}
-	}()
+	})
 }
 
 func (a *Jobs) worktreesRemoved(ids []string) {

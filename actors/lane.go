@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -13,19 +14,34 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
+// LaneRunner runs one admitted read-only step for a lane, in a goroutine of
+// its own; ctx ends at the step's deadline or when its group is cancelled.
+// It is a dependency of the lane, never part of a message.
+type LaneRunner func(ctx context.Context, step messages.LaneRun) (json.RawMessage, error)
+
+// LaneConfig configures NewLane.
+type LaneConfig struct {
+	Name   string
+	Runner LaneRunner
+	Logger *zap.Logger
+	Now    func() time.Time
+	Tasks  *Tasks
+}
+
 // Lane runs read-only steps one at a time. Steps queue in its state; the
 // running step executes in a goroutine that reports back with a completion
 // message, and only then does the lane start the next one, so Receive never
 // blocks and a lane never runs two steps at once. Lanes keep no durable
-// state: after a restart the queue is empty and callers whose steps were
-// lost time out (their own deadline), which is what a read can afford.
+// state: a restarted lane answers the requesters of its lost steps with
+// UNAVAILABLE (the old instance does, on Restarting).
 type Lane struct {
-	name string
-	lg   *zap.Logger
-	now  func() time.Time
+	cfg LaneConfig
+	lg  *zap.Logger
 
-	queue   []laneItem
-	running *laneItem // identifies the running step's completion too
+	queue     []laneItem
+	running   *laneItem // identifies the running step's completion too
+	cancel    context.CancelFunc
+	cancelled map[string]time.Time // group -> when it was cancelled
 
 	completed, failed, skipped uint64
 }
@@ -40,71 +56,112 @@ type laneItem struct {
 // laneFinished is sent by a step's goroutine to its lane.
 type laneFinished struct {
 	item       *laneItem
-	result     any
+	result     json.RawMessage
 	err        error
 	startedAt  time.Time
 	finishedAt time.Time
 }
 
-// NewLane returns the producer of the lane called name.
-func NewLane(name string, lg *zap.Logger, now func() time.Time) actor.Producer {
-	if lg == nil {
-		lg = zap.NewNop()
+// laneCancelledTTL is how long a lane remembers a cancelled group.
+const laneCancelledTTL = time.Minute
+
+// NewLane returns the producer of a lane.
+func NewLane(cfg LaneConfig) actor.Producer {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
 	}
-	if now == nil {
-		now = time.Now
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return func() actor.Actor { return &Lane{name: name, lg: lg.With(zap.String("actor", name)), now: now} }
+	return func() actor.Actor { return &Lane{cfg: cfg, lg: cfg.Logger.With(zap.String("actor", cfg.Name))} }
 }
 
 // Receive dispatches the lane's messages.
 func (a *Lane) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case messages.LaneRun:
-		if m.Run == nil {
-			reply(ctx, nil, errs.New(errs.InvalidArgument, "lane step %d (%s) has nothing to run", m.Index, m.Kind))
+		if a.cfg.Runner == nil {
+			reply(ctx, nil, errs.New(errs.Unavailable, "lane %s has no runner", a.cfg.Name))
 			return
 		}
-		a.queue = append(a.queue, laneItem{run: m, sender: ctx.Sender(), queued: a.now()})
+		a.queue = append(a.queue, laneItem{run: m, sender: ctx.Sender(), queued: a.cfg.Now()})
 		a.next(ctx)
+	case messages.LaneCancel:
+		a.cancelGroup(ctx, m)
 	case laneFinished:
 		a.finish(ctx, m)
 		a.next(ctx)
 	case messages.LaneStatus:
-		st := messages.LaneStatusReply{Lane: a.name, Queued: len(a.queue), Completed: a.completed, Failed: a.failed, Skipped: a.skipped}
+		st := messages.LaneStatusReply{Lane: a.cfg.Name, Queued: len(a.queue), Completed: a.completed, Failed: a.failed, Skipped: a.skipped}
 		if a.running != nil {
 			st.Running = a.running.run.Kind
 		}
 		ctx.Respond(st)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		a.abandon(ctx)
 	}
 }
 
-// next starts the first queued step whose context is still live, unless a
-// step is running. Steps whose context is done are answered Skipped.
+// cancelGroup skips the group's queued steps at their turn and cancels its
+// running step.
+func (a *Lane) cancelGroup(ctx actor.Context, m messages.LaneCancel) {
+	now := a.cfg.Now()
+	if a.cancelled == nil {
+		a.cancelled = map[string]time.Time{}
+	}
+	for g, at := range a.cancelled {
+		if now.Sub(at) > laneCancelledTTL {
+			delete(a.cancelled, g)
+		}
+	}
+	a.cancelled[m.Group] = now
+	if a.running != nil && a.running.run.Group == m.Group && a.cancel != nil {
+		a.cancel()
+	}
+	a.next(ctx)
+}
+
+// skipReason says why a queued step must not start, or "" when it may.
+func (a *Lane) skipReason(it laneItem, now time.Time) (errs.Code, string) {
+	if _, ok := a.cancelled[it.run.Group]; ok {
+		return errs.Cancelled, "its group was cancelled"
+	}
+	if !it.run.Deadline.IsZero() && !now.Before(it.run.Deadline) {
+		return errs.Timeout, "its deadline passed while it was queued"
+	}
+	return "", ""
+}
+
+// next starts the first queued step that may still run, unless a step is
+// running. Steps that may not run are answered Skipped.
 func (a *Lane) next(ctx actor.Context) {
 	for a.running == nil && len(a.queue) > 0 {
 		it := a.queue[0]
 		a.queue[0] = laneItem{}
 		a.queue = a.queue[1:]
-		sctx := it.run.Ctx
-		if sctx == nil {
-			sctx = context.Background()
-		}
-		if sctx.Err() != nil {
+		now := a.cfg.Now()
+		if code, why := a.skipReason(it, now); code != "" {
 			a.skipped++
-			a.send(ctx, it.sender, messages.LaneDone{Index: it.run.Index, Lane: a.name, Skipped: true,
-				Err: errs.Wrap(errs.CodeOf(context.Cause(sctx)), context.Cause(sctx), "step %d (%s) did not start: %v", it.run.Index, it.run.Kind, context.Cause(sctx)), Queued: a.now().Sub(it.queued)})
+			f := Failure(errs.New(code, "step %d (%s) did not start: %s", it.run.Index, it.run.Kind, why))
+			a.send(ctx, it.sender, messages.LaneDone{Index: it.run.Index, Lane: a.cfg.Name, Skipped: true, Failure: &f, Queued: now.Sub(it.queued)})
 			continue
 		}
 		item := &it
 		a.running = item
-		self, sys, now, run, lg := ctx.Self(), ctx.ActorSystem(), a.now, it.run.Run, a.lg
-		go func() {
-			done := laneFinished{item: item, startedAt: now()}
+		sctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if !it.run.Deadline.IsZero() {
+			sctx, cancel = context.WithDeadline(sctx, it.run.Deadline)
+		} else {
+			sctx, cancel = context.WithCancel(sctx)
+		}
+		a.cancel = cancel
+		self, root, clock, run, lg := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Now, a.cfg.Runner, a.lg
+		step := it.run
+		a.cfg.Tasks.Go(func() {
+			defer cancel()
+			done := laneFinished{item: item, startedAt: clock()}
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
@@ -112,38 +169,44 @@ func (a *Lane) next(ctx actor.Context) {
 						done.err = errs.New(errs.Internal, "step panicked: %v", fmt.Sprint(r))
 					}
 				}()
-				done.result, done.err = run(sctx)
+				done.result, done.err = run(sctx, step)
 			}()
-			done.finishedAt = now()
-			sys.Root.Send(self, done)
-		}()
+			done.finishedAt = clock()
+			root.Send(self, done)
+		})
 	}
 }
 
 // finish answers the requester of the running step.
 func (a *Lane) finish(ctx actor.Context, m laneFinished) {
 	if a.running == nil || m.item != a.running {
-		return // a step abandoned by a restart: nobody waits for it here
+		return // a step abandoned by a restart: its requester was answered then
 	}
 	it := a.running
-	a.running = nil
+	a.running, a.cancel = nil, nil
+	d := messages.LaneDone{Index: it.run.Index, Lane: a.cfg.Name, Result: m.result,
+		Queued: m.startedAt.Sub(it.queued), StartedAt: m.startedAt, FinishedAt: m.finishedAt}
 	if m.err != nil {
 		a.failed++
+		f := Failure(m.err)
+		d.Failure, d.Result = &f, nil
 	} else {
 		a.completed++
 	}
-	a.send(ctx, it.sender, messages.LaneDone{Index: it.run.Index, Lane: a.name, Result: m.result, Err: m.err,
-		Queued: m.startedAt.Sub(it.queued), StartedAt: m.startedAt, FinishedAt: m.finishedAt})
+	a.send(ctx, it.sender, d)
 }
 
-// abandon answers every waiting requester when the lane stops.
+// abandon answers every waiting requester when the lane stops or restarts.
 func (a *Lane) abandon(ctx actor.Context) {
 	stopped := func(it laneItem) {
-		a.send(ctx, it.sender, messages.Failed{Err: errs.New(errs.Unavailable, "%s stopped before step %d (%s) finished", a.name, it.run.Index, it.run.Kind)})
+		a.send(ctx, it.sender, Failure(errs.New(errs.Unavailable, "%s stopped before step %d (%s) finished", a.cfg.Name, it.run.Index, it.run.Kind)))
 	}
 	if a.running != nil {
+		if a.cancel != nil {
+			a.cancel()
+		}
 		stopped(*a.running)
-		a.running = nil
+		a.running, a.cancel = nil, nil
 	}
 	for _, it := range a.queue {
 		stopped(it)

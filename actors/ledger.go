@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,13 +18,19 @@ import (
 // of the stored result instead of a second write. Begin is
 // create-if-absent and completion compare-and-set, both decided in mailbox
 // order and written with sync. At start, entries left executing by a crash
-// become unknown: they answer REQUEST_OUTCOME_UNKNOWN, never a silent re-run.
+// become unknown (RecoverLedger, run once at boot before the actor starts):
+// they answer REQUEST_OUTCOME_UNKNOWN, never a silent re-run.
+//
+// The store is the truth: a restarted instance starts with nothing staged
+// and reads through to the store. The old instance hands over on
+// Restarting by flushing what it staged and answering what it held.
 type Ledger struct {
 	store     *persistence.Store
 	lg        *zap.Logger
 	now       func() time.Time
 	retention time.Duration
 	pruner    *ticker
+	tasks     *Tasks
 
 	// Group commit: transitions decided while a flush is pending are
 	// staged here (and read through by later decisions) and written in
@@ -38,6 +45,7 @@ type LedgerConfig struct {
 	Retention  time.Duration // 0 = 24h
 	PruneEvery time.Duration // 0 = 10 min; < 0 = never (tests send LedgerPrune)
 	Now        func() time.Time
+	Tasks      *Tasks // runs the pruning walks; nil = untracked goroutines
 }
 
 // NewLedger returns the ledger's producer.
@@ -52,7 +60,7 @@ func NewLedger(store *persistence.Store, lg *zap.Logger, cfg LedgerConfig) actor
 		cfg.PruneEvery = 10 * time.Minute
 	}
 	return func() actor.Actor {
-		return &ledgerActor{Ledger: Ledger{store: store, lg: lg, now: cfg.Now, retention: cfg.Retention}, pruneEvery: cfg.PruneEvery}
+		return &ledgerActor{Ledger: Ledger{store: store, lg: lg, now: cfg.Now, retention: cfg.Retention, tasks: cfg.Tasks}, pruneEvery: cfg.PruneEvery}
 	}
 }
 
@@ -75,7 +83,7 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.lg.With(zap.String("actor", "ledger"))
-		a.recover()
+		a.staged, a.held, a.kicked = nil, nil, false
 		a.startPruning(ctx)
 	case messages.LedgerBegin:
 		r, err := a.begin(m)
@@ -96,11 +104,12 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 		}
 		reply(ctx, messages.LedgerGot{Entry: toMsg(e), Found: err == nil}, err)
 	case messages.LedgerPrune:
-		n, err := a.prune(m.Now)
-		reply(ctx, messages.LedgerPruned{Removed: n}, err)
+		a.startPrune(ctx, m.Now)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// Restarting: the old instance hands over what it staged and held;
+		// the fresh one reads through to the store.
 		a.flush(ctx)
 		a.pruner.stop()
 		a.pruner = nil
@@ -116,7 +125,7 @@ func (a *ledgerActor) answer(ctx actor.Context, v any, err error) {
 	}
 	msg := v
 	if err != nil {
-		msg = messages.Failed{Err: err}
+		msg = Failure(err)
 	}
 	if len(a.staged) == 0 {
 		ctx.Respond(msg)
@@ -148,7 +157,7 @@ func (a *ledgerActor) flush(ctx actor.Context) {
 	for _, h := range a.held {
 		msg := h.msg
 		if err != nil {
-			msg = messages.Failed{Err: errs.Wrap(errs.Internal, err, "write ledger: %v", err)}
+			msg = Failure(errs.Wrap(errs.Internal, err, "write ledger: %v", err))
 		}
 		ctx.Send(h.to, msg)
 	}
@@ -167,10 +176,13 @@ func (a *ledgerActor) startPruning(ctx actor.Context) {
 	a.pruner = startTicker(ctx, a.pruneEvery, func() any { return messages.LedgerPrune{Now: now()} })
 }
 
-// recover marks every entry a crash left executing as unknown.
-func (a *Ledger) recover() {
+// RecoverLedger marks every entry a crash left executing as unknown. It
+// runs once at boot, before the ledger actor starts: an actor restarted
+// after a panic must not do it, since the requests of this process are
+// still running.
+func RecoverLedger(store *persistence.Store, lg *zap.Logger, now time.Time) error {
 	var stale []ledger.Entry
-	err := a.store.Scan([]byte(persistence.PrefixLedger), func(_ []byte, decode func(any) error) error {
+	err := store.Scan([]byte(persistence.PrefixLedger), func(_ []byte, decode func(any) error) error {
 		var e ledger.Entry
 		if err := decode(&e); err != nil {
 			return err
@@ -181,18 +193,27 @@ func (a *Ledger) recover() {
 		return nil
 	})
 	if err != nil {
-		panic("ledger: recover: " + err.Error())
+		return fmt.Errorf("ledger: recover: %w", err)
 	}
-	now := a.now()
-	for _, e := range stale {
-		u, _ := ledger.MarkUnknown(e, now)
-		if err := a.store.PutSync(persistence.LedgerKey(u.RequestID), u); err != nil {
-			panic("ledger: mark unknown: " + err.Error())
+	if len(stale) == 0 {
+		return nil
+	}
+	err = store.Update(true, func(tx *persistence.Txn) error {
+		for _, e := range stale {
+			u, _ := ledger.MarkUnknown(e, now)
+			if err := tx.Put(persistence.LedgerKey(u.RequestID), u); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: mark unknown: %w", err)
 	}
-	if len(stale) > 0 {
-		a.lg.Warn("requests were executing when harnessd stopped; their outcome is unknown", zap.Int("count", len(stale)))
+	if lg != nil {
+		lg.Warn("requests were executing when harnessd stopped; their outcome is unknown", zap.Int("count", len(stale)))
 	}
+	return nil
 }
 
 func (a *Ledger) get(id string) (ledger.Entry, error) {
@@ -245,7 +266,7 @@ func (a *Ledger) fail(m messages.LedgerFail) (messages.LedgerDone, error) {
 	if err != nil {
 		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "ledger: fail %q: %v", m.RequestID, err)
 	}
-	next, err := ledger.Fail(e, m.Err, a.now())
+	next, err := ledger.Fail(e, ErrorOf(messages.Failed{Code: m.Code, Message: m.Message}), a.now())
 	if err != nil {
 		return messages.LedgerDone{}, err
 	}
@@ -261,6 +282,30 @@ func (a *Ledger) stage(e ledger.Entry) {
 	a.staged[e.RequestID] = e
 }
 
+// startPrune walks the ledger in a goroutine (not on the mailbox every
+// mutation crosses) and answers the requester, if any, from there.
+func (a *ledgerActor) startPrune(ctx actor.Context, now time.Time) {
+	sender, root := ctx.Sender(), ctx.ActorSystem().Root
+	a.tasks.Go(func() {
+		n, err := a.Ledger.prune(now)
+		if err != nil {
+			a.lg.Warn("prune ledger", zap.Error(err))
+		}
+		if sender == nil {
+			return
+		}
+		if err != nil {
+			root.Send(sender, Failure(errs.Wrap(errs.Internal, err, "prune ledger: %v", err)))
+			return
+		}
+		root.Send(sender, messages.LedgerPruned{Removed: n})
+	})
+}
+
+// prune deletes the entries past retention. It runs outside the actor: each
+// key is deleted in a transaction that reads it again (and Update reruns it
+// on a conflict), so an entry the actor rewrote meanwhile, such as a retry
+// of a failed request, is kept.
 func (a *Ledger) prune(now time.Time) (int, error) {
 	var old [][]byte
 	err := a.store.Scan([]byte(persistence.PrefixLedger), func(key []byte, decode func(any) error) error {
@@ -279,15 +324,24 @@ func (a *Ledger) prune(now time.Time) (int, error) {
 	if len(old) == 0 {
 		return 0, nil
 	}
-	err = a.store.Update(false, func(tx *persistence.Txn) error {
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
+	removed := 0
+	for _, k := range old {
+		err := a.store.Update(false, func(tx *persistence.Txn) error {
+			var e ledger.Entry
+			if err := tx.Get(k, &e); err != nil || !ledger.Expired(e, now, a.retention) {
 				return err
 			}
+			return tx.Delete(k)
+		})
+		switch {
+		case err == nil:
+			removed++
+		case errors.Is(err, persistence.ErrNotFound):
+		default:
+			return removed, err
 		}
-		return nil
-	})
-	return len(old), err
+	}
+	return removed, nil
 }
 
 func toMsg(e ledger.Entry) messages.LedgerEntry {

@@ -16,6 +16,9 @@ import (
 // gets an error reply rather than a timeout), and panics again so the
 // supervisor restarts the actor from its snapshot.
 func Recover(lg *zap.Logger) actor.ReceiverMiddleware {
+	if lg == nil {
+		lg = zap.NewNop()
+	}
 	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
 			defer func() {
@@ -29,8 +32,8 @@ func Recover(lg *zap.Logger) actor.ReceiverMiddleware {
 					zap.Any("panic", r),
 					zap.ByteString("stack", debug.Stack()))
 				if env.Sender != nil {
-					c.ActorSystem().Root.Send(env.Sender, messages.Failed{Err: errs.New(errs.Internal,
-						"actor %s failed handling %T and restarts from its snapshot", c.Self().Id, env.Message)})
+					c.ActorSystem().Root.Send(env.Sender, Failure(errs.New(errs.Internal,
+						"actor %s failed handling %T and restarts from its snapshot", c.Self().Id, env.Message)))
 				}
 				panic(r)
 			}()
@@ -39,13 +42,31 @@ func Recover(lg *zap.Logger) actor.ReceiverMiddleware {
 	}
 }
 
+// Failure turns err into the Failed message that carries it as data.
+func Failure(err error) messages.Failed {
+	e := errs.From(err)
+	if e == nil {
+		return messages.Failed{Code: string(errs.Internal), Message: "failed without an error"}
+	}
+	return messages.Failed{Code: string(e.Code), Message: e.Message, Details: e.Details}
+}
+
+// ErrorOf turns a Failed message back into its coded error.
+func ErrorOf(f messages.Failed) error {
+	code := errs.Code(f.Code)
+	if code == "" {
+		code = errs.Internal
+	}
+	return &errs.Error{Code: code, Message: f.Message, Details: f.Details}
+}
+
 // reply answers the current request with v, or with Failed when err != nil.
 func reply(ctx actor.Context, v any, err error) {
 	if ctx.Sender() == nil {
 		return
 	}
 	if err != nil {
-		ctx.Respond(messages.Failed{Err: err})
+		ctx.Respond(Failure(err))
 		return
 	}
 	ctx.Respond(v)

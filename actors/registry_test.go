@@ -111,8 +111,8 @@ func TestRegistryUnregister(t *testing.T) {
 	r := want[messages.Registered](t, request(t, s, pid, messages.Register{Root: "/src/b"}))
 
 	f := want[messages.Failed](t, request(t, s, pid, messages.Unregister{RepoID: "repo_nope"}))
-	if errs.CodeOf(f.Err) != errs.RepositoryNotRegistered {
-		t.Fatalf("unregister unknown: %v, want REPOSITORY_NOT_REGISTERED", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.RepositoryNotRegistered {
+		t.Fatalf("unregister unknown: %v, want REPOSITORY_NOT_REGISTERED", ErrorOf(f))
 	}
 	u := want[messages.Unregistered](t, request(t, s, pid, messages.Unregister{RepoID: r.Repo.ID}))
 	if u.Repo.ID != r.Repo.ID {
@@ -139,8 +139,8 @@ func TestRegistryRestartRestoresFromSnapshot(t *testing.T) {
 	}
 	start := time.Now()
 	f := want[messages.Failed](t, request(t, s, pid, crash{}))
-	if errs.CodeOf(f.Err) != errs.Internal {
-		t.Fatalf("crash reply = %v, want INTERNAL", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.Internal {
+		t.Fatalf("crash reply = %v, want INTERNAL", ErrorOf(f))
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("crash reply took %s: the requester waited for a timeout", d)
@@ -162,8 +162,8 @@ func TestRegistryRejectsEmptyRoot(t *testing.T) {
 	s, st, ix := newTestSystem(t), newStore(t), &RepoIndex{}
 	pid := spawnRegistry(t, s, st, ix)
 	f := want[messages.Failed](t, request(t, s, pid, messages.Register{}))
-	if errs.CodeOf(f.Err) != errs.InvalidArgument {
-		t.Fatalf("got %v, want INVALID_ARGUMENT", f.Err)
+	if errs.CodeOf(ErrorOf(f)) != errs.InvalidArgument {
+		t.Fatalf("got %v, want INVALID_ARGUMENT", ErrorOf(f))
 	}
 }
 

@@ -13,16 +13,17 @@ import (
 // data dir (harness store dump); values pass through the redactor so no
 // secret is printed.
 func (h *Harness) DumpStore(ctx context.Context, prefix string, w io.Writer) (int, error) {
-	if err := h.enter(); err != nil {
+	leave, err := h.enter()
+	if err != nil {
 		return 0, err
 	}
-	defer h.leave()
+	defer leave()
 	n := 0
-	err := h.store.ScanRaw([]byte(prefix), func(k, v []byte) error {
+	err = h.store.ScanRaw([]byte(prefix), func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		red, _ := h.fast.redactor.Bytes(v)
+		red, _ := h.env.Redactor.Bytes(v)
 		if _, err := fmt.Fprintf(w, "%s\t%s\n", persistence.Readable(k), red); err != nil {
 			return err
 		}

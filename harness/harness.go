@@ -2,22 +2,27 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/logx"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops"
+	"github.com/harnessd/harnessd/harness/ops/batch"
+	"github.com/harnessd/harnessd/harness/ops/check"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/checkid"
+	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
-	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/search"
 	"github.com/harnessd/harnessd/persistence"
 	"github.com/harnessd/harnessd/supervisors"
 )
@@ -44,13 +49,9 @@ type Config struct {
 	// SecretPatterns replaces the default secret-path denylist (doublestar
 	// globs, see pathsafe.DefaultSecretPatterns). Nil = the default.
 	SecretPatterns []string
-}
-
-func (c Config) secretPatterns() []string {
-	if c.SecretPatterns != nil {
-		return c.SecretPatterns
-	}
-	return pathsafe.DefaultSecretPatterns()
+	// GateObserver, if set, sees every decision of the gate (tests count
+	// gate crossings with it; a metrics exporter could count outcomes).
+	GateObserver func(govern.Decision)
 }
 
 // DefaultDataDir returns $HARNESSD_DATA_DIR, else $XDG_STATE_HOME/harnessd,
@@ -82,113 +83,93 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.SecretPatterns == nil {
+		c.SecretPatterns = pathsafe.DefaultSecretPatterns()
+	}
+	if c.PolicyPath == "" && !c.InMemory {
+		c.PolicyPath = filepath.Join(c.DataDir, "policy.yaml")
+	}
 	return c
 }
 
-// Harness is an open harnessd runtime. Its methods are safe for concurrent use.
+// Harness is an open harnessd runtime. Its methods are safe for concurrent
+// use.
 type Harness struct {
 	cfg     Config
 	lg      *zap.Logger
 	store   *persistence.Store
-	system  *actor.ActorSystem
-	root    *actor.PID
-	reg     *actor.PID
-	ledger  *actor.PID
-	index   *actors.RepoIndex
+	rt      *runtime.Runtime
+	gov     *govern.Governor
+	env     *op.Env
+	pipe    *op.Pipeline
 	started time.Time
 
-	fast *fastPath
-	gov  *governance
-
-	closed    atomic.Bool
-	inflight  sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Open starts a Harness: it opens the store, starts the actor tree and
-// waits until the registry has restored its state. On failure it undoes
+// Open starts a Harness. It builds every component explicitly, in order:
+//  1. the store (Badger in <DataDir>/store, or in memory);
+//  2. the actor runtime (system and clients; nothing runs yet);
+//  3. the governor (policy, approvals, loop memory, audit append);
+//  4. the environment of the operations and the request pipeline over the
+//     static registry;
+//  5. the actor tree, with the check and lane runners of the pipeline.
+//
+// It returns once the registry has restored its state. On failure it undoes
 // what it started.
 func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	cfg = cfg.withDefaults()
-	h := &Harness{cfg: cfg, lg: cfg.Logger, index: &actors.RepoIndex{}, started: cfg.Now()}
+	h := &Harness{cfg: cfg, lg: cfg.Logger, started: cfg.Now()}
 	defer func() {
 		if err != nil {
-			h.teardown()
+			_ = h.teardown()
 		}
 	}()
 
-	storeDir := ""
+	storeDir, dataDir := "", ""
 	if !cfg.InMemory {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
-		storeDir = filepath.Join(cfg.DataDir, "store")
+		storeDir, dataDir = filepath.Join(cfg.DataDir, "store"), cfg.DataDir
 	}
-	h.store, err = persistence.Open(persistence.Options{Dir: storeDir, InMemory: cfg.InMemory, Logger: cfg.Logger})
+	if h.store, err = persistence.Open(persistence.Options{Dir: storeDir, InMemory: cfg.InMemory, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
+		DataDir: dataDir, Jobs: supervisors.JobsFromEnv()}); err != nil {
+		return nil, err
+	}
+	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
 	if err != nil {
 		return nil, err
 	}
-	h.fast, err = newFastPath(h)
-	if err != nil {
+	redactor := redact.Default()
+	if h.gov, err = govern.New(govern.Config{Store: h.store, Audit: h.rt.Audit, PolicyPath: cfg.PolicyPath, LoopThreshold: cfg.LoopThreshold,
+		Now: cfg.Now, Logger: cfg.Logger, Deny: deny, Redactor: redactor, Observe: cfg.GateObserver}); err != nil {
 		return nil, err
 	}
-	if err = h.initGovernance(); err != nil {
+	exclude := func(rel string) bool { _, ok := deny.Match(rel); return ok }
+	h.env = &op.Env{
+		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
+		Git: &gitx.Git{}, Deny: deny, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
+		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{},
+		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
+	}
+	h.pipe = op.NewPipeline(ops.Registry(), h.env)
+	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe)}); err != nil {
 		return nil, err
-	}
-
-	h.system = actor.NewActorSystemWithConfig(actor.Configure(
-		logx.ActorSystemOption(cfg.Logger),
-		actor.WithDeadLetterThrottleInterval(time.Millisecond),
-	))
-	spec := supervisors.Tree(supervisors.Deps{Store: h.store, Index: h.index, Logger: cfg.Logger, Now: cfg.Now, DataDir: h.dataDirIfPersistent(), System: h.system})
-	h.root, err = h.system.Root.SpawnNamed(supervisors.Props(spec, cfg.Logger), "harnessd")
-	if err != nil {
-		return nil, fmt.Errorf("start actor tree: %w", err)
-	}
-	h.reg = supervisors.ChildPID(h.root, supervisors.RegistryName)
-	h.ledger = supervisors.ChildPID(h.root, supervisors.LedgerName)
-	// The root spawns its children in Started, which it handles before any
-	// message: once it answers, every child exists and (handling its own
-	// Started first) will answer only after restoring its state.
-	if _, err = request[messages.Pong](ctx, h, h.root, messages.Ping{}); err != nil {
-		return nil, fmt.Errorf("wait for root supervisor: %w", err)
-	}
-	if _, err = request[messages.Pong](ctx, h, h.reg, messages.Ping{}); err != nil {
-		return nil, fmt.Errorf("wait for registry: %w", err)
-	}
-	for _, hook := range openHooks {
-		if err = hook(ctx, h); err != nil {
-			return nil, err
-		}
 	}
 	return h, nil
 }
 
-// openHooks run at the end of Open, in registration order; closeHooks run
-// at the start of teardown (before the actor tree drains), in reverse.
-// Files that add components register them from init.
-var (
-	openHooks  []func(ctx context.Context, h *Harness) error
-	closeHooks []func(h *Harness)
-)
-
-func onOpen(f func(ctx context.Context, h *Harness) error) { openHooks = append(openHooks, f) }
-func onClose(f func(h *Harness))                           { closeHooks = append(closeHooks, f) }
-
-// child returns the PID of a child of the root supervisor.
-func (h *Harness) child(name string) *actor.PID { return supervisors.ChildPID(h.root, name) }
-
-// Close shuts the Harness down in the documented order. Safe to call more
-// than once; later calls return the first call's error.
+// Close shuts the Harness down in the documented order (see the package
+// doc). Safe to call more than once; later calls return the first call's
+// error.
 func (h *Harness) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
-		h.closed.Store(true)
-		done := make(chan struct{})
-		go func() { h.inflight.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
+		if !h.pipe.Close(ctx) {
 			h.lg.Warn("closing with operations still running")
 		}
 		h.closeErr = h.teardown()
@@ -198,21 +179,10 @@ func (h *Harness) Close(ctx context.Context) error {
 
 func (h *Harness) teardown() error {
 	var errList []error
-	if h.root != nil {
-		for i := len(closeHooks) - 1; i >= 0; i-- {
-			closeHooks[i](h)
+	if h.rt != nil {
+		if err := h.rt.Close(); err != nil {
+			errList = append(errList, err)
 		}
-	}
-	if h.root != nil {
-		if err := h.system.Root.PoisonFuture(h.root).Wait(); err != nil {
-			errList = append(errList, fmt.Errorf("drain actors: %w", err))
-		}
-	}
-	if h.system != nil {
-		h.system.Shutdown()
-	}
-	if h.fast != nil {
-		h.fast.close()
 	}
 	if h.store != nil {
 		if err := h.store.Close(); err != nil {
@@ -223,51 +193,9 @@ func (h *Harness) teardown() error {
 	return errors.Join(errList...)
 }
 
-// enter marks an operation in flight; it fails once Close has begun.
-func (h *Harness) enter() error {
-	if h.closed.Load() {
-		return errs.New(errs.Unavailable, "harness is shutting down")
-	}
-	h.inflight.Add(1)
-	if h.closed.Load() {
-		h.inflight.Done()
-		return errs.New(errs.Unavailable, "harness is shutting down")
-	}
-	return nil
-}
-
-func (h *Harness) leave() { h.inflight.Done() }
-
-// request sends msg to pid and waits for a reply of type T. A Failed reply
-// becomes its error; a timeout becomes errs.Timeout.
-func request[T any](ctx context.Context, h *Harness, pid *actor.PID, msg any) (T, error) {
-	var zero T
-	// The caller's deadline rules when it has one (a lease request that
-	// may wait, a long check); otherwise RequestTimeout bounds the wait.
-	timeout := h.cfg.RequestTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
-	if timeout <= 0 {
-		return zero, errs.New(errs.Timeout, "deadline passed before %T was sent", msg)
-	}
-	res, err := h.system.Root.RequestFuture(pid, msg, timeout).Result()
-	switch {
-	case errors.Is(err, actor.ErrTimeout):
-		return zero, errs.New(errs.Timeout, "%s did not answer %T within %s", pid.Id, msg, timeout)
-	case errors.Is(err, actor.ErrDeadLetter):
-		return zero, errs.New(errs.Unavailable, "%s is not running", pid.Id)
-	case err != nil:
-		return zero, errs.Wrap(errs.Internal, err, "request %T: %v", msg, err)
-	}
-	switch r := res.(type) {
-	case T:
-		return r, nil
-	case messages.Failed:
-		return zero, r.Err
-	}
-	return zero, errs.New(errs.Internal, "request %T: unexpected reply %T", msg, res)
-}
+// enter marks work in flight for the facade methods that are not
+// operations; it fails once Close has begun.
+func (h *Harness) enter() (func(), error) { return h.pipe.Enter() }
 
 // Store returns the underlying store (for tools such as `harness store dump`).
 func (h *Harness) Store() *persistence.Store { return h.store }
@@ -275,17 +203,30 @@ func (h *Harness) Store() *persistence.Store { return h.store }
 // Logger returns the harness logger.
 func (h *Harness) Logger() *zap.Logger { return h.lg }
 
-// begin starts an operation on a repository: it counts the operation in
-// flight (refused once Close has begun), starts its latency trace and
-// resolves the repo_id. Call done when the operation ends.
-func (h *Harness) begin(repoID string) (e actors.RepoEntry, tr trace, done func(), err error) {
-	if err := h.enter(); err != nil {
-		return e, tr, nil, err
-	}
-	tr = startTrace()
-	if e, err = h.lookup(repoID); err != nil {
-		h.leave()
-		return e, tr, nil, err
-	}
-	return e, tr, h.leave, nil
+// Registry returns the operations of this Harness.
+func (h *Harness) Registry() *op.Registry { return h.pipe.Registry() }
+
+// Runtime returns the actor runtime (tests and tools).
+func (h *Harness) Runtime() *runtime.Runtime { return h.rt }
+
+// Op describes one operation for the generic surfaces.
+type Op = op.Op
+
+// Ops returns every operation, sorted by name (a fresh registry: for
+// listings without an open Harness).
+func Ops() []Op { return ops.Registry().All() }
+
+// LookupOp returns the named operation of a fresh registry.
+func LookupOp(name string) (*Op, bool) { return ops.Registry().Lookup(name) }
+
+// CallOp runs the named operation with raw JSON arguments through the
+// request pipeline (the MCP, HTTP and CLI surfaces).
+func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	return h.pipe.Call(ctx, name, args)
 }
+
+// invoke runs an operation with typed input through the pipeline.
+func invoke[Out any](ctx context.Context, h *Harness, name string, in any) (Out, error) {
+	return op.Invoke[Out](ctx, h.pipe, name, in)
+}
+

@@ -4,12 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
 
-	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/harness/runtime"
 )
 
 // Version is the harnessd version; set with -ldflags "-X
@@ -59,26 +59,17 @@ type StatusResult struct {
 	Extra map[string]any `json:"extra,omitempty"`
 }
 
+// DurableLease is a durable lease for `harness status`.
+type DurableLease = runtime.DurableLease
+
 // Status reports the harness's vital signs.
 func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
-	if err := h.enter(); err != nil {
+	leave, err := h.enter()
+	if err != nil {
 		return nil, err
 	}
-	defer h.leave()
-	actorsByKind := map[string]int{}
-	if c, err := request[messages.CountsReply](ctx, h, h.root, messages.Counts{}); err == nil {
-		for k, v := range c.ByKind {
-			actorsByKind[k] += v
-		}
-	}
-	if c, err := request[messages.CountsReply](ctx, h, h.reg, messages.Counts{}); err == nil {
-		for k, v := range c.ByKind {
-			if k == "registry" {
-				continue // counted by the root as its child
-			}
-			actorsByKind[k] += v
-		}
-	}
+	defer leave()
+	rs := h.rt.Status(ctx)
 	lsm, vlog := h.store.Size()
 	if d := h.dataDirIfPersistent(); d != "" {
 		// Badger refreshes Size only now and then; the files are the truth.
@@ -88,24 +79,21 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 	}
 	now := h.cfg.Now()
 	st := &StatusResult{
-		Pid: os.Getpid(), Version: VersionString(), GoVersion: runtime.Version(),
+		Pid: os.Getpid(), Version: VersionString(), GoVersion: goruntime.Version(),
 		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
 		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
-		Repositories: h.index.Len(), StoreBytes: lsm + vlog, Actors: actorsByKind,
-		Goroutines: runtime.NumGoroutine(),
+		Repositories: h.rt.Index().Len(), StoreBytes: lsm + vlog, Actors: rs.Actors,
+		Goroutines: goruntime.NumGoroutine(),
+		Extra:      map[string]any{"lanes": rs.Lanes, "durable_leases": rs.DurableLeases},
 	}
-	for _, f := range statusHooks {
-		f(ctx, h, st)
+	if rs.Checks != nil {
+		st.Extra["checks"] = *rs.Checks
+	}
+	if rs.Jobs != nil {
+		st.Extra["jobs"] = *rs.Jobs
+		st.Notes = append(st.Notes, "jobs: "+rs.Jobs.Containment)
 	}
 	return st, nil
-}
-
-// statusHooks add component figures (jobs, leases, containment notes) to
-// Status; register them from init with onStatus.
-var statusHooks []func(ctx context.Context, h *Harness, st *StatusResult)
-
-func onStatus(f func(ctx context.Context, h *Harness, st *StatusResult)) {
-	statusHooks = append(statusHooks, f)
 }
 
 func (h *Harness) dataDirIfPersistent() string {

@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -48,18 +47,32 @@ type CheckEvidence struct {
 	StoredAt         time.Time       `json:"stored_at"`
 }
 
-// CheckExec runs a check once. ctx belongs to the check actor (cancelled
-// when it stops), never to one caller, since every joined caller waits for
+// CheckSpec is what to run for a check: the checks actor hands it to its
+// runner (a dependency, never part of the message), in a goroutine whose
+// context belongs to the check actor, since every joined caller waits for
 // the same run.
-type CheckExec func(ctx context.Context) (CheckOutcome, error)
+type CheckSpec struct {
+	RepoID    string
+	Root      string   // the repository root
+	Cwd       string   // relative to Root ("" = the root)
+	Argv      []string // the check as a typed argv
+	TimeoutMs int
+	// Durable runs the check as a durable job (unfocused checks); else one
+	// bounded Fast Path process.
+	Durable bool
+	// Writes declares workspace writes (the workspace_write effect).
+	Writes bool
+	// EnvDigest is the environment fingerprint of the identity.
+	EnvDigest string
+}
 
 // CheckRun asks the checks supervisor for the result of a check: reused
-// evidence, the run in flight (joined) or a new run of Exec.
+// evidence, the run in flight (joined) or a new run of Spec.
 type CheckRun struct {
 	Key              CheckKey
 	DefinitionDigest string
 	Parts            json.RawMessage // checkid.Parts of the asking call
-	Exec             CheckExec
+	Spec             CheckSpec
 }
 
 // CheckResult answers CheckRun. Reused: the outcome is stored evidence.

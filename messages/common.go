@@ -1,14 +1,19 @@
 package messages
 
-// Failed answers any request that could not be served. Err is usually an
-// *errs.Error from the harness/errs package.
-type Failed struct{ Err error }
+// Failed answers any request that could not be served. It is the coded
+// error as plain data: Code is one of harness/errs' stable codes, Message
+// names the fix, Details holds small JSON-encodable facts.
+type Failed struct {
+	Code    string
+	Message string
+	Details map[string]any
+}
 
 func (f Failed) Error() string {
-	if f.Err == nil {
+	if f.Code == "" && f.Message == "" {
 		return "failed"
 	}
-	return f.Err.Error()
+	return f.Code + ": " + f.Message
 }
 
 // Ping asks an actor to answer Pong once every message sent before it has

@@ -1,33 +1,41 @@
 package messages
 
 import (
-	"context"
+	"encoding/json"
 	"time"
 )
 
-// LaneRun queues one read-only step on a lane. The lane runs its steps one
-// at a time, each in its own goroutine, and answers the sender with
-// LaneDone once the step finished. A step whose Ctx is already done when
-// its turn comes is answered Skipped without running.
+// LaneRun queues one read-only step on a lane. The step is a spec: the
+// operation Kind and its JSON Args in repository RepoID, admitted by the
+// gate as step Index of the read_lanes call Group. The lane runs its steps
+// one at a time, each in a goroutine of its own through the lane's runner,
+// and answers the sender with LaneDone once the step finished. A step whose
+// Deadline passed or whose Group was cancelled before its turn is answered
+// Skipped without running.
 type LaneRun struct {
-	// Ctx is the context the step runs under (the caller's deadline and
-	// fail-fast cancellation); nil means context.Background().
-	Ctx context.Context
-	// Index is the step's position in the caller's request, echoed back.
-	Index int
-	// Kind names the step (read_file, search, ...) for logs and status.
-	Kind string
-	// Run executes the step. It must honour ctx.
-	Run func(ctx context.Context) (any, error)
+	Group    string
+	Index    int
+	Kind     string
+	RepoID   string
+	Args     json.RawMessage
+	Deadline time.Time // zero = none
 }
 
-// LaneDone answers LaneRun.
+// LaneCancel cancels every queued and running step of Group (fail_fast, or
+// the caller went away). Steps not yet started are answered Skipped.
+type LaneCancel struct {
+	Group  string
+	Reason string
+}
+
+// LaneDone answers LaneRun. Result is the step's JSON result; Failure is
+// set when the step failed or was skipped.
 type LaneDone struct {
 	Index      int
 	Lane       string
-	Result     any
-	Err        error
-	Skipped    bool // the step never ran: its context was done when its turn came
+	Result     json.RawMessage
+	Failure    *Failed
+	Skipped    bool // the step never ran: cancelled or out of time before its turn
 	Queued     time.Duration
 	StartedAt  time.Time
 	FinishedAt time.Time

@@ -41,10 +41,12 @@ type LedgerComplete struct {
 	Result    json.RawMessage
 }
 
-// LedgerFail records failure; the request may be retried.
+// LedgerFail records failure with its coded error; the request may be
+// retried.
 type LedgerFail struct {
 	RequestID string
-	Err       error
+	Code      string
+	Message   string
 }
 
 // LedgerDone answers LedgerComplete and LedgerFail.

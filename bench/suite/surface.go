@@ -103,7 +103,7 @@ func openInproc(ctx context.Context, parent string) (*inproc, error) {
 
 func (s *inproc) Name() string { return SurfaceInproc }
 
-func (s *inproc) HasOp(op string) bool { _, ok := harness.LookupOp(op); return ok }
+func (s *inproc) HasOp(op string) bool { _, ok := s.h.Registry().Lookup(op); return ok }
 
 var metaType = reflect.TypeFor[harness.Meta]()
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -618,3 +619,10 @@ func syscallMessage(err error) string {
 	}
 	return err.Error()
 }
+
+// detectOnce remembers the one detection of this process: Detect may move
+// the daemon into a leaf cgroup, which must not happen twice.
+var detectOnce = sync.OnceValues(Detect)
+
+// DetectOnce runs Detect once per process and returns its answer every time.
+func DetectOnce() (*Manager, error) { return detectOnce() }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness/client"
-	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 )
 
 // StartTimeout bounds how long EnsureDaemon waits for a daemon it started.
@@ -93,21 +91,6 @@ func waitHealthy(ctx context.Context, c *client.Client, d time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// Remote returns an Executor that forwards operations to a daemon over its
-// JSON API.
-func Remote(c *client.Client) mcpserver.Executor {
-	return mcpserver.ExecutorFunc(func(ctx context.Context, op string, args json.RawMessage) (any, error) {
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		out, err := c.Call(ctx, op, args)
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
-	})
 }
 
 // RunStdio connects stdin and stdout to an MCP session of the daemon of

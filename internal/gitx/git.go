@@ -386,3 +386,16 @@ func codeForStderr(msg string) errs.Code {
 	}
 	return errs.Internal
 }
+
+// Head returns the commit HEAD names in the work tree at dir, or "" on an
+// unborn branch.
+func (g *Git) Head(ctx context.Context, dir string) (string, error) {
+	out, _, err := g.Run(ctx, dir, 0, "rev-parse", "--verify", "--quiet", "HEAD")
+	if err != nil {
+		if errs.CodeOf(err) == errs.NotFound || len(out) == 0 {
+			return "", nil // unborn branch
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}

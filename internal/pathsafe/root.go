@@ -428,3 +428,19 @@ func lstat(p string, st *syscall.Stat_t) error {
 		}
 	}
 }
+
+// Dir resolves a command's working directory ("" or "." = the root) and
+// returns its absolute and root-relative forms; it must be a directory.
+func (r *Root) Dir(cwd string) (abs, rel string, err error) {
+	if cwd == "" || cwd == "." {
+		return r.Path(), "", nil
+	}
+	abs, rel, err = r.Resolve(cwd)
+	if err != nil {
+		return "", "", err
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", "", errs.New(errs.InvalidArgument, "cwd %q is not a directory in the repository", cwd).With("path", cwd)
+	}
+	return abs, rel, nil
+}

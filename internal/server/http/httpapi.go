@@ -90,7 +90,7 @@ func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byt
 	if err != nil {
 		code = string(errs.CodeOf(err))
 	}
-	if _, known := harness.LookupOp(op); known {
+	if _, known := a.h.Registry().Lookup(op); known {
 		a.calls.WithLabelValues(op, code).Inc()
 		a.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	}
@@ -123,7 +123,7 @@ type opInfo struct {
 
 func (a *api) ops(w http.ResponseWriter, r *http.Request) {
 	var out []opInfo
-	for _, o := range harness.Ops() {
+	for _, o := range a.h.Registry().All() {
 		out = append(out, opInfo{Name: o.Name, Description: o.Description, ReadOnly: o.ReadOnly, InputSchema: o.InputSchema})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"operations": out})

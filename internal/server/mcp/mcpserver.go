@@ -1,7 +1,7 @@
 // Package mcpserver exposes harnessd's agent-facing operations as MCP tools
-// with the official go-sdk. The same server runs inside the daemon (over
-// streamable HTTP, executing locally) and inside `harnessd mcp` (over stdio,
-// forwarding each call to the daemon).
+// with the official go-sdk: the daemon serves it over streamable HTTP and
+// over its MCP socket (which `harnessd mcp` bridges stdio to). Every tool
+// call runs through the request pipeline (harness/op) of the Harness.
 package mcpserver
 
 import (
@@ -16,35 +16,32 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 )
 
-// Executor runs one operation with raw JSON arguments and returns its
-// result (any JSON-marshalable value, or json.RawMessage).
-type Executor interface {
+// Backend is what the server serves: the operations of the registry, and
+// how to run one with raw JSON arguments (through the request pipeline).
+type Backend interface {
+	Ops() []harness.Op
 	Exec(ctx context.Context, op string, args json.RawMessage) (any, error)
 }
 
-// ExecutorFunc adapts a function to Executor.
-type ExecutorFunc func(ctx context.Context, op string, args json.RawMessage) (any, error)
+type local struct{ h *harness.Harness }
 
-// Exec calls f.
-func (f ExecutorFunc) Exec(ctx context.Context, op string, args json.RawMessage) (any, error) {
-	return f(ctx, op, args)
+func (l local) Ops() []harness.Op { return l.h.Registry().All() }
+
+func (l local) Exec(ctx context.Context, op string, args json.RawMessage) (any, error) {
+	return l.h.CallOp(ctx, op, args)
 }
 
-// Local returns an Executor that runs operations on h.
-func Local(h *harness.Harness) Executor {
-	return ExecutorFunc(func(ctx context.Context, op string, args json.RawMessage) (any, error) {
-		return h.CallOp(ctx, op, args)
-	})
-}
+// Local returns the Backend of an open Harness.
+func Local(h *harness.Harness) Backend { return local{h} }
 
-// New returns an MCP server whose tools are harnessd's agent-facing
-// operations, each executed by ex.
-func New(ex Executor, version string) *mcp.Server {
+// New returns an MCP server whose tools are the agent-facing operations of
+// ex, each run by ex.
+func New(ex Backend, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: version}, &mcp.ServerOptions{
 		Instructions: "harnessd mediates repository work: register a repository with repository_register, " +
 			"then use its repo_id with the other tools. Errors carry a stable code in structuredContent.error.code.",
 	})
-	for _, o := range harness.Ops() {
+	for _, o := range ex.Ops() {
 		if !o.Agent {
 			continue
 		}

@@ -1,0 +1,212 @@
+package govern
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// ApprovalTTL is how long an approval request stays decidable and an
+// approval usable.
+const ApprovalTTL = time.Hour
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalUsed     = "used"
+	ApprovalExpired  = "expired"
+)
+
+// Approval is a request for a person to allow one exact operation. It is
+// single-use and bound to the input hash of the operation's arguments.
+type Approval struct {
+	ID         string    `json:"approval_id"`
+	Operation  string    `json:"operation"`
+	RepoID     string    `json:"repo_id,omitempty"`
+	InputHash  string    `json:"input_hash"`
+	Summary    string    `json:"summary"` // redacted: argv or paths
+	Risk       int       `json:"risk"`
+	Reason     string    `json:"reason"`
+	RuleID     string    `json:"rule_id,omitempty"`
+	Status     string    `json:"status"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	DecidedBy  string    `json:"decided_by,omitempty"`
+	DecidedAt  time.Time `json:"decided_at,omitzero"`
+	DenyReason string    `json:"deny_reason,omitempty"`
+	UsedAt     time.Time `json:"used_at,omitzero"`
+}
+
+func approvalKey(id string) []byte { return []byte(persistence.PrefixApproval + id) }
+
+func newApprovalID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "apr_" + hex.EncodeToString(b)
+}
+
+// effectiveStatus reports expiry without a write.
+func (a Approval) effectiveStatus(now time.Time) string {
+	if (a.Status == ApprovalPending || a.Status == ApprovalApproved) && !now.Before(a.ExpiresAt) {
+		return ApprovalExpired
+	}
+	return a.Status
+}
+
+// requestApproval persists an approval request for an ask decision.
+func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (Approval, error) {
+	now := g.now().UTC()
+	summary := in.Tool
+	if len(in.Argv) > 0 {
+		summary += " " + strings.Join(in.Argv, " ")
+	}
+	if len(in.Paths) > 0 {
+		summary += " paths: " + strings.Join(in.Paths, ", ")
+	}
+	if len(summary) > 500 {
+		summary = summary[:500] + "…"
+	}
+	summary, _ = g.redactor.String(summary)
+	a := Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Risk: d.Risk, Reason: d.Reason,
+		RuleID: d.RuleID, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL)}
+	if in.Repo != nil {
+		a.RepoID = in.Repo.ID
+	}
+	if err := g.store.PutSync(approvalKey(a.ID), a); err != nil {
+		return Approval{}, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
+	}
+	return a, nil
+}
+
+// checkApproval tells whether approval id allows exactly this input,
+// without using it up.
+func (g *Governor) checkApproval(id, op, hash string) error {
+	var a Approval
+	if err := g.store.Get(approvalKey(id), &a); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return errs.New(errs.InvalidArgument, "unknown approval_id %q", id)
+		}
+		return errs.Wrap(errs.Internal, err, "read approval: %v", err)
+	}
+	return approvalUsable(a, op, hash, g.now())
+}
+
+func approvalUsable(a Approval, op, hash string, now time.Time) error {
+	switch a.effectiveStatus(now) {
+	case ApprovalApproved:
+	case ApprovalPending:
+		return errs.New(errs.ApprovalRequired, "approval %s is still pending: a person must approve it (harness approve %s)", a.ID, a.ID).With("approval_id", a.ID)
+	case ApprovalDenied:
+		return errs.New(errs.PolicyDenied, "approval %s was denied: %s", a.ID, a.DenyReason).With("approval_id", a.ID)
+	case ApprovalUsed:
+		return errs.New(errs.ApprovalRequired, "approval %s was already used; approvals are single-use", a.ID).With("approval_id", a.ID)
+	case ApprovalExpired:
+		return errs.New(errs.ApprovalRequired, "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339)).With("approval_id", a.ID)
+	}
+	if a.Operation != op || a.InputHash != hash {
+		return errs.New(errs.ApprovalRequired, "approval %s was granted for different input (%s); it cannot be applied to this one", a.ID, a.Operation).With("approval_id", a.ID)
+	}
+	return nil
+}
+
+// consumeApproval marks an approval used, atomically: of two concurrent
+// uses exactly one succeeds.
+func (g *Governor) consumeApproval(id, op, hash string) error {
+	now := g.now().UTC()
+	err := g.store.Update(true, func(tx *persistence.Txn) error {
+		var a Approval
+		if err := tx.Get(approvalKey(id), &a); err != nil {
+			return err
+		}
+		if err := approvalUsable(a, op, hash, now); err != nil {
+			return err
+		}
+		a.Status, a.UsedAt = ApprovalUsed, now
+		return tx.Put(approvalKey(id), a)
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return errs.New(errs.InvalidArgument, "unknown approval_id %q", id)
+	}
+	return err
+}
+
+// ApprovalList is the result of Approvals.
+type ApprovalList struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+// Approvals lists approval requests, newest first. status "" = pending only;
+// "all" = every status.
+func (g *Governor) Approvals(status string) (*ApprovalList, error) {
+	now := g.now()
+	out := []Approval{}
+	err := g.store.Scan([]byte(persistence.PrefixApproval), func(_ []byte, decode func(any) error) error {
+		var a Approval
+		if err := decode(&a); err != nil {
+			return err
+		}
+		a.Status = a.effectiveStatus(now)
+		if (status == "" && a.Status == ApprovalPending) || status == "all" || status == a.Status {
+			out = append(out, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return &ApprovalList{Approvals: out}, nil
+}
+
+// DecideApproval approves or denies a pending approval. It is for people
+// (CLI, HTTP API), never an MCP tool.
+func (g *Governor) DecideApproval(id string, approve bool, by, reason string) (*Approval, error) {
+	if by == "" {
+		by = "person"
+	}
+	if !approve && strings.TrimSpace(reason) == "" {
+		return nil, errs.New(errs.InvalidArgument, "a denial needs a reason")
+	}
+	now := g.now().UTC()
+	var out Approval
+	err := g.store.Update(true, func(tx *persistence.Txn) error {
+		var a Approval
+		if err := tx.Get(approvalKey(id), &a); err != nil {
+			return err
+		}
+		if st := a.effectiveStatus(now); st != ApprovalPending {
+			return errs.New(errs.InvalidArgument, "approval %s is %s, not pending", id, st).With("status", st)
+		}
+		a.DecidedBy, a.DecidedAt = by, now
+		if approve {
+			a.Status = ApprovalApproved
+		} else {
+			a.Status, a.DenyReason = ApprovalDenied, reason
+		}
+		out = a
+		return tx.Put(approvalKey(id), a)
+	})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, errs.New(errs.NotFound, "no approval %q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kind, outcome := audit.KindApproval, "approved"
+	if !approve {
+		kind, outcome = audit.KindDenial, "denied"
+	}
+	g.AuditAppend(audit.Entry{Kind: kind, Operation: out.Operation, RepoID: out.RepoID, Outcome: outcome, Reason: reason,
+		RuleID: out.RuleID, Risk: out.Risk, InputHash: out.InputHash, Actor: "person:" + by, Details: map[string]string{"approval_id": id}})
+	return &out, nil
+}

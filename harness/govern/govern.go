@@ -1,0 +1,223 @@
+// Package govern holds the action mediator's state and its one entry
+// point, the gate: the loaded policy, approvals (persisted, single use,
+// decided only by people), loop memory, recent history for the risk score,
+// and the audit append every decision that is not a plain allow goes
+// through.
+//
+// The decision itself is the pure mediate.Decide; this package gathers its
+// inputs, turns asks into persisted approval requests, consumes approvals
+// and audits. Every operation crosses Gate exactly once, from the request
+// pipeline (harness/op).
+package govern
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// Config configures New. Zero fields mean "use the default".
+type Config struct {
+	Store *persistence.Store
+	Audit runtime.Audit
+	// PolicyPath is the policy file; "" = the default policy (no rules).
+	// A missing file is the empty policy; a bad one fails New, naming the
+	// rule or example.
+	PolicyPath string
+	// LoopThreshold is how many identical results count as a loop; 0 = 3,
+	// negative = loop detection off.
+	LoopThreshold int
+	Now           func() time.Time
+	Logger        *zap.Logger
+	// Deny is the secret-path denylist; nil = the default.
+	Deny     *pathsafe.Denylist
+	Redactor *redact.Redactor
+	// Observe, if set, sees every decision the gate makes, in order (tests
+	// count gate crossings with it).
+	Observe func(Decision)
+}
+
+// Decision is what the gate decided for one operation, as Observe sees it.
+type Decision struct {
+	Tool    string
+	Outcome string // allow, block, ask or escalate
+	Code    string // the error code when not allowed
+	RuleID  string
+	Risk    int
+}
+
+// Governor is the mediator's state. Its methods are safe for concurrent use.
+type Governor struct {
+	cfg      Config
+	store    *persistence.Store
+	audit    runtime.Audit
+	lg       *zap.Logger
+	redactor *redact.Redactor
+	deny     *pathsafe.Denylist
+
+	mu      sync.Mutex // protects policy, loops and history
+	policy  *policy.Policy
+	loops   *loop.Detector
+	history map[string]*mediate.History // repo id -> recent counts
+}
+
+// New loads the policy and returns the Governor.
+func New(cfg Config) (*Governor, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Default()
+	}
+	if cfg.Deny == nil {
+		d, err := pathsafe.NewDenylist(pathsafe.DefaultSecretPatterns())
+		if err != nil {
+			return nil, err
+		}
+		cfg.Deny = d
+	}
+	p, err := loadPolicy(cfg.PolicyPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Governor{
+		cfg: cfg, store: cfg.Store, audit: cfg.Audit, lg: cfg.Logger, redactor: cfg.Redactor, deny: cfg.Deny,
+		policy: p, loops: loop.New(loop.Config{Threshold: max(cfg.LoopThreshold, 0)}), history: map[string]*mediate.History{},
+	}, nil
+}
+
+func (g *Governor) now() time.Time { return g.cfg.Now() }
+
+func loadPolicy(path string) (*policy.Policy, error) {
+	if path == "" {
+		return policy.Default(), nil
+	}
+	return policy.Load(path)
+}
+
+func (g *Governor) currentPolicy() *policy.Policy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.policy
+}
+
+// PolicyInfo describes the loaded policy.
+type PolicyInfo struct {
+	Source string `json:"source"`
+	Digest string `json:"digest"`
+	Rules  int    `json:"rules"`
+}
+
+// Policy reports the loaded policy.
+func (g *Governor) Policy() PolicyInfo {
+	p := g.currentPolicy()
+	return PolicyInfo{Source: p.Source(), Digest: p.Digest(), Rules: p.Len()}
+}
+
+// ReloadPolicy loads the policy file again. On error the previous policy
+// stays in force and the error names the bad rule or example. People reload
+// (SIGHUP, `harness policy reload`); no agent-facing tool can.
+func (g *Governor) ReloadPolicy() (PolicyInfo, error) {
+	p, err := loadPolicy(g.cfg.PolicyPath)
+	if err != nil {
+		g.AuditAppend(audit.Entry{Kind: audit.KindPolicyLoad, Outcome: "failed", Reason: errs.From(err).Message, Actor: "person"})
+		return PolicyInfo{}, err
+	}
+	g.mu.Lock()
+	g.policy = p
+	g.mu.Unlock()
+	g.AuditAppend(audit.Entry{Kind: audit.KindPolicyLoad, Outcome: "loaded", Reason: fmt.Sprintf("%d rules from %s", p.Len(), p.Source()), Actor: "person"})
+	g.lg.Info("policy loaded", zap.String("source", p.Source()), zap.String("digest", p.Digest()), zap.Int("rules", p.Len()))
+	return g.Policy(), nil
+}
+
+// AuditAppend appends an entry to the hash-chained audit log without
+// waiting: a failure to audit never turns a success into a failure. The
+// loaded policy's digest is recorded in every entry.
+func (g *Governor) AuditAppend(e audit.Entry) {
+	if e.PolicyDigest == "" {
+		e.PolicyDigest = g.currentPolicy().Digest()
+	}
+	if e.Actor == "" {
+		e.Actor = "agent"
+	}
+	g.audit.Append(messages.AuditEntry(e))
+}
+
+// History returns a copy of a repository's recent counts.
+func (g *Governor) History(repoID string) mediate.History {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if x := g.history[repoID]; x != nil {
+		return *x
+	}
+	return mediate.History{}
+}
+
+// NoteFailure counts a failed command of a repository into its history.
+func (g *Governor) NoteFailure(repoID string) {
+	g.noteHistory(repoID, func(x *mediate.History) { x.RecentFailures++ })
+}
+
+func (g *Governor) noteHistory(repoID string, f func(*mediate.History)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	x := g.history[repoID]
+	if x == nil {
+		x = &mediate.History{}
+		g.history[repoID] = x
+	}
+	f(x)
+}
+
+func (g *Governor) loopCheck(op, inputHash, tree string) loop.Verdict {
+	if g.cfg.LoopThreshold < 0 {
+		return loop.Verdict{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.loops.Check(op, inputHash, tree, g.now())
+}
+
+// LoopRecord records the result of a run for loop detection.
+func (g *Governor) LoopRecord(o loop.Observation) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	o.At = g.now()
+	g.loops.Record(o)
+}
+
+// Audit lists audit entries, oldest first.
+func (g *Governor) Audit(ctx context.Context, q messages.AuditQuery) (messages.AuditEntries, error) {
+	return g.audit.Query(ctx, q)
+}
+
+// AuditVerify checks the whole hash chain and names the first broken entry.
+func (g *Governor) AuditVerify(ctx context.Context) (messages.AuditVerified, error) {
+	return g.audit.Verify(ctx)
+}
+
+// Digest returns a short sha256 of s, for audit details and loop results.
+func Digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

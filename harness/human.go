@@ -1,0 +1,127 @@
+package harness
+
+import (
+	"context"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// The governance types of the embedding API.
+type (
+	Approval     = govern.Approval
+	ApprovalList = govern.ApprovalList
+	PolicyInfo   = govern.PolicyInfo
+)
+
+// ApprovalTTL is how long an approval request stays decidable and an
+// approval usable.
+const ApprovalTTL = govern.ApprovalTTL
+
+// Approval statuses.
+const (
+	ApprovalPending  = govern.ApprovalPending
+	ApprovalApproved = govern.ApprovalApproved
+	ApprovalDenied   = govern.ApprovalDenied
+	ApprovalUsed     = govern.ApprovalUsed
+	ApprovalExpired  = govern.ApprovalExpired
+)
+
+// Policy reports the loaded policy.
+func (h *Harness) Policy() PolicyInfo { return h.gov.Policy() }
+
+// ReloadPolicy loads the policy file again. On error the previous policy
+// stays in force and the error names the bad rule or example. People
+// reload (SIGHUP, `harness policy reload`); no agent-facing tool can.
+func (h *Harness) ReloadPolicy(ctx context.Context) (PolicyInfo, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return PolicyInfo{}, err
+	}
+	defer leave()
+	return h.gov.ReloadPolicy()
+}
+
+// Approvals lists approval requests, newest first. status "" = pending
+// only; "all" = every status.
+func (h *Harness) Approvals(ctx context.Context, status string) (*ApprovalList, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return h.gov.Approvals(status)
+}
+
+// DecideApproval approves or denies a pending approval. It is for people
+// (CLI, HTTP API), never an MCP tool.
+func (h *Harness) DecideApproval(ctx context.Context, id string, approve bool, by, reason string) (*Approval, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return h.gov.DecideApproval(id, approve, by, reason)
+}
+
+// AuditArgs filter the audit log.
+type AuditArgs struct {
+	Kind      string    `json:"kind,omitempty"`
+	RepoID    string    `json:"repo_id,omitempty"`
+	Operation string    `json:"operation,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+	Since     time.Time `json:"since,omitempty"`
+	Limit     int       `json:"limit,omitempty"`
+	AfterSeq  uint64    `json:"after_seq,omitempty"`
+}
+
+// AuditResult is a page of the audit log.
+type AuditResult struct {
+	Entries []messages.AuditEntry `json:"entries"`
+	More    bool                  `json:"more"`
+}
+
+// Audit lists audit entries, oldest first.
+func (h *Harness) Audit(ctx context.Context, a AuditArgs) (*AuditResult, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	r, err := h.gov.Audit(ctx, messages.AuditQuery{
+		Kind: messages.AuditKind(a.Kind), RepoID: a.RepoID, Operation: a.Operation, RequestID: a.RequestID,
+		Since: a.Since, Limit: a.Limit, AfterSeq: a.AfterSeq,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Entries == nil {
+		r.Entries = []messages.AuditEntry{}
+	}
+	return &AuditResult{Entries: r.Entries, More: r.More}, nil
+}
+
+// AuditVerifyResult reports a verification of the audit chain.
+type AuditVerifyResult struct {
+	OK           bool   `json:"ok"`
+	Checked      int    `json:"checked"`
+	BrokenSeq    uint64 `json:"broken_seq,omitempty"`
+	BrokenReason string `json:"broken_reason,omitempty"`
+}
+
+// AuditVerify checks the whole hash chain and names the first broken entry.
+func (h *Harness) AuditVerify(ctx context.Context) (*AuditVerifyResult, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	r, err := h.gov.AuditVerify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditVerifyResult{OK: r.OK, Checked: r.Checked, BrokenSeq: r.BrokenSeq, BrokenReason: r.BrokenReason}, nil
+}

@@ -1,0 +1,97 @@
+package op
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/checkid"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/search"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// Env holds what operations run with: the store, the actors' clients, the
+// governor and the Fast Path mechanisms. One Env per open Harness, built
+// explicitly by harness.Open; all per-instance state lives here, none in
+// package variables.
+type Env struct {
+	Store *persistence.Store
+	// RT is the actor runtime: registry, jobs, checks and lanes.
+	RT *runtime.Runtime
+	// Ledger, Leases and Audit are RT's by default; tests pass fakes.
+	Ledger runtime.Ledger
+	Leases runtime.Leases
+	Gov    *govern.Governor
+
+	Git      *gitx.Git
+	Deny     *pathsafe.Denylist
+	Searcher *search.Searcher
+	Redactor *redact.Redactor
+	// Probe caches tool version probes of check identities.
+	Probe *checkid.EnvProbe
+	// Results keeps large batch step results by reference.
+	Results *ResultCache
+
+	Logger         *zap.Logger
+	Now            func() time.Time
+	RequestTimeout time.Duration
+	// Lookup resolves a repo_id; nil = RT's registry index.
+	Lookup func(repoID string) (runtime.RepoEntry, bool)
+
+	mu    sync.Mutex // protects roots
+	roots map[string]*pathsafe.Root
+
+	receipts atomic.Uint64 // receipts stored, for the periodic prune
+}
+
+// Repo resolves a repo_id through the registry's published index.
+func (e *Env) Repo(repoID string) (runtime.RepoEntry, error) {
+	if repoID == "" {
+		return runtime.RepoEntry{}, errs.New(errs.InvalidArgument, "repo_id is required")
+	}
+	lookup := e.Lookup
+	if lookup == nil {
+		lookup = e.RT.Registry.Lookup
+	}
+	r, ok := lookup(repoID)
+	if !ok {
+		return runtime.RepoEntry{}, errs.New(errs.RepositoryNotRegistered, "repository %q is not registered (see repository_list)", repoID).With("repo_id", repoID)
+	}
+	return r, nil
+}
+
+// Root returns the cached path checker of a repository.
+func (e *Env) Root(r runtime.RepoEntry) (*pathsafe.Root, error) {
+	e.mu.Lock()
+	root, ok := e.roots[r.Repo.ID]
+	e.mu.Unlock()
+	if ok {
+		return root, nil
+	}
+	root, err := pathsafe.NewRoot(r.Repo.Root, e.Deny)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.roots == nil {
+		e.roots = map[string]*pathsafe.Root{}
+	}
+	e.roots[r.Repo.ID] = root
+	e.mu.Unlock()
+	return root, nil
+}
+
+// Forget drops a repository's cached path checker.
+func (e *Env) Forget(repoID string) {
+	e.mu.Lock()
+	delete(e.roots, repoID)
+	e.mu.Unlock()
+}

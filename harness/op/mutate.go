@@ -1,0 +1,208 @@
+package op
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// Write is the mutation engine. It runs t in the call's repository:
+//  1. ledger begin (create-if-absent): a replay returns the stored result
+//     and writes nothing; a conflict, a request in progress or an unknown
+//     outcome (with the current digests of t.Paths) is the answer;
+//  2. a lease over t.Keys (MUTATION_BUSY, or wait in mailbox order);
+//  3. t.Run under the lease, fenced: a lost lease cancels it;
+//  4. ledger completion, audit and (kept for the pipeline's last stage)
+//     the receipt, whose failures are reported beside the success, never
+//     instead of it.
+//
+// A failure before or during the write is audited and recorded in the
+// ledger as failed, so the request may be retried.
+func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
+	if t.RequestID == "" {
+		return nil, errs.New(errs.RequestIDRequired, "%s needs a request_id (any unique string up to 255 characters) so a retry replays instead of writing twice", t.Op)
+	}
+	if err := ledger.ValidateRequestID(t.RequestID); err != nil {
+		return nil, err
+	}
+	hash, err := ledger.InputHash(t.Op, t.Hashed)
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
+	}
+	c.Mark(SegRouting)
+	env := c.Env
+	begun, err := env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths})
+	if err != nil {
+		if errs.CodeOf(err) == errs.RequestOutcomeUnknown {
+			return nil, withDigests(err, c.Repo)
+		}
+		return nil, err
+	}
+	if begun.Replay {
+		out, err := t.Replay(begun.Entry.Result)
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "decode stored result of %q: %v", t.RequestID, err)
+		}
+		c.FinishIn(SegSnapshot)
+		return out, nil
+	}
+	auditEntry := audit.Entry{Kind: audit.KindMutation, Operation: t.Op, RepoID: c.Repo.Repo.ID, RequestID: t.RequestID, Paths: t.Paths, InputHash: hash}
+	fail := func(cause error) error {
+		e := auditEntry
+		e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message
+		env.Gov.AuditAppend(e)
+		if ferr := env.Ledger.Fail(context.Background(), t.RequestID, cause); ferr != nil {
+			env.Logger.Warn("ledger: record failure")
+		}
+		return cause
+	}
+
+	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral"})
+	if err != nil {
+		return nil, fail(err)
+	}
+	c.Mark(SegPolicy)
+	info := l.Info()
+	rec := Receipt{
+		RequestID: t.RequestID, Operation: t.Op, RepoID: c.Repo.Repo.ID, CheckoutID: c.Repo.Repo.CheckoutID,
+		LeaseID: info.ID, FencingToken: l.MaxToken(), FencingTokens: info.Tokens,
+	}
+	err = t.Run(lctx, l, &rec)
+	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {
+		err = context.Cause(lctx)
+	}
+	l.Release()
+	if err != nil {
+		return nil, fail(err)
+	}
+	c.Mark(SegExecution)
+	c.FinishIn(SegReceipt)
+
+	now := env.Now()
+	rec.At = now.UTC()
+	rec.ReceiptID = "rcpt_" + strconv.FormatInt(now.UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
+	if rec.Changes == nil {
+		rec.Changes = []patch.Change{}
+	}
+	out, kept, wrote := t.Result(&rec)
+	if !wrote {
+		// Nothing was written: the request may be retried as it is.
+		_ = fail(errs.New(errs.Internal, "no write of %s %s succeeded", t.Op, t.RequestID))
+		return out, nil
+	}
+	stored, _ := json.Marshal(out)
+	if err := env.Ledger.Complete(context.Background(), t.RequestID, stored); err != nil {
+		if w, ok := out.(warner); ok {
+			w.Warn("the write succeeded but the ledger could not record it: " + errs.From(err).Message)
+		}
+	}
+	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
+	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
+	env.Gov.AuditAppend(auditEntry)
+	c.receipt = kept
+	return out, nil
+}
+
+// MutationTxn completes t for the operations whose result is a
+// MutationResult (apply_patch, git_stage, git_commit, proposals).
+func MutationTxn(t Txn) Txn {
+	t.Result = func(r *Receipt) (any, *Receipt, bool) {
+		out := &MutationResult{Receipt: *r}
+		return out, &out.Receipt, true
+	}
+	t.Replay = func(stored json.RawMessage) (any, error) {
+		var out MutationResult
+		if err := json.Unmarshal(stored, &out); err != nil {
+			return nil, err
+		}
+		out.Replayed = true
+		return &out, nil
+	}
+	return t
+}
+
+// withDigests adds the current digests of an unknown-outcome request's
+// paths: what is known about the files it may have written.
+func withDigests(err error, e runtime.RepoEntry) error {
+	ce := errs.From(err)
+	var paths []string
+	switch v := ce.Details["paths"].(type) {
+	case []string:
+		paths = v
+	case []any:
+		for _, p := range v {
+			if s, ok := p.(string); ok {
+				paths = append(paths, s)
+			}
+		}
+	}
+	digests := make(map[string]string, len(paths))
+	for _, p := range paths {
+		d, derr := patch.Digest(filepath.Join(e.Repo.Root, filepath.FromSlash(p)))
+		if derr != nil {
+			d = "unreadable: " + derr.Error()
+		} else if d == "" {
+			d = "absent"
+		}
+		digests[p] = d
+	}
+	return ce.With("digests", digests)
+}
+
+// maxReceiptsPerRepo bounds the receipts kept per repository.
+const maxReceiptsPerRepo = 1000
+
+// persistReceipt stores a receipt; every 64th store prunes the oldest of
+// the repository beyond the bound, in a goroutine.
+func (c *Call) persistReceipt(r Receipt) error {
+	env := c.Env
+	seq := uint64(env.Now().UnixNano())
+	if err := env.Store.Put(persistence.ReceiptKey(r.RepoID, seq), r); err != nil {
+		return err
+	}
+	if env.receipts.Add(1)%64 == 0 {
+		leave, err := c.pipe.Enter()
+		if err == nil {
+			env.RT.Tasks().Go(func() {
+				defer leave()
+				pruneReceipts(env.Store, r.RepoID)
+			})
+		}
+	}
+	return nil
+}
+
+// pruneReceipts drops the oldest receipts of a repository beyond the bound.
+func pruneReceipts(store *persistence.Store, repoID string) {
+	prefix := persistence.ReceiptKey(repoID, 0)
+	prefix = prefix[:len(prefix)-8]
+	n, err := store.Count(prefix)
+	if err != nil || n <= maxReceiptsPerRepo {
+		return
+	}
+	extra := n - maxReceiptsPerRepo
+	var old [][]byte
+	_ = store.ScanRaw(prefix, func(k, _ []byte) error {
+		if len(old) < extra {
+			old = append(old, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	_ = store.Update(false, func(tx *persistence.Txn) error {
+		for _, k := range old {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

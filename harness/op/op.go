@@ -1,0 +1,182 @@
+package op
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/runtime"
+)
+
+// Op is one operation as every surface sees it: its name, description and
+// input schema, and the typed functions the pipeline calls. Build one with
+// Def.
+type Op struct {
+	Name        string
+	Description string
+	// ReadOnly is true when the operation never changes a repository.
+	ReadOnly bool
+	// Agent is false for operations people use but agents must not see as
+	// MCP tools.
+	Agent bool
+	// InputSchema is the JSON schema of the arguments object.
+	InputSchema *jsonschema.Schema
+
+	resolved *jsonschema.Resolved
+	inType   reflect.Type
+	decode   func(raw json.RawMessage) (any, error)
+	repoOf   func(in any) string
+	prepare  func(ctx context.Context, c *Call, in any) (*Plan, error)
+}
+
+// Spec declares an operation for Def.
+type Spec[In any] struct {
+	Name        string
+	Description string
+	ReadOnly    bool
+	// Human hides the operation from agents (no MCP tool).
+	Human bool
+	// Repo returns the repo_id of an input; nil for operations without a
+	// repository. The pipeline resolves it (REPOSITORY_NOT_REGISTERED)
+	// before Prepare.
+	Repo func(In) string
+	// Prepare validates the input and plans the operation: what the gate
+	// sees and what runs once it allows. It must not change anything.
+	Prepare func(ctx context.Context, c *Call, in In) (*Plan, error)
+}
+
+// Plan is a prepared operation.
+type Plan struct {
+	// Gate is what the gate sees. Tool defaults to the operation's name;
+	// Repo and Root come from the call.
+	Gate govern.Input
+	// Escalate lets an escalation through to Run (run_check runs its
+	// unfocused checks as durable jobs itself); Run reads the decision
+	// from the call.
+	Escalate bool
+	// Steps are the prepared steps of a composite operation (batch,
+	// read_lanes) that runs only when every step passes: the pipeline adds
+	// their gate inputs to Gate.Steps, answers the first refused step's
+	// error (naming its index and kind) before anything executes, and
+	// gives each step its gate answer.
+	Steps []*Step
+	// Run executes the operation; nil for writes.
+	Run func(ctx context.Context) (any, error)
+	// Write executes the operation under the request ledger and a lease
+	// (see Call.Write); nil for reads.
+	Write *Txn
+	// Breakdown reports the latency segments in the result.
+	Breakdown bool
+}
+
+// Def builds an Op from a typed spec. It panics on a schema that cannot be
+// built: a programming error caught by the registry's tests.
+func Def[In any](s Spec[In]) Op {
+	schema, err := jsonschema.For[In](&jsonschema.ForOptions{})
+	if err != nil {
+		panic(fmt.Sprintf("op %s: schema: %v", s.Name, err))
+	}
+	schema.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("op %s: resolve schema: %v", s.Name, err))
+	}
+	if s.Prepare == nil {
+		panic(fmt.Sprintf("op %s: no Prepare", s.Name))
+	}
+	o := Op{
+		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human,
+		InputSchema: schema, resolved: resolved, inType: reflect.TypeFor[In](),
+		decode: func(raw json.RawMessage) (any, error) {
+			var in In
+			if len(bytes.TrimSpace(raw)) > 0 {
+				dec := json.NewDecoder(bytes.NewReader(raw))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&in); err != nil {
+					return nil, errs.New(errs.InvalidArgument, "%s: %v", s.Name, cleanJSONErr(err))
+				}
+			}
+			return in, nil
+		},
+		prepare: func(ctx context.Context, c *Call, in any) (*Plan, error) { return s.Prepare(ctx, c, in.(In)) },
+	}
+	if s.Repo != nil {
+		o.repoOf = func(in any) string { return s.Repo(in.(In)) }
+	}
+	return o
+}
+
+// Decode validates raw against the input schema (unknown fields, wrong
+// types and missing required fields are INVALID_ARGUMENT) and decodes it
+// strictly into the operation's input type.
+func (o *Op) Decode(raw json.RawMessage) (any, error) {
+	raw = normArgs(raw)
+	if err := o.Validate(raw); err != nil {
+		return nil, err
+	}
+	return o.decode(raw)
+}
+
+// Validate checks args against the input schema without running anything.
+func (o *Op) Validate(args json.RawMessage) error {
+	args = normArgs(args)
+	var inst any
+	if err := json.Unmarshal(args, &inst); err != nil {
+		return errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return errs.New(errs.InvalidArgument, "%s: arguments must be a JSON object", o.Name)
+	}
+	if err := o.resolved.Validate(inst); err != nil {
+		return errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
+	}
+	return nil
+}
+
+// normArgs treats absent and null arguments as the empty object.
+func normArgs(args json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(args)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// cleanJSONErr drops encoding/json's prefix from a decoding error.
+func cleanJSONErr(err error) string {
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// Txn is a write: the mutation engine (Call.Write) records it in the
+// request ledger, takes a lease over Keys, runs it fenced, and records the
+// receipt.
+type Txn struct {
+	// Op names the operation in the ledger, the lease and the receipt.
+	Op        string
+	RequestID string
+	// Hashed are the arguments the ledger hashes (without timing and
+	// approval fields) to tell a replay from a conflict.
+	Hashed any
+	// Paths are the rel paths the write may touch (reported with current
+	// digests when its outcome is unknown); Keys the resource keys to lease.
+	Paths []string
+	Keys  []string
+	// Wait is how long to wait for busy keys (0 = MUTATION_BUSY at once).
+	Wait time.Duration
+	// Run writes under the lease l and records what it wrote in r.
+	Run func(ctx context.Context, l runtime.Lease, r *Receipt) error
+	// Result builds the operation's result around the finished receipt
+	// and returns the receipt inside it; wrote false means nothing was
+	// written (the request is recorded as failed, so a retry may run).
+	Result func(r *Receipt) (out any, rec *Receipt, wrote bool)
+	// Replay decodes the result stored by an earlier success.
+	Replay func(stored json.RawMessage) (any, error)
+}

@@ -1,0 +1,390 @@
+package op
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+)
+
+// Pipeline is the one path every surface (MCP, HTTP, CLI, the embedding
+// facade, batch steps and lanes) runs an operation through:
+//
+//	decode -> resolve repository -> prepare -> gate (once) -> execute -> trace, receipt
+//
+// Decoding is strict (the JSON surfaces; the facade passes typed input).
+// Prepare validates and plans without changing anything. The gate sees the
+// plan and decides once, for the operation and each of its steps. Execution
+// runs the plan's Run, or its Write through the mutation engine (request
+// ledger, lease, fenced write, receipt). The trace charges every moment to
+// one latency segment; a kept receipt is stored after the trace finishes.
+type Pipeline struct {
+	reg *Registry
+	env *Env
+
+	closed   atomic.Bool
+	inflight sync.WaitGroup
+
+	mu       sync.Mutex // protects admitted
+	admitted map[string]*Step
+}
+
+// NewPipeline returns the pipeline of reg's operations over env.
+func NewPipeline(reg *Registry, env *Env) *Pipeline {
+	return &Pipeline{reg: reg, env: env, admitted: map[string]*Step{}}
+}
+
+// Registry returns the operations.
+func (p *Pipeline) Registry() *Registry { return p.reg }
+
+// Env returns the environment operations run with.
+func (p *Pipeline) Env() *Env { return p.env }
+
+// Enter marks work in flight (an operation, or a facade method that is not
+// one); it fails with UNAVAILABLE once Close has begun. Call the returned
+// function when the work ends.
+func (p *Pipeline) Enter() (func(), error) {
+	if p.closed.Load() {
+		return nil, errs.New(errs.Unavailable, "harness is shutting down")
+	}
+	p.inflight.Add(1)
+	if p.closed.Load() {
+		p.inflight.Done()
+		return nil, errs.New(errs.Unavailable, "harness is shutting down")
+	}
+	return p.inflight.Done, nil
+}
+
+// Close stops accepting work and waits, up to ctx, for what is in flight.
+// It reports whether everything ended.
+func (p *Pipeline) Close(ctx context.Context) bool {
+	p.closed.Store(true)
+	done := make(chan struct{})
+	go func() { p.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Closed reports whether Close has begun.
+func (p *Pipeline) Closed() bool { return p.closed.Load() }
+
+// Call runs the named operation with raw JSON arguments.
+func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (any, error) {
+	o, ok := p.reg.Lookup(name)
+	if !ok {
+		return nil, errs.New(errs.NotFound, "unknown operation %q (see the tool list, or harness ops)", name).With("operation", name)
+	}
+	in, err := o.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return p.run(ctx, o, in)
+}
+
+// Invoke runs the named operation with its typed input (the facade).
+func (p *Pipeline) Invoke(ctx context.Context, name string, in any) (any, error) {
+	o, ok := p.reg.Lookup(name)
+	if !ok {
+		return nil, errs.New(errs.NotFound, "unknown operation %q", name).With("operation", name)
+	}
+	if reflect.TypeOf(in) != o.inType {
+		return nil, errs.New(errs.Internal, "%s takes %s, not %T", name, o.inType, in)
+	}
+	return p.run(ctx, o, in)
+}
+
+// Invoke runs an operation through p and returns its typed result.
+func Invoke[Out any](ctx context.Context, p *Pipeline, name string, in any) (Out, error) {
+	var zero Out
+	v, err := p.Invoke(ctx, name, in)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := v.(Out)
+	if !ok {
+		return zero, errs.New(errs.Internal, "%s returned %T, not %T", name, v, zero)
+	}
+	return out, nil
+}
+
+func (p *Pipeline) run(ctx context.Context, o *Op, in any) (any, error) {
+	leave, err := p.Enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	tr := StartTrace()
+	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	if o.repoOf != nil {
+		if err := c.resolve(o.repoOf(in)); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := o.prepare(ctx, c, in)
+	if err != nil {
+		return nil, err
+	}
+	c.Mark(SegRouting)
+	gin := c.gateInput(plan.Gate)
+	for _, s := range plan.Steps {
+		gin.Steps = append(gin.Steps, s.GateInput())
+	}
+	res, gerr := p.env.Gov.Gate(ctx, gin)
+	c.gated = res
+	if gerr != nil && !(plan.Escalate && res.Decision.Outcome == mediate.Escalate) {
+		return nil, gerr
+	}
+	if err := admitSteps(plan.Steps, res); err != nil {
+		return nil, err
+	}
+	c.Mark(SegPolicy)
+	out, err := c.execute(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	if v := reflect.ValueOf(out); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return nil, errs.New(errs.Internal, "%s returned no result", o.Name)
+	}
+	lat := tr.Finish(c.final, plan.Breakdown)
+	if c.receipt != nil {
+		c.receipt.LatencyMs = lat.TotalMs
+		if err := c.persistReceipt(*c.receipt); err != nil {
+			if w, ok := out.(warner); ok {
+				w.Warn("the write succeeded but its receipt could not be stored: " + err.Error())
+			}
+		}
+	}
+	if m, ok := out.(metaSetter); ok {
+		m.SetMeta(Meta{Route: c.route, Latency: lat})
+	}
+	return out, nil
+}
+
+// Call is one operation in flight: what the pipeline resolved for it and
+// what its stages record.
+type Call struct {
+	Env *Env
+	Op  *Op
+	// Repo and Root are the resolved repository (operations with a Repo).
+	Repo runtime.RepoEntry
+	Root *pathsafe.Root
+	// InBatch is set for a step of a batch or read_lanes: it was prepared
+	// before the steps ahead of it ran.
+	InBatch bool
+
+	pipe    *Pipeline
+	trace   *Trace
+	gated   govern.Result
+	route   string
+	final   Segment
+	receipt *Receipt
+}
+
+func (c *Call) resolve(repoID string) error {
+	r, err := c.Env.Repo(repoID)
+	if err != nil {
+		return err
+	}
+	root, err := c.Env.Root(r)
+	if err != nil {
+		return err
+	}
+	c.Repo, c.Root = r, root
+	return nil
+}
+
+// HasRepo reports whether the call resolved a repository.
+func (c *Call) HasRepo() bool { return c.Root != nil }
+
+// Mark charges the time since the previous mark to s.
+func (c *Call) Mark(s Segment) { c.trace.Mark(s) }
+
+// FinishIn charges the time left after the operation returns to s (default
+// Execution).
+func (c *Call) FinishIn(s Segment) { c.final = s }
+
+// SetRoute sets the route the result reports (default "fast").
+func (c *Call) SetRoute(route string) { c.route = route }
+
+// Gated returns what the gate decided.
+func (c *Call) Gated() govern.Result { return c.gated }
+
+// Pipeline returns the pipeline the call runs in.
+func (c *Call) Pipeline() *Pipeline { return c.pipe }
+
+// gateInput fills in what the gate needs from the call.
+func (c *Call) gateInput(g govern.Input) govern.Input {
+	if g.Tool == "" {
+		g.Tool = c.Op.Name
+	}
+	if c.HasRepo() {
+		repo := c.Repo.Repo
+		g.Repo = &repo
+		if g.Root == nil {
+			g.Root = c.Root
+		}
+	}
+	return g
+}
+
+func (c *Call) execute(ctx context.Context, plan *Plan) (any, error) {
+	switch {
+	case plan.Write != nil:
+		return c.Write(ctx, *plan.Write)
+	case plan.Run != nil:
+		return plan.Run(ctx)
+	}
+	return nil, errs.New(errs.Internal, "%s planned nothing to run", c.Op.Name)
+}
+
+// admitSteps gives each step its gate answer, or returns the first refusal.
+func admitSteps(steps []*Step, res govern.Result) error {
+	for i, s := range steps {
+		if i >= len(res.Steps) {
+			return errs.New(errs.Internal, "the gate did not decide step %d", i)
+		}
+		if err := res.Steps[len(res.Steps)-len(steps)+i].Err; err != nil {
+			return StepError(err, s.Index, s.Kind)
+		}
+	}
+	for i, s := range steps {
+		s.Call.gated = res.Steps[len(res.Steps)-len(steps)+i].Result
+	}
+	return nil
+}
+
+// StepError adds a step's index and kind to err.
+func StepError(err error, i int, kind string) error {
+	e := errs.From(err)
+	out := *e
+	out.Message = "step " + strconv.Itoa(i) + " (" + kind + "): " + e.Message
+	return out.With("step", i).With("kind", kind)
+}
+
+// Step is one prepared step of a batch or read_lanes.
+type Step struct {
+	Index int
+	Kind  string
+	Raw   json.RawMessage
+	Call  *Call
+	Plan  *Plan
+}
+
+// PrepareStep decodes and prepares a step of parent's composite operation:
+// the named operation in parent's repository. It gates nothing: the
+// parent's gate input carries the step's (GateInput).
+func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kind string, raw json.RawMessage) (*Step, error) {
+	o, ok := p.reg.Lookup(kind)
+	if !ok || !o.Agent {
+		return nil, errs.New(errs.InvalidArgument, "unknown step kind %q", kind)
+	}
+	in, err := o.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := &Call{Env: p.env, Op: o, pipe: p, Repo: parent.Repo, Root: parent.Root, InBatch: true, route: "fast", final: SegExecution}
+	tr := StartTrace()
+	c.trace = &tr
+	plan, err := o.prepare(ctx, c, in)
+	if err != nil {
+		return nil, err
+	}
+	return &Step{Index: index, Kind: kind, Raw: raw, Call: c, Plan: plan}, nil
+}
+
+// GateInput is the step's input to its parent's gate.
+func (s *Step) GateInput() govern.Input { return s.Call.gateInput(s.Plan.Gate) }
+
+// Run runs a read step whose gate its parent passed, with a trace of its
+// own, and returns its result.
+func (s *Step) Run(ctx context.Context) (any, error) {
+	if s.Plan.Run == nil {
+		return nil, errs.New(errs.Internal, "step %d (%s) is not a read", s.Index, s.Kind)
+	}
+	tr := StartTrace()
+	s.Call.trace = &tr
+	out, err := s.Plan.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := out.(metaSetter); ok {
+		m.SetMeta(Meta{Route: s.Call.route, Latency: tr.Finish(s.Call.final, s.Plan.Breakdown)})
+	}
+	return out, nil
+}
+
+// Admit records a step its parent's gate allowed, so a lane may run it
+// (RunAdmitted) from a message that carries only its spec. Forget the
+// group when the parent returns.
+func (p *Pipeline) Admit(group string, s *Step) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.admitted[group+"/"+strconv.Itoa(s.Index)] = s
+}
+
+// Forget drops a group's admissions that did not run.
+func (p *Pipeline) Forget(group string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range n {
+		delete(p.admitted, group+"/"+strconv.Itoa(i))
+	}
+}
+
+// RunAdmitted runs the step a lane was handed: only one the gate admitted
+// (Admit) with exactly these arguments, and only once.
+func (p *Pipeline) RunAdmitted(ctx context.Context, group string, index int, kind string, args json.RawMessage) (json.RawMessage, error) {
+	key := group + "/" + strconv.Itoa(index)
+	p.mu.Lock()
+	s := p.admitted[key]
+	delete(p.admitted, key)
+	p.mu.Unlock()
+	if s == nil || s.Kind != kind || !sameArgs(kind, s.Raw, args) {
+		return nil, errs.New(errs.PolicyDenied, "step %d (%s) of %s was not admitted by the gate", index, kind, group)
+	}
+	leave, err := p.Enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	out, err := s.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "encode step result: %v", err)
+	}
+	return b, nil
+}
+
+func sameArgs(kind string, a, b json.RawMessage) bool {
+	ha, err1 := ledger.InputHash(kind, a)
+	hb, err2 := ledger.InputHash(kind, b)
+	return err1 == nil && err2 == nil && ha == hb
+}
+
+// NewCall returns a call in a repository for work an operation started
+// that runs outside any request (an unfocused check's job). It crosses no
+// gate: the operation that started the work did.
+func (p *Pipeline) NewCall(repoID string) (*Call, error) {
+	tr := StartTrace()
+	c := &Call{Env: p.env, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	if err := c.resolve(repoID); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

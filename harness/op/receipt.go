@@ -1,0 +1,45 @@
+package op
+
+import (
+	"time"
+
+	"github.com/harnessd/harnessd/internal/patch"
+)
+
+// Receipt records one mutation: who wrote what under which fencing token.
+type Receipt struct {
+	ReceiptID     string            `json:"receipt_id"`
+	RequestID     string            `json:"request_id"`
+	Operation     string            `json:"operation"`
+	RepoID        string            `json:"repo_id"`
+	CheckoutID    string            `json:"checkout_id"`
+	LeaseID       string            `json:"lease_id"`
+	FencingToken  uint64            `json:"fencing_token"`
+	FencingTokens map[string]uint64 `json:"fencing_tokens"`
+	Changes       []patch.Change    `json:"changes"`
+	HeadBefore    string            `json:"head_before,omitempty"`
+	HeadAfter     string            `json:"head_after,omitempty"`
+	Commit        string            `json:"commit,omitempty"`
+	HooksRan      *bool             `json:"hooks_ran,omitempty"`
+	At            time.Time         `json:"at"`
+	LatencyMs     float64           `json:"latency_ms"`
+}
+
+// MutationResult is the result of apply_patch, git_stage, git_commit and
+// patch_proposal_integrate.
+type MutationResult struct {
+	Receipt
+	// Replayed is true when this request_id already succeeded: the stored
+	// result is returned and nothing ran again.
+	Replayed bool `json:"replayed"`
+	// Warnings report bookkeeping that failed beside a successful write
+	// (ledger or receipt persistence); the write itself happened.
+	Warnings []string `json:"warnings,omitempty"`
+	Meta
+}
+
+// Warn adds a warning to the result.
+func (m *MutationResult) Warn(w string) { m.Warnings = append(m.Warnings, w) }
+
+// warner is a result that takes warnings of the engine.
+type warner interface{ Warn(string) }

@@ -1,0 +1,247 @@
+// Package command holds run_command (a read-only command on the Fast
+// Path) and route_explain (the routing decision of any operation).
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/classify"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/route"
+)
+
+// Ops returns run_command and route_explain.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", ReadOnly: true,
+			Description: "Run a read-only command given as a typed argv (no shell string) on the Fast Path, bounded in time and output. Writing, unknown or long commands answer ROUTE_DURABLE_REQUIRED; destructive or remote-writing ones ROUTE_REJECTED.",
+			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
+		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", ReadOnly: true,
+			Description: "Explain how harnessd would route an operation (fast, durable or reject) and why, without executing anything.",
+			Prepare:     routeExplain}),
+	}
+}
+
+// RunCommandArgs are the arguments of run_command.
+type RunCommandArgs struct {
+	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
+	Argv                    []string `json:"argv" jsonschema:"program and arguments, e.g. [\"git\",\"log\",\"--oneline\",\"-5\"]; no shell string"`
+	Cwd                     string   `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root"`
+	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, Fast Path maximum 15000"`
+	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this command"`
+	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+}
+
+// RunCommandResult is the result of run_command.
+type RunCommandResult struct {
+	proc.Result
+	CommandClass string `json:"command_class"`
+	Redactions   int    `json:"redactions,omitempty"`
+	// TreeChanged is true when the work tree's status differs after the
+	// command: a "readonly" command changed files.
+	TreeChanged bool     `json:"tree_changed"`
+	Warnings    []string `json:"warnings,omitempty"`
+	// RunID identifies this run (loop detection names earlier runs by it).
+	RunID string `json:"run_id"`
+	op.Meta
+}
+
+// Fast Path command limits.
+const (
+	// FastTimeoutDefault is a Fast Path command's timeout when it names none.
+	FastTimeoutDefault = 10 * time.Second
+	fastTimeoutMax     = 15 * time.Second
+)
+
+func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan, error) {
+	if len(args.Argv) == 0 || args.Argv[0] == "" {
+		return nil, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
+	}
+	if args.TimeoutMs < 0 {
+		return nil, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
+	}
+	root := c.Root
+	plan := &op.Plan{Breakdown: args.IncludeLatencyBreakdown,
+		Gate: govern.Input{Argv: args.Argv, TimeoutMs: args.TimeoutMs, Args: args, ApprovalID: args.ApprovalID}}
+	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs})
+	if d.Mode != route.Fast {
+		// Not for the Fast Path: the gate says how (reject, escalate or
+		// ask); should it allow, the route still refuses.
+		plan.Run = func(context.Context) (any, error) { return nil, op.RouteError(d) }
+		return plan, nil
+	}
+	c.Mark(op.SegRouting)
+	if err := root.CheckArgv(args.Argv); err != nil {
+		return nil, err
+	}
+	dir, _, err := root.Dir(args.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	c.Mark(op.SegPolicy)
+	if c.InBatch {
+		// A step is prepared before the steps ahead of it run: its tree is
+		// known only when it runs, so it snapshots then, and its loop check
+		// (the one part of the gate that needs the tree) runs then too.
+		plan.Run = func(ctx context.Context) (any, error) {
+			before, err := TreeDigest(ctx, c.Env.Git, root.Path())
+			if err != nil {
+				return nil, err
+			}
+			c.Mark(op.SegSnapshot)
+			in := plan.Gate
+			in.Tool, in.TreeRevision = c.Op.Name, before
+			if c.HasRepo() {
+				repo := c.Repo.Repo
+				in.Repo = &repo
+			}
+			if err := c.Env.Gov.CheckLoop(in); err != nil {
+				return nil, err
+			}
+			return execute(ctx, c, args, d, dir, before)
+		}
+		return plan, nil
+	}
+	before, err := TreeDigest(ctx, c.Env.Git, root.Path())
+	if err != nil {
+		return nil, err
+	}
+	c.Mark(op.SegSnapshot)
+	plan.Gate.TreeRevision = before
+	plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, before) }
+	return plan, nil
+}
+
+func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, dir, before string) (*RunCommandResult, error) {
+	env := c.Env
+	timeout := FastTimeoutDefault
+	if args.TimeoutMs > 0 {
+		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
+	}
+	argv := shieldArgv(args.Argv, env.Deny.Patterns())
+	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout}
+	if filepath.Base(argv[0]) == "git" {
+		// Agent git commands get the same hardening as harnessd's own:
+		// no pager, hooks, fsmonitor, external diff or repo-defined drivers.
+		cmd := env.Git.Cmd(ctx, dir, argv[1:]...)
+		if cmd.Err != nil {
+			return nil, cmd.Err
+		}
+		spec.Argv, spec.Env = cmd.Args, proc.ScrubEnv(cmd.Env, nil)
+	}
+	res, err := proc.Run(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c.Mark(op.SegExecution)
+	out := &RunCommandResult{Result: res, CommandClass: d.CommandClass}
+	var n1, n2 int
+	out.Stdout.Text, n1 = env.Redactor.String(res.Stdout.Text)
+	out.Stderr.Text, n2 = env.Redactor.String(res.Stderr.Text)
+	out.Redactions = n1 + n2
+	after, err := TreeDigest(ctx, env.Git, c.Root.Path())
+	if err != nil {
+		out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
+	} else if after != before {
+		out.TreeChanged = true
+		out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran")
+		env.Logger.Warn("read-only command changed the work tree")
+	}
+	if res.TimedOut {
+		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
+	}
+	out.RunID = "run_" + strconv.FormatInt(env.Now().UnixNano(), 36)
+	failed := res.ExitCode != 0 || res.TimedOut
+	env.Gov.LoopRecord(loop.Observation{Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID, Failed: failed,
+		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
+	if failed {
+		env.Gov.NoteFailure(c.Repo.Repo.ID)
+	}
+	c.FinishIn(op.SegReceipt)
+	return out, nil
+}
+
+// TreeDigest fingerprints the work tree: the porcelain status plus the size
+// and modification time of every changed or untracked file, so a change to
+// an already-modified file shows too.
+func TreeDigest(ctx context.Context, git *gitx.Git, root string) (string, error) {
+	st, err := git.Status(ctx, root)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.New()
+	add := func(s string) { sum.Write([]byte(s)); sum.Write([]byte{0}) }
+	add(st.Head)
+	stamp := func(rel string) {
+		add(rel)
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+			add(strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + ":" + fi.Mode().String())
+		}
+	}
+	for _, es := range [][]gitx.Entry{st.Staged, st.Unstaged, st.Conflicted} {
+		for _, e := range es {
+			add(e.Status)
+			stamp(e.Path)
+		}
+	}
+	for _, p := range st.Untracked {
+		stamp(p)
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+// RouteExplainArgs are the arguments of route_explain.
+type RouteExplainArgs struct {
+	Tool         string             `json:"tool" jsonschema:"operation name, e.g. run_command, read_file, apply_patch, job_start, batch"`
+	Argv         []string           `json:"argv,omitempty" jsonschema:"for run_command, run_check and job_start"`
+	TimeoutMs    int                `json:"timeout_ms,omitempty"`
+	Writes       bool               `json:"writes,omitempty" jsonschema:"the operation declares workspace writes"`
+	Deliverables int                `json:"deliverables,omitempty" jsonschema:"independent deliverables the request declares"`
+	Steps        []RouteExplainStep `json:"steps,omitempty" jsonschema:"for batch: the steps, routed together"`
+}
+
+// RouteExplainStep is one step of a batch in route_explain.
+type RouteExplainStep struct {
+	Tool      string   `json:"tool"`
+	Argv      []string `json:"argv,omitempty"`
+	TimeoutMs int      `json:"timeout_ms,omitempty"`
+	Writes    bool     `json:"writes,omitempty"`
+}
+
+// RouteExplainResult is the result of route_explain.
+type RouteExplainResult struct {
+	Decision route.Decision   `json:"decision"`
+	Command  *classify.Result `json:"command,omitempty"`
+	op.Meta
+}
+
+func routeExplain(_ context.Context, c *op.Call, args RouteExplainArgs) (*op.Plan, error) {
+	if args.Tool == "" {
+		return nil, errs.New(errs.InvalidArgument, "tool is required")
+	}
+	c.SetRoute("none")
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(context.Context) (any, error) {
+		req := route.Request{Tool: args.Tool, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes, Deliverables: args.Deliverables}
+		for _, s := range args.Steps {
+			req.Steps = append(req.Steps, route.Request{Tool: s.Tool, Argv: s.Argv, TimeoutMs: s.TimeoutMs, Writes: s.Writes})
+		}
+		out := &RouteExplainResult{Decision: route.Decide(req)}
+		if len(args.Argv) > 0 {
+			cl := classify.Argv(args.Argv)
+			out.Command = &cl
+		}
+		c.FinishIn(op.SegRouting)
+		return out, nil
+	}}, nil
+}

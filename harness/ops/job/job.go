@@ -1,0 +1,404 @@
+// Package job holds the Durable Path operations: job_start, job_status,
+// job_logs, job_cancel, job_list and job_clean.
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Job limits.
+const (
+	timeoutDefault = 600
+	timeoutMax     = 86400
+	retryMax       = 5
+	waitMax        = 600
+	listDefault    = 50
+	listMax        = 1000
+	logChunk       = 256 << 10
+)
+
+// Ops returns the job operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[JobStartArgs]{Name: "job_start",
+			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
+			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
+		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", ReadOnly: true,
+			Description: "A durable job's state and result (exit code, duration, output sizes, failure summary, redacted output tail). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
+			Prepare:     status}),
+		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", ReadOnly: true,
+			Description: "Read a durable job's stdout or stderr log (redacted) from a byte offset, or its last bytes with tail. eof is true once the job finished and the offset reached the end.",
+			Prepare:     logs}),
+		op.Def(op.Spec[JobCancelArgs]{Name: "job_cancel",
+			Description: "Cancel a durable job: a queued job ends at once, a running one once its whole process tree is killed. Idempotent on finished jobs.",
+			Prepare:     cancel}),
+		op.Def(op.Spec[JobListArgs]{Name: "job_list", ReadOnly: true,
+			Description: "List durable jobs, newest first, optionally of one repository or in one state.",
+			Prepare:     list}),
+		op.Def(op.Spec[JobCleanArgs]{Name: "job_clean",
+			Description: "Remove the worktrees kept for inspection after failed, cancelled or interrupted jobs (older_than_s: only those of jobs that ended at least that long ago). They are removed automatically 24 h after the job ended.",
+			Prepare:     clean}),
+	}
+}
+
+// Spec is a job to start: what job_start validated, or an unfocused check.
+type Spec struct {
+	Argv      []string
+	Cwd       string // rel to the root
+	TimeoutS  int
+	Isolation string
+	Writes    bool
+	RetryMax  int
+	RequestID string
+	// Hashed are the arguments the ledger hashes for RequestID.
+	Hashed any
+}
+
+// Start starts a job in c's repository under the request ledger (a retry
+// with the same request_id returns the same job, Replayed). It crosses no
+// gate: job_start's own gate, or run_check's, decided before.
+func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
+	if s.RequestID == "" {
+		return nil, errs.New(errs.RequestIDRequired, "job_start needs a request_id (any unique string up to 255 characters) so a retry returns the same job instead of starting another")
+	}
+	if err := ledger.ValidateRequestID(s.RequestID); err != nil {
+		return nil, err
+	}
+	hash, err := ledger.InputHash("job_start", s.Hashed)
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
+	}
+	env := c.Env
+	c.SetRoute("durable")
+	begun, err := env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: s.RequestID, Operation: "job_start", InputHash: hash})
+	if err != nil {
+		return nil, err
+	}
+	if begun.Replay {
+		var stored struct {
+			JobID string `json:"job_id"`
+		}
+		if err := json.Unmarshal(begun.Entry.Result, &stored); err != nil || stored.JobID == "" {
+			return nil, errs.New(errs.Internal, "stored result of request %q has no job_id", s.RequestID)
+		}
+		j, err := env.RT.Jobs.Get(ctx, stored.JobID)
+		if err != nil {
+			return nil, err
+		}
+		r := Result(j)
+		r.Replayed = true
+		c.FinishIn(op.SegSnapshot)
+		return r, nil
+	}
+	id := newJobID(env.Now())
+	e := c.Repo
+	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
+		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
+		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
+		Isolation: s.Isolation, Writes: s.Writes, RetryMax: s.RetryMax,
+	})
+	if err != nil {
+		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
+			env.Logger.Warn("ledger: record failure")
+		}
+		return nil, err
+	}
+	stored, _ := json.Marshal(map[string]string{"job_id": id})
+	if err := env.Ledger.Complete(context.Background(), s.RequestID, stored); err != nil {
+		env.Logger.Warn("ledger: record job start")
+	}
+	return Result(j), nil
+}
+
+func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
+	if len(args.Argv) == 0 || args.Argv[0] == "" {
+		return nil, errs.New(errs.InvalidArgument, "argv is empty: give the command and its arguments")
+	}
+	timeout := args.TimeoutS
+	switch {
+	case timeout < 0 || timeout > timeoutMax:
+		return nil, errs.New(errs.InvalidArgument, "timeout_s %d: must be between 1 and %d", timeout, timeoutMax)
+	case timeout == 0:
+		timeout = timeoutDefault
+	}
+	iso := args.Isolation
+	switch iso {
+	case "":
+		iso = messages.JobIsolationNone
+	case messages.JobIsolationNone, messages.JobIsolationWorktree:
+	default:
+		return nil, errs.New(errs.InvalidArgument, "isolation %q: must be none or worktree", iso)
+	}
+	retry := 0
+	if args.Retry != nil {
+		if args.Retry.Max < 0 || args.Retry.Max > retryMax {
+			return nil, errs.New(errs.InvalidArgument, "retry.max %d: must be between 0 and %d", args.Retry.Max, retryMax)
+		}
+		retry = args.Retry.Max
+	}
+	_, cwd, err := c.Root.Dir(args.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	if cwd != "" {
+		paths = []string{cwd}
+	}
+	hashed := args
+	hashed.RequestID = ""
+	spec := Spec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
+	c.SetRoute("durable")
+	return &op.Plan{
+		Gate: govern.Input{Argv: args.Argv, Paths: paths, TimeoutMs: timeout * 1000, Writes: args.Writes, Args: hashed},
+		Run:  func(ctx context.Context) (any, error) { return Start(ctx, c, spec) },
+	}, nil
+}
+
+// JobStatusArgs are the arguments of job_status.
+type JobStatusArgs struct {
+	JobID string `json:"job_id" jsonschema:"job id from job_start"`
+	WaitS int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds (max 600) for the job to finish"`
+}
+
+func status(_ context.Context, c *op.Call, args JobStatusArgs) (*op.Plan, error) {
+	if err := ValidID(args.JobID); err != nil {
+		return nil, err
+	}
+	if args.WaitS < 0 || args.WaitS > waitMax {
+		return nil, errs.New(errs.InvalidArgument, "wait_s %d: must be between 0 and %d", args.WaitS, waitMax)
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		j, err := Wait(ctx, c, args.JobID, time.Duration(args.WaitS)*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		return Result(j), nil
+	}}, nil
+}
+
+// Wait polls a job until it is final or wait elapsed, reporting progress
+// every second. A shutting-down harness or a done context ends the wait
+// with the current state.
+func Wait(ctx context.Context, c *op.Call, id string, wait time.Duration) (messages.Job, error) {
+	jobs := c.Env.RT.Jobs
+	j, err := jobs.Get(ctx, id)
+	if err != nil || wait <= 0 || Final(j.State) {
+		return j, err
+	}
+	start := time.Now()
+	deadline := start.Add(wait)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	lastReport := start
+	for {
+		select {
+		case <-ctx.Done():
+			return j, nil
+		case <-poll.C:
+		}
+		if c.Pipeline().Closed() {
+			return j, nil
+		}
+		nj, err := jobs.Get(ctx, id)
+		if err != nil {
+			return j, err
+		}
+		j = nj
+		now := time.Now()
+		if Final(j.State) || !now.Before(deadline) {
+			return j, nil
+		}
+		if now.Sub(lastReport) >= time.Second {
+			lastReport = now
+			op.Report(ctx, now.Sub(start).Seconds(), wait.Seconds(), fmt.Sprintf("%s: %.1fs, %s of output",
+				j.State, j.DurationMs/1000, humanBytes(j.StdoutBytes+j.StderrBytes)))
+		}
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// JobLogsArgs are the arguments of job_logs.
+type JobLogsArgs struct {
+	JobID  string `json:"job_id" jsonschema:"job id from job_start"`
+	Stream string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the (redacted) stream to read from"`
+	Tail   int64  `json:"tail,omitempty" jsonschema:"read the last this many bytes instead (ignores offset)"`
+}
+
+// JobLogsResult is the result of job_logs.
+type JobLogsResult struct {
+	JobID      string `json:"job_id"`
+	Stream     string `json:"stream"`
+	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"next_offset"`
+	Total      int64  `json:"total"`
+	State      string `json:"state"`
+	EOF        bool   `json:"eof"`
+	op.Meta
+}
+
+func logs(_ context.Context, c *op.Call, args JobLogsArgs) (*op.Plan, error) {
+	if err := ValidID(args.JobID); err != nil {
+		return nil, err
+	}
+	name := ""
+	switch args.Stream {
+	case "", "stdout":
+		args.Stream, name = "stdout", "stdout.log"
+	case "stderr":
+		name = "stderr.log"
+	default:
+		return nil, errs.New(errs.InvalidArgument, "stream %q: must be stdout or stderr", args.Stream)
+	}
+	if args.Offset < 0 || args.Tail < 0 {
+		return nil, errs.New(errs.InvalidArgument, "offset and tail must not be negative")
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		j, err := c.Env.RT.Jobs.Get(ctx, args.JobID)
+		if err != nil {
+			return nil, err
+		}
+		out := &JobLogsResult{JobID: j.ID, Stream: args.Stream, Offset: args.Offset, State: j.State}
+		data, next, total, err := ReadLog(j.LogDir, name, args.Offset, args.Tail)
+		if err != nil {
+			return nil, err
+		}
+		out.Data, out.NextOffset, out.Total = string(data), next, total
+		if args.Tail > 0 {
+			out.Offset = max(total-args.Tail, 0)
+		}
+		out.EOF = Final(j.State) && next >= total
+		return out, nil
+	}}, nil
+}
+
+// ReadLog reads a job log, at most 256 KiB; a log that does not exist yet
+// (queued job) reads as empty.
+func ReadLog(dir, name string, offset, tail int64) ([]byte, int64, int64, error) {
+	data, next, total, err := joblog.Read(dir, name, offset, tail)
+	if err != nil && errs.CodeOf(err) == errs.NotFound {
+		return nil, offset, 0, nil
+	}
+	if err != nil {
+		if _, serr := os.Stat(dir + "/" + name); os.IsNotExist(serr) {
+			return nil, offset, 0, nil
+		}
+	}
+	if len(data) > logChunk {
+		data = data[:logChunk]
+		next = offset + logChunk
+	}
+	return data, next, total, err
+}
+
+// JobCancelArgs are the arguments of job_cancel.
+type JobCancelArgs struct {
+	JobID string `json:"job_id" jsonschema:"job id from job_start"`
+}
+
+func cancel(_ context.Context, c *op.Call, args JobCancelArgs) (*op.Plan, error) {
+	if err := ValidID(args.JobID); err != nil {
+		return nil, err
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		j, err := c.Env.RT.Jobs.Cancel(ctx, args.JobID)
+		if err != nil {
+			return nil, err
+		}
+		return Result(j), nil
+	}}, nil
+}
+
+// JobListArgs are the arguments of job_list.
+type JobListArgs struct {
+	RepoID string `json:"repo_id,omitempty" jsonschema:"only jobs of this repository"`
+	State  string `json:"state,omitempty" jsonschema:"only jobs in this state (queued, running, succeeded, failed, timed_out, cancelled, interrupted)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many jobs (default 50, max 1000)"`
+}
+
+// JobListResult is the result of job_list.
+type JobListResult struct {
+	Jobs []*JobResult `json:"jobs"`
+	op.Meta
+}
+
+func list(_ context.Context, c *op.Call, args JobListArgs) (*op.Plan, error) {
+	switch args.State {
+	case "", messages.JobQueued, messages.JobRunning, messages.JobSucceeded, messages.JobFailed,
+		messages.JobTimedOut, messages.JobCancelled, messages.JobInterrupted:
+	default:
+		return nil, errs.New(errs.InvalidArgument, "state %q is not a job state", args.State)
+	}
+	if args.Limit < 0 || args.Limit > listMax {
+		return nil, errs.New(errs.InvalidArgument, "limit %d: must be between 1 and %d", args.Limit, listMax)
+	}
+	if args.Limit == 0 {
+		args.Limit = listDefault
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		jobs, err := c.Env.RT.Jobs.List(ctx, messages.JobList{RepoID: args.RepoID, State: args.State, Limit: args.Limit})
+		if err != nil {
+			return nil, err
+		}
+		out := &JobListResult{Jobs: make([]*JobResult, 0, len(jobs))}
+		for _, j := range jobs {
+			r := Result(j)
+			r.Tail = "" // list stays small; job_status has it
+			out.Jobs = append(out.Jobs, r)
+		}
+		return out, nil
+	}}, nil
+}
+
+// JobCleanArgs are the arguments of job_clean.
+type JobCleanArgs struct {
+	OlderThanS int `json:"older_than_s,omitempty" jsonschema:"only worktrees of jobs that ended at least this many seconds ago (default 0: all)"`
+}
+
+// JobCleanResult is the result of job_clean.
+type JobCleanResult struct {
+	Removed []string `json:"removed"`
+	op.Meta
+}
+
+func clean(_ context.Context, c *op.Call, args JobCleanArgs) (*op.Plan, error) {
+	if args.OlderThanS < 0 {
+		return nil, errs.New(errs.InvalidArgument, "older_than_s must not be negative")
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		var before time.Time
+		if args.OlderThanS > 0 {
+			before = c.Env.Now().Add(-time.Duration(args.OlderThanS) * time.Second)
+		}
+		removed, err := c.Env.RT.Jobs.Clean(ctx, before)
+		if err != nil {
+			return nil, err
+		}
+		if removed == nil {
+			removed = []string{}
+		}
+		return &JobCleanResult{Removed: removed}, nil
+	}}, nil
+}

@@ -1,0 +1,123 @@
+package job
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// RetryPolicy re-runs a job interrupted by a harnessd restart.
+type RetryPolicy struct {
+	Max int `json:"max" jsonschema:"how many times an interrupted job is run again (0-5)"`
+}
+
+// JobStartArgs are the arguments of job_start.
+type JobStartArgs struct {
+	RepoID    string       `json:"repo_id" jsonschema:"repository id from repository_register"`
+	Argv      []string     `json:"argv" jsonschema:"the command and its arguments (no shell string)"`
+	Cwd       string       `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root (default the root)"`
+	TimeoutS  int          `json:"timeout_s,omitempty" jsonschema:"timeout in seconds (default 600, max 86400); the process tree is killed when it expires"`
+	Isolation string       `json:"isolation,omitempty" jsonschema:"none (default: the main checkout) or worktree (a detached git worktree with the checkout's dirty state)"`
+	Writes    bool         `json:"writes,omitempty" jsonschema:"the job writes files; with isolation none it holds the workspace lease while it runs"`
+	RequestID string       `json:"request_id,omitempty" jsonschema:"required: unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
+	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run the job when a harnessd restart interrupted it"`
+}
+
+// JobError is a job's coded error.
+type JobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// JobResult is a durable job's full state.
+type JobResult struct {
+	JobID        string     `json:"job_id"`
+	RepoID       string     `json:"repo_id"`
+	Argv         []string   `json:"argv"`
+	Cwd          string     `json:"cwd,omitempty"`
+	State        string     `json:"state"`
+	Attempt      int        `json:"attempt"`
+	RetryMax     int        `json:"retry_max,omitempty"`
+	TimeoutS     int        `json:"timeout_s"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	Signal       string     `json:"signal,omitempty"`
+	DurationMs   float64    `json:"duration_ms"`
+	TimedOut     bool       `json:"timed_out"`
+	Isolation    string     `json:"isolation"`
+	Worktree     string     `json:"worktree,omitempty"`
+	WorktreeKept bool       `json:"worktree_kept,omitempty"`
+	Writes       bool       `json:"writes"`
+	LeaseID      string     `json:"lease_id,omitempty"`
+	Pid          int        `json:"pid,omitempty"`
+	StdoutBytes  int64      `json:"stdout_bytes"`
+	StderrBytes  int64      `json:"stderr_bytes"`
+	Redactions   int        `json:"redactions"`
+	Summary      []string   `json:"summary,omitempty"`
+	Tail         string     `json:"tail,omitempty"`
+	Error        *JobError  `json:"error,omitempty"`
+	// Replayed is true when job_start's request_id already started this job.
+	Replayed bool `json:"replayed,omitempty"`
+	op.Meta
+}
+
+// Finished reports whether the job reached a final state.
+func (r *JobResult) Finished() bool { return Final(r.State) }
+
+// Final reports whether a job state is final.
+func Final(state string) bool {
+	return state != messages.JobQueued && state != messages.JobRunning
+}
+
+// Result turns a job record into its result.
+func Result(j messages.Job) *JobResult {
+	r := &JobResult{
+		JobID: j.ID, RepoID: j.RepoID, Argv: j.Argv, Cwd: j.Cwd, State: j.State, Attempt: j.Attempt, RetryMax: j.RetryMax,
+		TimeoutS: j.TimeoutS, CreatedAt: j.CreatedAt, ExitCode: j.ExitCode, Signal: j.Signal, DurationMs: j.DurationMs,
+		TimedOut: j.TimedOut, Isolation: j.Isolation, Worktree: j.Worktree, WorktreeKept: j.WorktreeKept, Writes: j.Writes,
+		LeaseID: j.LeaseID, Pid: j.Pid, StdoutBytes: j.StdoutBytes, StderrBytes: j.StderrBytes, Redactions: j.Redactions,
+		Summary: j.Summary, Tail: j.Tail,
+	}
+	if !j.StartedAt.IsZero() {
+		t := j.StartedAt
+		r.StartedAt = &t
+	}
+	if !j.FinishedAt.IsZero() {
+		t := j.FinishedAt
+		r.FinishedAt = &t
+	}
+	if j.Error != nil {
+		r.Error = &JobError{Code: j.Error.Code, Message: j.Error.Message}
+	}
+	return r
+}
+
+// newJobID returns a fresh job id: time-ordered, with 48 random bits.
+func newJobID(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "job_" + strconv.FormatInt(now.UnixNano(), 36) + hex.EncodeToString(b[:])
+}
+
+// ValidID checks a caller-supplied job id before it reaches the store
+// or the file system.
+func ValidID(id string) error {
+	if !strings.HasPrefix(id, "job_") || len(id) > 64 || len(id) <= 4 {
+		return errs.New(errs.InvalidArgument, "job_id %q is not a job id (job_...)", id).With("job_id", id)
+	}
+	for _, c := range id[4:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return errs.New(errs.InvalidArgument, "job_id %q is not a job id (job_...)", id).With("job_id", id)
+		}
+	}
+	return nil
+}
+

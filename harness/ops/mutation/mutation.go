@@ -1,0 +1,319 @@
+// Package mutation holds the Fast Path writes: apply_patch, git_stage and
+// git_commit. Each plans its write (paths, resource keys, the fenced write
+// itself) and hands it to the mutation engine (op.Call.Write); a batch runs
+// the same plans under one lease.
+package mutation
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/lease"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+)
+
+// Commit and stage limits.
+const (
+	maxCommitMessage = 4000
+	maxMutationPaths = 200
+)
+
+// Ops returns the write operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch",
+			Description: "Apply edit operations (replace, create, write, delete) to files of the repository, all-or-nothing with rollback, under a write lease with a fencing token. request_id is required: a retry with the same request_id and input replays the stored result instead of writing twice.",
+			Repo:        func(a ApplyPatchArgs) string { return a.RepoID },
+			Prepare: func(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, error) {
+				w, err := PlanApplyPatch(c, a)
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, hashedPatch(a)), err
+			}}),
+		op.Def(op.Spec[GitStageArgs]{Name: "git_stage",
+			Description: "Stage exactly the named paths (git add), under a lease on the index. request_id is required (idempotent retries).",
+			Repo:        func(a GitStageArgs) string { return a.RepoID },
+			Prepare: func(_ context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
+				w, err := PlanGitStage(c, a)
+				h := a
+				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
+			}}),
+		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit",
+			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries).",
+			Repo:        func(a GitCommitArgs) string { return a.RepoID },
+			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {
+				w, err := PlanGitCommit(ctx, c, a)
+				h := a
+				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
+			}}),
+	}
+}
+
+// Write is one planned write: what it touches and how to run it under a
+// lease. Batches compose several under one lease and ledger entry.
+type Write struct {
+	Op    string
+	Paths []string // rel paths the write may touch
+	Keys  []string // resource keys it needs
+	Run   func(ctx context.Context, l runtime.Lease, r *op.Receipt) error
+}
+
+// plan wraps a planned write as the plan of a standalone operation: gated
+// as a write of its paths, run by the mutation engine.
+func plan(c *op.Call, w Write, requestID, approvalID string, waitMs int, breakdown bool, hashed any) *op.Plan {
+	if w.Run == nil {
+		return nil
+	}
+	return &op.Plan{
+		Gate:      govern.Input{Paths: w.Paths, Writes: true, Args: hashed, ApprovalID: approvalID},
+		Breakdown: breakdown,
+		Write: WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run}), waitMs),
+	}
+}
+
+// WithWait sets a txn's wait for busy keys from wait_ms.
+func WithWait(t op.Txn, waitMs int) *op.Txn {
+	t.Wait = time.Duration(waitMs) * time.Millisecond
+	return &t
+}
+
+// ApplyPatchArgs are the arguments of apply_patch.
+type ApplyPatchArgs struct {
+	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
+	RequestID               string     `json:"request_id,omitempty" jsonschema:"required: unique id of this write (up to 255 characters); retries reuse it"`
+	Operations              []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
+	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs (e.g. src/**) every operation's path must match"`
+	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
+	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this input"`
+	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
+}
+
+func hashedPatch(a ApplyPatchArgs) ApplyPatchArgs {
+	a.WaitMs, a.IncludeLatencyBreakdown, a.ApprovalID = 0, false, ""
+	return a
+}
+
+// PlanApplyPatch validates a patch and resolves its paths: bad paths fail
+// before the ledger sees the request.
+func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
+	if len(args.Operations) == 0 {
+		return Write{}, errs.New(errs.InvalidArgument, "operations is empty: nothing to apply")
+	}
+	if len(args.Operations) > patch.DefaultMaxOps {
+		return Write{}, errs.New(errs.InvalidArgument, "%d operations: at most %d in one patch", len(args.Operations), patch.DefaultMaxOps)
+	}
+	root := c.Root
+	var rels []string
+	seen := map[string]bool{}
+	for _, o := range args.Operations {
+		_, rel, err := root.ResolveWrite(o.Path)
+		if err != nil {
+			return Write{}, err
+		}
+		if !seen[rel] {
+			seen[rel] = true
+			rels = append(rels, rel)
+		}
+	}
+	keys := make([]string, len(rels))
+	for i, rel := range rels {
+		keys[i] = string(lease.PathKey(c.Repo.Repo.CheckoutID, rel))
+	}
+	ops, allowed := args.Operations, args.AllowedPaths
+	return Write{Op: "apply_patch", Paths: rels, Keys: keys, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence})
+		if err != nil {
+			return err
+		}
+		r.Changes = append(r.Changes, res.Changes...)
+		return nil
+	}}, nil
+}
+
+// GitStageArgs are the arguments of git_stage.
+type GitStageArgs struct {
+	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
+	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
+	Paths                   []string `json:"paths" jsonschema:"paths to stage (up to 200); deletions are staged too"`
+	WaitMs                  int      `json:"wait_ms,omitempty"`
+	ApprovalID              string   `json:"approval_id,omitempty"`
+	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+}
+
+// PlanGitStage resolves the paths to stage.
+func PlanGitStage(c *op.Call, args GitStageArgs) (Write, error) {
+	root, git := c.Root, c.Env.Git
+	rels, err := CheckPaths(root, args.Paths, true)
+	if err != nil {
+		return Write{}, err
+	}
+	return Write{Op: "git_stage", Paths: rels, Keys: []string{string(lease.GitIndexKey(c.Repo.Repo.CheckoutID))},
+		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+			if err := l.Fence(); err != nil {
+				return err
+			}
+			gitArgs := append([]string{"add", "--all", "--"}, rels...)
+			if _, _, err := git.Run(ctx, root.Path(), 0, gitArgs...); err != nil {
+				return err
+			}
+			for _, p := range rels {
+				r.Changes = append(r.Changes, patch.Change{Path: p, Op: "stage"})
+			}
+			return nil
+		}}, nil
+}
+
+// GitCommitArgs are the arguments of git_commit.
+type GitCommitArgs struct {
+	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
+	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
+	Message                 string   `json:"message" jsonschema:"commit message (up to 4000 characters)"`
+	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
+	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`
+	WaitMs                  int      `json:"wait_ms,omitempty"`
+	ApprovalID              string   `json:"approval_id,omitempty"`
+	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+}
+
+// PlanGitCommit checks the message and paths and plans the commit.
+func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, error) {
+	switch {
+	case strings.TrimSpace(args.Message) == "":
+		return Write{}, errs.New(errs.InvalidArgument, "message is required")
+	case len([]rune(args.Message)) > maxCommitMessage:
+		return Write{}, errs.New(errs.InvalidArgument, "message has %d characters: at most %d", len([]rune(args.Message)), maxCommitMessage)
+	case strings.ContainsRune(args.Message, 0):
+		return Write{}, errs.New(errs.InvalidArgument, "message contains a NUL byte")
+	}
+	root, git := c.Root, c.Env.Git
+	var rels []string
+	var err error
+	if len(args.Paths) > 0 {
+		if rels, err = CheckPaths(root, args.Paths, true); err != nil {
+			return Write{}, err
+		}
+	}
+	st, err := git.Status(ctx, root.Path())
+	if err != nil {
+		return Write{}, err
+	}
+	co := c.Repo.Repo.CheckoutID
+	keys := []string{string(lease.GitIndexKey(co)), string(lease.GitHeadKey(co))}
+	if st.Branch != "" {
+		keys = append(keys, string(lease.GitRefKey(co, "refs/heads/"+st.Branch)))
+	}
+	return Write{Op: "git_commit", Paths: rels, Keys: keys, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+		dir := root.Path()
+		before, err := git.Head(ctx, dir)
+		if err != nil {
+			return err
+		}
+		if !args.AllowEmpty {
+			if err := checkSomethingToCommit(ctx, c, dir, rels); err != nil {
+				return err
+			}
+		}
+		if err := l.Fence(); err != nil {
+			return err
+		}
+		gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", args.Message}
+		if args.AllowEmpty {
+			gitArgs = append(gitArgs, "--allow-empty")
+		}
+		if len(rels) > 0 {
+			gitArgs = append(append(gitArgs, "--only", "--"), rels...)
+		}
+		if _, _, err := git.Run(ctx, dir, 0, gitArgs...); err != nil {
+			return err
+		}
+		after, err := git.Head(ctx, dir)
+		if err != nil {
+			return err
+		}
+		out, _, err := git.Run(ctx, dir, 0, "diff-tree", "--no-commit-id", "--name-status", "-r", "-z", "--root", after)
+		if err == nil {
+			r.Changes = append(r.Changes, parseNameStatus(out)...)
+		}
+		hooks := false
+		if r.HeadBefore == "" {
+			r.HeadBefore = before
+		}
+		r.HeadAfter, r.Commit, r.HooksRan = after, after, &hooks
+		return nil
+	}}, nil
+}
+
+// CheckPaths resolves agent paths (up to 200) for stage and commit: inside
+// the root, not secret, not .git. Deleted files are fine.
+func CheckPaths(root *pathsafe.Root, paths []string, required bool) ([]string, error) {
+	if required && len(paths) == 0 {
+		return nil, errs.New(errs.InvalidArgument, "paths is empty")
+	}
+	if len(paths) > maxMutationPaths {
+		return nil, errs.New(errs.InvalidArgument, "%d paths: at most %d", len(paths), maxMutationPaths)
+	}
+	rels := make([]string, 0, len(paths))
+	for _, p := range paths {
+		_, rel, err := root.ResolveWrite(p)
+		if err != nil {
+			return nil, err
+		}
+		rels = append(rels, rel)
+	}
+	return rels, nil
+}
+
+// checkSomethingToCommit refuses a commit that would record nothing.
+func checkSomethingToCommit(ctx context.Context, c *op.Call, dir string, rels []string) error {
+	var args []string
+	if len(rels) > 0 {
+		args = append([]string{"status", "--porcelain", "-z", "--untracked-files=no", "--"}, rels...)
+	} else {
+		args = []string{"diff", "--cached", "--name-only", "-z"}
+	}
+	out, _, err := c.Env.Git.Run(ctx, dir, 0, args...)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(out))) == 0 {
+		what := "nothing is staged"
+		if len(rels) > 0 {
+			what = "the named paths have no changes to commit"
+		}
+		return errs.New(errs.InvalidArgument, "%s (stage changes with git_stage, or pass allow_empty)", what)
+	}
+	return nil
+}
+
+// parseNameStatus parses `git diff-tree --name-status -z` output.
+func parseNameStatus(b []byte) []patch.Change {
+	f := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	var out []patch.Change
+	for i := 0; i+1 < len(f); {
+		st := f[i]
+		if st == "" {
+			i++
+			continue
+		}
+		if st[0] == 'R' || st[0] == 'C' {
+			if i+2 < len(f) {
+				out = append(out, patch.Change{Path: f[i+2], Op: "rename"})
+			}
+			i += 3
+			continue
+		}
+		o := map[byte]string{'A': "create", 'M': "modify", 'D': "delete", 'T': "type_change"}[st[0]]
+		if o == "" {
+			o = "modify"
+		}
+		out = append(out, patch.Change{Path: f[i+1], Op: o})
+		i += 2
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+// Package read holds the Fast Path reads: read_file, search, git_status and
+// git_diff.
+package read
+
+import (
+	"context"
+
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/readfile"
+	"github.com/harnessd/harnessd/internal/search"
+)
+
+// Ops returns the read operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", ReadOnly: true,
+			Description: "Read a window of lines of a file in the repository (size and line caps, sha256 of the whole file; binary files are reported, not dumped). Secret paths and .git are refused.",
+			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
+		op.Def(op.Spec[SearchArgs]{Name: "search", ReadOnly: true,
+			Description: "Search the repository's files (tracked and untracked, .gitignore respected, secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
+			Repo:        func(a SearchArgs) string { return a.RepoID }, Prepare: searchRepo}),
+		op.Def(op.Spec[GitStatusArgs]{Name: "git_status", ReadOnly: true,
+			Description: "Branch, HEAD, upstream, ahead/behind and the staged, unstaged, untracked and conflicted paths of the work tree.",
+			Repo:        func(a GitStatusArgs) string { return a.RepoID }, Prepare: gitStatus}),
+		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", ReadOnly: true,
+			Description: "Unified diff of the work tree (unstaged), the index (staged) or against a revision, with numstat, optional path filter and a byte cap. Secrets in the patch are redacted.",
+			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
+	}
+}
+
+// ReadFileArgs are the arguments of read_file.
+type ReadFileArgs struct {
+	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
+	Path                    string `json:"path" jsonschema:"file path relative to the repository root"`
+	OffsetLine              int    `json:"offset_line,omitempty" jsonschema:"1-based first line (default 1)"`
+	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"lines to return (default and maximum 2000)"`
+	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"bytes to return (default and maximum 262144)"`
+	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty" jsonschema:"report the latency of each segment"`
+}
+
+// ReadFileResult is the result of read_file.
+type ReadFileResult struct {
+	readfile.Result
+	op.Meta
+}
+
+func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error) {
+	return &op.Plan{Gate: govern.Input{Paths: []string{args.Path}}, Breakdown: args.IncludeLatencyBreakdown,
+		Run: func(context.Context) (any, error) {
+			res, err := readfile.Read(c.Root, readfile.Request{Path: args.Path, OffsetLine: args.OffsetLine, MaxLines: args.MaxLines, MaxBytes: args.MaxBytes}, readfile.Limits{})
+			if err != nil {
+				return nil, err
+			}
+			return &ReadFileResult{Result: res}, nil
+		}}, nil
+}
+
+// SearchArgs are the arguments of search.
+type SearchArgs struct {
+	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
+	Query                   string `json:"query" jsonschema:"text to find (literal unless regex is true)"`
+	Regex                   bool   `json:"regex,omitempty" jsonschema:"treat query as a regular expression (RE2 syntax)"`
+	Glob                    string `json:"glob,omitempty" jsonschema:"only files matching this glob, e.g. src/**/*.go or *.md"`
+	CaseInsensitive         bool   `json:"case_insensitive,omitempty"`
+	MaxResults              int    `json:"max_results,omitempty" jsonschema:"default 50, maximum 500"`
+	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+}
+
+// SearchResult is the result of search.
+type SearchResult struct {
+	search.Result
+	Redactions int `json:"redactions,omitempty"`
+	op.Meta
+}
+
+func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error) {
+	return &op.Plan{Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
+		res, err := c.Env.Searcher.Search(ctx, c.Repo.Repo.Root, search.Request{
+			Query: args.Query, Regex: args.Regex, Glob: args.Glob, CaseInsensitive: args.CaseInsensitive, MaxResults: args.MaxResults,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.Mark(op.SegExecution)
+		n := 0
+		for i := range res.Matches {
+			var k int
+			res.Matches[i].Text, k = c.Env.Redactor.String(res.Matches[i].Text)
+			n += k
+		}
+		if res.Matches == nil {
+			res.Matches = []search.Match{}
+		}
+		c.FinishIn(op.SegReceipt)
+		return &SearchResult{Result: res, Redactions: n}, nil
+	}}, nil
+}
+
+// GitStatusArgs are the arguments of git_status.
+type GitStatusArgs struct {
+	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
+	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+}
+
+// GitStatusResult is the result of git_status.
+type GitStatusResult struct {
+	gitx.Status
+	op.Meta
+}
+
+func gitStatus(_ context.Context, c *op.Call, args GitStatusArgs) (*op.Plan, error) {
+	return &op.Plan{Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
+		st, err := c.Env.Git.Status(ctx, c.Repo.Repo.Root)
+		if err != nil {
+			return nil, err
+		}
+		return &GitStatusResult{Status: EmptySlices(st)}, nil
+	}}, nil
+}
+
+// EmptySlices makes a status's lists empty rather than null.
+func EmptySlices(st gitx.Status) gitx.Status {
+	if st.Staged == nil {
+		st.Staged = []gitx.Entry{}
+	}
+	if st.Unstaged == nil {
+		st.Unstaged = []gitx.Entry{}
+	}
+	if st.Untracked == nil {
+		st.Untracked = []string{}
+	}
+	if st.Conflicted == nil {
+		st.Conflicted = []gitx.Entry{}
+	}
+	return st
+}
+
+// GitDiffArgs are the arguments of git_diff.
+type GitDiffArgs struct {
+	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
+	Staged                  bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD (or against rev)"`
+	Rev                     string   `json:"rev,omitempty" jsonschema:"diff against this revision (e.g. HEAD~1, main, A..B)"`
+	Paths                   []string `json:"paths,omitempty" jsonschema:"limit the diff to these paths"`
+	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"patch byte cap (default 262144)"`
+	Context                 int      `json:"context,omitempty" jsonschema:"lines of context (default 3)"`
+	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+}
+
+// GitDiffResult is the result of git_diff.
+type GitDiffResult struct {
+	gitx.Diff
+	Redactions int `json:"redactions,omitempty"`
+	op.Meta
+}
+
+func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) {
+	return &op.Plan{Gate: govern.Input{Paths: args.Paths}, Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
+		root, git := c.Root, c.Env.Git
+		opts := gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context}
+		d, err := git.Diff(ctx, c.Repo.Repo.Root, opts)
+		if err != nil {
+			return nil, err
+		}
+		// Secret files never show in a diff: when one changed, diff again
+		// without it (the first patch is discarded unseen).
+		for _, f := range d.Files {
+			for _, p := range []string{f.Path, f.OrigPath} {
+				if p != "" && root.Excluded(p) {
+					opts.Exclude = append(opts.Exclude, p)
+				}
+			}
+		}
+		if len(opts.Exclude) > 0 {
+			if d, err = git.Diff(ctx, c.Repo.Repo.Root, opts); err != nil {
+				return nil, err
+			}
+			d.SecretPathsOmitted = len(opts.Exclude)
+		}
+		c.Mark(op.SegExecution)
+		var n int
+		d.Patch, n = c.Env.Redactor.String(d.Patch)
+		if d.Files == nil {
+			d.Files = []gitx.FileStat{}
+		}
+		c.FinishIn(op.SegReceipt)
+		return &GitDiffResult{Diff: d, Redactions: n}, nil
+	}}, nil
+}

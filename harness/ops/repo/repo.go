@@ -1,0 +1,121 @@
+// Package repo holds the registry operations: repository_register,
+// repository_list and repository_unregister.
+package repo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Ops returns the registry operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[RegisterArgs]{Name: "repository_register",
+			Description: "Register a git work tree with harnessd. Returns a stable repo_id (and checkout_id) used by every other tool. Idempotent.",
+			Prepare:     register}),
+		op.Def(op.Spec[ListArgs]{Name: "repository_list", ReadOnly: true,
+			Description: "List the registered repositories.",
+			Prepare:     list}),
+		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister",
+			Description: "Forget a registered repository (its files are not touched).",
+			Prepare:     unregister}),
+	}
+}
+
+// Repository is a registered work tree.
+type Repository = messages.Repository
+
+// RegisterArgs are the arguments of repository_register.
+type RegisterArgs struct {
+	Path string `json:"path" jsonschema:"path of a git work tree (or a directory inside one); it is canonicalised"`
+}
+
+// RegisterResult is the result of repository_register.
+type RegisterResult struct {
+	Repository
+	Created bool `json:"created"`
+	op.Meta
+}
+
+func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
+	if args.Path == "" {
+		return nil, errs.New(errs.InvalidArgument, "path is required")
+	}
+	p, err := filepath.Abs(args.Path)
+	if err != nil {
+		return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err)
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		st, err := os.Stat(p)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
+			}
+			return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err)
+		}
+		if !st.IsDir() {
+			return nil, errs.New(errs.NotAGitRepository, "path %q is not a directory, let alone a git work tree", args.Path).With("path", args.Path)
+		}
+		root, common, err := c.Env.Git.TopLevel(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.Env.RT.Registry.Register(ctx, root, common, c.Env.Now())
+		if err != nil {
+			return nil, err
+		}
+		return &RegisterResult{Repository: r.Repo, Created: r.Created}, nil
+	}}, nil
+}
+
+// ListArgs are the arguments of repository_list.
+type ListArgs struct{}
+
+// ListResult is the result of repository_list.
+type ListResult struct {
+	Repositories []Repository `json:"repositories"`
+	op.Meta
+}
+
+func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		repos, err := c.Env.RT.Registry.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if repos == nil {
+			repos = []Repository{}
+		}
+		return &ListResult{Repositories: repos}, nil
+	}}, nil
+}
+
+// UnregisterArgs are the arguments of repository_unregister.
+type UnregisterArgs struct {
+	RepoID string `json:"repo_id" jsonschema:"the repo_id returned by repository_register"`
+}
+
+// UnregisterResult is the result of repository_unregister.
+type UnregisterResult struct {
+	Repository
+	op.Meta
+}
+
+func unregister(_ context.Context, c *op.Call, args UnregisterArgs) (*op.Plan, error) {
+	if args.RepoID == "" {
+		return nil, errs.New(errs.InvalidArgument, "repo_id is required")
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		r, err := c.Env.RT.Registry.Unregister(ctx, args.RepoID)
+		if err != nil {
+			return nil, err
+		}
+		c.Env.Forget(args.RepoID)
+		return &UnregisterResult{Repository: r.Repo}, nil
+	}}, nil
+}

@@ -1,0 +1,197 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// FakeLedger is an in-memory Ledger with the real transition rules
+// (internal/ledger), for tests of the layers above the actors.
+type FakeLedger struct {
+	mu      sync.Mutex // protects entries
+	entries map[string]ledger.Entry
+	Now     func() time.Time
+}
+
+func (f *FakeLedger) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// Begin implements Ledger.
+func (f *FakeLedger) Begin(_ context.Context, m messages.LedgerBegin) (messages.LedgerBegun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var existing *ledger.Entry
+	if e, ok := f.entries[m.RequestID]; ok {
+		existing = &e
+	}
+	next, d, err := ledger.Begin(existing, m.RequestID, m.Operation, m.InputHash, m.Paths, f.now())
+	if err != nil {
+		return messages.LedgerBegun{}, err
+	}
+	if d == ledger.Proceed {
+		if f.entries == nil {
+			f.entries = map[string]ledger.Entry{}
+		}
+		f.entries[m.RequestID] = next
+	}
+	return messages.LedgerBegun{Entry: fakeEntry(next), Replay: d == ledger.Replay}, nil
+}
+
+// Complete implements Ledger.
+func (f *FakeLedger) Complete(_ context.Context, id string, result json.RawMessage) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[id]
+	if !ok {
+		return errs.New(errs.NotFound, "no request %q", id)
+	}
+	next, err := ledger.Complete(e, result, f.now())
+	if err == nil {
+		f.entries[id] = next
+	}
+	return err
+}
+
+// Fail implements Ledger.
+func (f *FakeLedger) Fail(_ context.Context, id string, cause error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[id]
+	if !ok {
+		return errs.New(errs.NotFound, "no request %q", id)
+	}
+	next, err := ledger.Fail(e, cause, f.now())
+	if err == nil {
+		f.entries[id] = next
+	}
+	return err
+}
+
+// Get implements Ledger.
+func (f *FakeLedger) Get(_ context.Context, id string) (messages.LedgerGot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[id]
+	return messages.LedgerGot{Entry: fakeEntry(e), Found: ok}, nil
+}
+
+func fakeEntry(e ledger.Entry) messages.LedgerEntry {
+	return messages.LedgerEntry{RequestID: e.RequestID, Operation: e.Operation, InputHash: e.InputHash, State: string(e.State),
+		Result: e.Result, Error: e.Error, Paths: e.Paths, Created: e.Created, Updated: e.Updated}
+}
+
+// FakeAudit records appended entries.
+type FakeAudit struct {
+	mu      sync.Mutex // protects entries
+	entries []messages.AuditEntry
+}
+
+// Append implements Audit.
+func (f *FakeAudit) Append(e messages.AuditEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e.Seq = uint64(len(f.entries) + 1)
+	f.entries = append(f.entries, e)
+}
+
+// Entries returns a copy of what was appended.
+func (f *FakeAudit) Entries() []messages.AuditEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]messages.AuditEntry(nil), f.entries...)
+}
+
+// Query implements Audit: every entry, no filter.
+func (f *FakeAudit) Query(context.Context, messages.AuditQuery) (messages.AuditEntries, error) {
+	return messages.AuditEntries{Entries: f.Entries()}, nil
+}
+
+// Verify implements Audit: a fake chain is always intact.
+func (f *FakeAudit) Verify(context.Context) (messages.AuditVerified, error) {
+	return messages.AuditVerified{Checked: len(f.Entries()), OK: true}, nil
+}
+
+// FakeLeases grants every lease at once, with tokens that only grow; Revoke
+// makes a lease's fence fail with LEASE_LOST.
+type FakeLeases struct {
+	mu      sync.Mutex // protects token, revoked and held
+	token   uint64
+	revoked map[string]bool
+	held    map[string]bool
+}
+
+// Acquire implements Leases.
+func (f *FakeLeases) Acquire(ctx context.Context, repo RepoEntry, req LeaseRequest) (Lease, context.Context, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token++
+	id := "fake-" + strconv.FormatUint(f.token, 10)
+	toks := make(map[string]uint64, len(req.Keys))
+	for _, k := range req.Keys {
+		toks[k] = f.token
+	}
+	if f.held == nil {
+		f.held = map[string]bool{}
+	}
+	f.held[id] = true
+	lctx, cancel := context.WithCancelCause(ctx)
+	return &fakeLease{f: f, cancel: cancel, info: messages.LeaseInfo{ID: id, CheckoutID: repo.Repo.CheckoutID, Owner: req.Owner,
+		Operation: req.Operation, Keys: req.Keys, Tokens: toks, Visibility: req.Visibility}}, lctx, nil
+}
+
+// Revoke makes the lease's next fence fail.
+func (f *FakeLeases) Revoke(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.revoked == nil {
+		f.revoked = map[string]bool{}
+	}
+	f.revoked[id] = true
+}
+
+// Held reports the leases acquired and not released.
+func (f *FakeLeases) Held() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.held)
+}
+
+type fakeLease struct {
+	f      *FakeLeases
+	info   messages.LeaseInfo
+	cancel context.CancelCauseFunc
+	once   sync.Once
+}
+
+func (l *fakeLease) Info() messages.LeaseInfo { return l.info }
+func (l *fakeLease) MaxToken() uint64         { return maxToken(l.info.Tokens) }
+
+func (l *fakeLease) Fence() error {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	if l.f.revoked[l.info.ID] {
+		return errs.New(errs.LeaseLost, "lease %s was revoked", l.info.ID)
+	}
+	return nil
+}
+
+func (l *fakeLease) Release() {
+	l.once.Do(func() {
+		l.f.mu.Lock()
+		delete(l.f.held, l.info.ID)
+		l.f.mu.Unlock()
+		l.cancel(context.Canceled)
+	})
+}
+

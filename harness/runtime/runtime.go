@@ -1,0 +1,211 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/actors"
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/logx"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+	"github.com/harnessd/harnessd/supervisors"
+)
+
+// Config configures New. Zero fields mean "use the default".
+type Config struct {
+	Store  *persistence.Store
+	Logger *zap.Logger
+	// Now is the clock of the actors; nil = time.Now.
+	Now func() time.Time
+	// RequestTimeout bounds one request to an actor when the caller's
+	// context has no deadline; 0 = 10 s.
+	RequestTimeout time.Duration
+	// DataDir holds job logs and worktrees; "" = a temp dir made by New
+	// and removed by Close.
+	DataDir string
+	// Jobs configures durable jobs.
+	Jobs supervisors.JobsOptions
+}
+
+// Runners are the code the actors that run work call: it is wired in at
+// Start, never carried by a message.
+type Runners struct {
+	Check actors.CheckRunner
+	Lane  actors.LaneRunner
+}
+
+// Runtime is a running actor system and the clients of its actors.
+type Runtime struct {
+	cfg     Config
+	lg      *zap.Logger
+	system  *actor.ActorSystem
+	root    *actor.PID
+	index   *actors.RepoIndex
+	tasks   *actors.Tasks
+	dataDir string
+	tempDir string
+	started bool
+
+	Registry Registry
+	Ledger   Ledger
+	Audit    Audit
+	Leases   Leases
+	Jobs     Jobs
+	Checks   Checks
+	Lanes    Lanes
+}
+
+// rootName is the root supervisor's name.
+const rootName = "harnessd"
+
+// New builds the actor system and the clients; nothing runs until Start.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("runtime: no store")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	r := &Runtime{cfg: cfg, lg: cfg.Logger, index: &actors.RepoIndex{}, tasks: &actors.Tasks{}, dataDir: cfg.DataDir}
+	if r.dataDir == "" {
+		d, err := os.MkdirTemp("", "harnessd-runtime-")
+		if err != nil {
+			return nil, fmt.Errorf("runtime: temp data dir: %w", err)
+		}
+		r.dataDir, r.tempDir = d, d
+	}
+	r.system = actor.NewActorSystemWithConfig(actor.Configure(
+		logx.ActorSystemOption(cfg.Logger),
+		actor.WithDeadLetterThrottleInterval(time.Millisecond),
+	))
+	r.root = actor.NewPID(r.system.Address(), rootName)
+	child := func(name string) *actor.PID { return supervisors.ChildPID(r.root, name) }
+	r.Registry = Registry{r: r, pid: child(supervisors.RegistryName)}
+	r.Ledger = actorLedger{r: r, pid: child(supervisors.LedgerName)}
+	r.Audit = actorAudit{r: r, pid: child(supervisors.AuditName)}
+	r.Leases = actorLeases{r: r}
+	r.Jobs = Jobs{r: r, pid: child(supervisors.JobsName)}
+	r.Checks = Checks{r: r, pid: child(supervisors.ChecksName)}
+	r.Lanes = Lanes{r: r}
+	return r, nil
+}
+
+// Start runs the boot-time restore and spawns the tree with the runners,
+// then waits until it answers (see the package doc).
+func (r *Runtime) Start(ctx context.Context, run Runners) error {
+	d := supervisors.Deps{
+		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
+		CheckRunner: run.Check, LaneRunner: run.Lane, Jobs: r.cfg.Jobs,
+	}
+	if err := supervisors.Boot(d); err != nil {
+		return err
+	}
+	pid, err := r.system.Root.SpawnNamed(supervisors.Props(tree(d), r.lg), rootName)
+	if err != nil {
+		return fmt.Errorf("start actor tree: %w", err)
+	}
+	r.root, r.started = pid, true
+	// The root spawns its children in Started, which it handles before any
+	// message: once it answers, every child exists and (handling its own
+	// Started first) answers only after restoring its state.
+	wait := []*actor.PID{r.root, r.Registry.pid, supervisors.ChildPID(r.root, supervisors.LanesName)}
+	for i := range actors.NumLanes {
+		wait = append(wait, supervisors.LanePID(r.root, i))
+	}
+	for _, p := range wait {
+		if _, err := Ask[messages.Pong](ctx, r, p, messages.Ping{}); err != nil {
+			return fmt.Errorf("wait for %s: %w", p.Id, err)
+		}
+	}
+	return nil
+}
+
+// Close stops the tree in the documented order. Safe to call once.
+func (r *Runtime) Close() error {
+	var errList []error
+	if r.started {
+		if err := r.system.Root.PoisonFuture(r.root).Wait(); err != nil {
+			errList = append(errList, fmt.Errorf("drain actors: %w", err))
+		}
+	}
+	r.system.Shutdown()
+	if !r.tasks.Wait(30 * time.Second) {
+		errList = append(errList, errors.New("runtime: background work still running after 30s"))
+	}
+	if r.tempDir != "" {
+		if err := os.RemoveAll(r.tempDir); err != nil {
+			errList = append(errList, fmt.Errorf("remove temp data dir: %w", err))
+		}
+	}
+	return errors.Join(errList...)
+}
+
+// Index returns the registry's published index of repositories.
+func (r *Runtime) Index() *actors.RepoIndex { return r.index }
+
+// DataDir returns the data dir of job logs and worktrees.
+func (r *Runtime) DataDir() string { return r.dataDir }
+
+// Tasks returns the tracker of the goroutines that do blocking work for the
+// actors (and for the layers above that start such work).
+func (r *Runtime) Tasks() *actors.Tasks { return r.tasks }
+
+// Root returns the root supervisor's PID (for tests and status).
+func (r *Runtime) Root() *actor.PID { return r.root }
+
+// System returns the actor system (for tests).
+func (r *Runtime) System() *actor.ActorSystem { return r.system }
+
+// Ask sends msg to pid and waits for a reply of type T. A Failed reply
+// becomes its coded error; a timeout becomes TIMEOUT, a dead actor
+// UNAVAILABLE. The caller's deadline rules when it has one; otherwise
+// Config.RequestTimeout bounds the wait.
+func Ask[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any) (T, error) {
+	timeout := r.cfg.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	return askWithin[T](r, pid, msg, timeout)
+}
+
+func askWithin[T any](r *Runtime, pid *actor.PID, msg any, timeout time.Duration) (T, error) {
+	var zero T
+	if timeout <= 0 {
+		return zero, errs.New(errs.Timeout, "deadline passed before %T was sent", msg)
+	}
+	res, err := r.system.Root.RequestFuture(pid, msg, timeout).Result()
+	return replyAs[T](pid, msg, res, err, timeout)
+}
+
+// replyAs turns a future's outcome into T or a coded error.
+func replyAs[T any](pid *actor.PID, msg, res any, err error, timeout time.Duration) (T, error) {
+	var zero T
+	switch {
+	case errors.Is(err, actor.ErrTimeout):
+		return zero, errs.New(errs.Timeout, "%s did not answer %T within %s", pid.Id, msg, timeout)
+	case errors.Is(err, actor.ErrDeadLetter):
+		return zero, errs.New(errs.Unavailable, "%s is not running", pid.Id)
+	case err != nil:
+		return zero, errs.Wrap(errs.Internal, err, "request %T: %v", msg, err)
+	}
+	switch v := res.(type) {
+	case T:
+		return v, nil
+	case messages.Failed:
+		return zero, actors.ErrorOf(v)
+	}
+	return zero, errs.New(errs.Internal, "request %T: unexpected reply %T", msg, res)
+}

@@ -1,0 +1,177 @@
+package supervisors
+
+import (
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/actors"
+	"github.com/harnessd/harnessd/internal/cgroup"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
+)
+
+// Names of the root supervisor's children.
+const (
+	RegistryName = "registry"
+	LedgerName   = "ledger"
+	AuditName    = "audit"
+	LanesName    = "lanes"
+	ChecksName   = "checks"
+	JobsName     = "jobs"
+)
+
+// Deps are what the tree's actors need. The runners are dependencies of the
+// actors that run work (checks, lanes): messages carry specs, never code.
+type Deps struct {
+	Store  *persistence.Store
+	Index  *actors.RepoIndex
+	Logger *zap.Logger
+	// Now is the clock of leases, ledger entries and jobs; nil = time.Now.
+	Now func() time.Time
+	// DataDir holds job logs and worktrees. Required.
+	DataDir string
+	// Tasks tracks the goroutines actors start for blocking work.
+	Tasks *actors.Tasks
+	// CheckRunner runs a check's spec; LaneRunner runs an admitted step.
+	CheckRunner actors.CheckRunner
+	LaneRunner  actors.LaneRunner
+	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
+	Jobs JobsOptions
+}
+
+func (d Deps) logger() *zap.Logger {
+	if d.Logger == nil {
+		return zap.NewNop()
+	}
+	return d.Logger
+}
+
+func (d Deps) recover() actor.PropsOption { return actor.WithReceiverMiddleware(actors.Recover(d.logger())) }
+
+// Registry is the child that owns the registered repositories and one
+// checkout actor per checkout.
+func Registry(d Deps) Child {
+	lg, mw := d.logger(), d.recover()
+	checkout := func(r messages.Repository) *actor.Props {
+		return actor.PropsFromProducer(actors.NewCheckout(r, d.Store, lg, d.Now), mw)
+	}
+	props := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+	return Child{Name: RegistryName, Props: props, Restart: Permanent}
+}
+
+// Ledger is the request ledger.
+func Ledger(d Deps) Child {
+	props := actor.PropsFromProducer(actors.NewLedger(d.Store, d.logger(), actors.LedgerConfig{Now: d.Now, Tasks: d.Tasks}), d.recover())
+	return Child{Name: LedgerName, Props: props, Restart: Permanent}
+}
+
+// Audit is the hash-chained audit writer.
+func Audit(d Deps) Child {
+	props := actor.PropsFromProducer(actors.NewAudit(d.Store, d.logger(), actors.AuditConfig{Now: d.Now, Tasks: d.Tasks}), d.recover())
+	return Child{Name: AuditName, Props: props, Restart: Permanent}
+}
+
+// Lanes is the supervisor of the read lanes.
+func Lanes(d Deps) Child {
+	children := make([]Child, actors.NumLanes)
+	for i := range children {
+		name := actors.LaneName(i)
+		lane := actors.NewLane(actors.LaneConfig{Name: name, Runner: d.LaneRunner, Logger: d.logger(), Now: d.Now, Tasks: d.Tasks})
+		children[i] = Child{Name: name, Props: actor.PropsFromProducer(lane, d.recover()), Restart: Permanent}
+	}
+	return Child{Name: LanesName, Props: Props(Spec{Children: children, Intensity: 10, Period: 30 * time.Second}, d.logger()), Restart: Permanent}
+}
+
+// Checks is the supervisor of the check actors.
+func Checks(d Deps) Child {
+	props := actor.PropsFromProducer(actors.NewChecks(d.Store, d.logger(), actors.ChecksConfig{Now: d.Now, Runner: d.CheckRunner, Tasks: d.Tasks}), d.recover())
+	return Child{Name: ChecksName, Props: props, Restart: Permanent}
+}
+
+// Jobs is the durable jobs supervisor.
+func Jobs(d Deps) Child {
+	o := d.Jobs
+	cfg := actors.JobsConfig{
+		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
+		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
+	}
+	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+	return Child{Name: JobsName, Props: props, Restart: Permanent}
+}
+
+// Boot runs the restore that must happen once per process, before the tree
+// starts (an actor restarted after a panic must not repeat it): requests a
+// crash left executing become unknown.
+func Boot(d Deps) error {
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	return actors.RecoverLedger(d.Store, d.logger(), now())
+}
+
+// LanePID returns the PID of lane i under the root supervisor root.
+func LanePID(root *actor.PID, i int) *actor.PID {
+	return ChildPID(ChildPID(root, LanesName), actors.LaneName(i))
+}
+
+// Environment variables that configure durable jobs.
+const (
+	// EnvJobsConcurrency sets how many jobs run at once (default: the CPUs).
+	EnvJobsConcurrency = "HARNESSD_JOBS_CONCURRENCY"
+	// EnvJobsCgroup = "off" disables cgroup v2 containment.
+	EnvJobsCgroup = "HARNESSD_JOBS_CGROUP"
+	// EnvJobsPidsMax sets a job cgroup's pids.max (default 4096, 0 = none).
+	EnvJobsPidsMax = "HARNESSD_JOBS_PIDS_MAX"
+	// EnvJobsMemoryMax sets a job cgroup's memory.max in bytes (default none).
+	EnvJobsMemoryMax = "HARNESSD_JOBS_MEMORY_MAX"
+)
+
+// JobsOptions configure the durable jobs.
+type JobsOptions struct {
+	Concurrency int
+	Cgroups     *cgroup.Manager // nil = uncontained; Containment says why
+	Containment string
+	Limits      cgroup.Limits
+}
+
+// JobsFromEnv reads the job options from the environment variables above
+// and detects cgroup v2 containment (once per process).
+func JobsFromEnv() JobsOptions {
+	var m *cgroup.Manager
+	var err error
+	off := os.Getenv(EnvJobsCgroup) == "off"
+	if !off {
+		m, err = cgroup.DetectOnce()
+	}
+	containment := m.Status()
+	switch {
+	case err != nil:
+		containment = "cgroup v2: jobs not contained: " + err.Error()
+	case off:
+		containment = "cgroup v2: jobs not contained: disabled by " + EnvJobsCgroup + "=off"
+	}
+	return JobsOptions{
+		Concurrency: int(envInt(EnvJobsConcurrency, 0)),
+		Cgroups:     m, Containment: containment,
+		Limits: cgroup.Limits{PidsMax: envInt(EnvJobsPidsMax, actors.DefaultJobPidsMax), MemoryMax: envInt(EnvJobsMemoryMax, 0)},
+	}
+}
+
+func envInt(name string, def int64) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return def
+	}
+	return n
+}
