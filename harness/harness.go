@@ -24,7 +24,6 @@ import (
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/search"
 	"github.com/harnessd/harnessd/persistence"
-	"github.com/harnessd/harnessd/supervisors"
 )
 
 // Config configures Open. Zero fields mean "use the default".
@@ -138,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir, Jobs: supervisors.JobsFromEnv()}); err != nil {
+		DataDir: dataDir}); err != nil {
 		return nil, err
 	}
 	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
@@ -229,4 +228,3 @@ func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage)
 func invoke[Out any](ctx context.Context, h *Harness, name string, in any) (Out, error) {
 	return op.Invoke[Out](ctx, h.pipe, name, in)
 }
-

@@ -50,7 +50,9 @@ func (d Deps) logger() *zap.Logger {
 	return d.Logger
 }
 
-func (d Deps) recover() actor.PropsOption { return actor.WithReceiverMiddleware(actors.Recover(d.logger())) }
+func (d Deps) recover() actor.PropsOption {
+	return actor.WithReceiverMiddleware(actors.Recover(d.logger()))
+}
 
 // Registry is the child that owns the registered repositories and one
 // checkout actor per checkout.

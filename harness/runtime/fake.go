@@ -194,4 +194,3 @@ func (l *fakeLease) Release() {
 		l.cancel(context.Canceled)
 	})
 }
-

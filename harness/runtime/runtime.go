@@ -30,8 +30,8 @@ type Config struct {
 	// DataDir holds job logs and worktrees; "" = a temp dir made by New
 	// and removed by Close.
 	DataDir string
-	// Jobs configures durable jobs.
-	Jobs supervisors.JobsOptions
+	// Jobs configures durable jobs; nil = supervisors.JobsFromEnv().
+	Jobs *supervisors.JobsOptions
 }
 
 // Runners are the code the actors that run work call: it is wired in at
@@ -79,6 +79,10 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
+	if cfg.Jobs == nil {
+		o := supervisors.JobsFromEnv()
+		cfg.Jobs = &o
+	}
 	r := &Runtime{cfg: cfg, lg: cfg.Logger, index: &actors.RepoIndex{}, tasks: &actors.Tasks{}, dataDir: cfg.DataDir}
 	if r.dataDir == "" {
 		d, err := os.MkdirTemp("", "harnessd-runtime-")
@@ -108,7 +112,7 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
-		CheckRunner: run.Check, LaneRunner: run.Lane, Jobs: r.cfg.Jobs,
+		CheckRunner: run.Check, LaneRunner: run.Lane, Jobs: *r.cfg.Jobs,
 	}
 	if err := supervisors.Boot(d); err != nil {
 		return err

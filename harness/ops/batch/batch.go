@@ -51,7 +51,9 @@ const (
 )
 
 // stepKinds are the operations a batch runs as steps.
-var stepKinds = []string{"read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_stage", "git_commit"}
+func stepKinds() []string {
+	return []string{"read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_stage", "git_commit"}
+}
 
 // Step is one step of a batch or one lane of read_lanes.
 type Step struct {
@@ -226,7 +228,7 @@ func prepareBatch(ctx context.Context, c *op.Call, args BatchArgs) (*op.Plan, er
 	default:
 		return nil, errs.New(errs.InvalidArgument, "mode %q: one of auto, fast, durable", args.Mode)
 	}
-	steps, err := prepareSteps(ctx, c, args.Steps, stepKinds)
+	steps, err := prepareSteps(ctx, c, args.Steps, stepKinds())
 	if err != nil {
 		return nil, err
 	}

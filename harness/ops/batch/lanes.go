@@ -23,7 +23,9 @@ const (
 )
 
 // laneKinds are the step kinds read_lanes accepts.
-var laneKinds = []string{"search", "read_file", "git_status", "git_diff", "run_command"}
+func laneKinds() []string {
+	return []string{"search", "read_file", "git_status", "git_diff", "run_command"}
+}
 
 // ReadLanesArgs are the arguments of read_lanes.
 type ReadLanesArgs struct {
@@ -74,11 +76,11 @@ func prepareLanes(ctx context.Context, c *op.Call, args ReadLanesArgs) (*op.Plan
 		return nil, errs.New(errs.InvalidArgument, "max_concurrency must be between 1 and %d", actors.NumLanes)
 	}
 	for i, s := range args.Lanes {
-		if !contains(laneKinds, s.Kind) {
+		if !contains(laneKinds(), s.Kind) {
 			return nil, stepErr(errs.New(errs.InvalidArgument, "read_lanes runs only read-only steps: search, read_file, git_status, git_diff, run_command (got %q)", s.Kind), i, s.Kind)
 		}
 	}
-	steps, err := prepareSteps(ctx, c, args.Lanes, laneKinds)
+	steps, err := prepareSteps(ctx, c, args.Lanes, laneKinds())
 	if err != nil {
 		return nil, err
 	}

@@ -46,9 +46,15 @@ func shieldArgv(argv []string, patterns []string) []string {
 	return argv
 }
 
-// gitTreeReaders are the git subcommands that print file contents of many
-// paths and take pathspecs.
-var gitTreeReaders = map[string]bool{"diff": true, "log": true, "show": true, "grep": true, "whatchanged": true}
+// gitTreeReader reports the git subcommands that print file contents of
+// many paths and take pathspecs.
+func gitTreeReader(sub string) bool {
+	switch sub {
+	case "diff", "log", "show", "grep", "whatchanged":
+		return true
+	}
+	return false
+}
 
 func shieldGit(argv []string, patterns []string) []string {
 	sub := ""
@@ -58,7 +64,7 @@ func shieldGit(argv []string, patterns []string) []string {
 			break
 		}
 	}
-	if !gitTreeReaders[sub] {
+	if !gitTreeReader(sub) {
 		return argv
 	}
 	out := slices.Clone(argv)

@@ -120,4 +120,3 @@ func ValidID(id string) error {
 	}
 	return nil
 }
-

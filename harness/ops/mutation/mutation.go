@@ -73,7 +73,7 @@ func plan(c *op.Call, w Write, requestID, approvalID string, waitMs int, breakdo
 	return &op.Plan{
 		Gate:      govern.Input{Paths: w.Paths, Writes: true, Args: hashed, ApprovalID: approvalID},
 		Breakdown: breakdown,
-		Write: WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run}), waitMs),
+		Write:     WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run}), waitMs),
 	}
 }
 
