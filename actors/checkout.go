@@ -30,6 +30,9 @@ type Checkout struct {
 	pids     map[string]*actor.PID // lease id -> lease actor
 	waiters  []*waiter
 	seq      uint64
+
+	// leaseWrap wraps the producer of lease actors (tests inject faults).
+	leaseWrap func(actor.Producer) actor.Producer
 }
 
 type waiter struct {
@@ -243,7 +246,11 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request) (messages.LeaseIn
 }
 
 func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo) {
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(NewLease(info, a.now)), "lease-"+info.ID)
+	prod := NewLease(info, a.now)
+	if a.leaseWrap != nil {
+		prod = a.leaseWrap(prod)
+	}
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg))), "lease-"+info.ID)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		a.lg.Error("spawn lease actor", zap.String("lease_id", info.ID), zap.Error(err))
 		return

@@ -22,6 +22,9 @@ type ChecksConfig struct {
 	PruneEvery time.Duration // 0 = 10 min; < 0 = never (tests send CheckPrune)
 	Runner     CheckRunner   // runs a check's spec; nil = every run fails UNAVAILABLE
 	Tasks      *Tasks        // runs checks and pruning walks; nil = untracked goroutines
+
+	// childWrap wraps the producer of check actors (tests inject faults).
+	childWrap func(actor.Producer) actor.Producer
 }
 
 // NewChecks returns the producer of the checks supervisor. It routes each
@@ -253,10 +256,14 @@ func (a *checksActor) route(ctx actor.Context, m messages.CheckRun) {
 }
 
 func (a *checksActor) spawn(ctx actor.Context, name string, key messages.CheckKey) (*checkChild, error) {
-	props := actor.PropsFromProducer(newCheckActor(checkConfig{
+	prod := newCheckActor(checkConfig{
 		store: a.store, lg: a.lg, now: a.cfg.Now, key: key,
 		idle: a.cfg.Idle, maxAge: a.cfg.MaxAge, runner: a.cfg.Runner, tasks: a.cfg.Tasks,
-	}), actor.WithReceiverMiddleware(Recover(a.lg)))
+	})
+	if a.cfg.childWrap != nil {
+		prod = a.cfg.childWrap(prod)
+	}
+	props := actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, name)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "start check actor %s: %v", name, err)

@@ -167,6 +167,8 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		}
 	case jobProcExited:
 		a.procExited(ctx, m.out)
+	case messages.Ping:
+		ctx.Respond(messages.Pong{})
 	case *actor.Restarting:
 		// The process goes on: the successor adopts it. Only the timers of
 		// this instance end.

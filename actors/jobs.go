@@ -63,6 +63,9 @@ type JobsConfig struct {
 	// Tasks runs processes, worktree and log I/O and the boot walk; nil =
 	// untracked goroutines.
 	Tasks *Tasks
+
+	// childWrap wraps the producer of job actors (tests inject faults).
+	childWrap func(actor.Producer) actor.Producer
 }
 
 func (c JobsConfig) withDefaults() JobsConfig {
@@ -439,8 +442,11 @@ func (a *Jobs) releasePending(ctx actor.Context) {
 // producer captures only the id: every instance loads the record itself.
 func (a *Jobs) spawn(ctx actor.Context, j messages.Job) *actor.PID {
 	cfg, id, wtRoot := &a.cfg, j.ID, a.wtRoot
-	props := actor.PropsFromProducer(func() actor.Actor { return newJobActor(cfg, id, wtRoot) },
-		actor.WithReceiverMiddleware(Recover(a.lg)))
+	var prod actor.Producer = func() actor.Actor { return newJobActor(cfg, id, wtRoot) }
+	if a.cfg.childWrap != nil {
+		prod = a.cfg.childWrap(prod)
+	}
+	props := actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, "job-"+j.ID)
 	if err != nil {
 		pid = ctx.Spawn(props)
