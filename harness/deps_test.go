@@ -104,8 +104,8 @@ func sameGroup(a, b string) bool {
 // the tree literal) and state lives in the instances.
 func TestNoInitWiringNoPackageState(t *testing.T) {
 	allowed := map[string]string{
-		"harness.Version":         "set at link time with -ldflags -X",
-		"errs.errContextCanceled": "an alias of context.Canceled",
+		"harness.Version":          "set at link time with -ldflags -X",
+		"errs.errContextCanceled":  "an alias of context.Canceled",
 		"errs.errDeadlineExceeded": "an alias of context.DeadlineExceeded",
 	}
 	root := ".."

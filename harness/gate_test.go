@@ -75,7 +75,9 @@ func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
 		}
 		return m
 	}
-	step := func(kind string, args map[string]any) map[string]any { return map[string]any{"kind": kind, "args": args} }
+	step := func(kind string, args map[string]any) map[string]any {
+		return map[string]any{"kind": kind, "args": args}
+	}
 	tests := []struct {
 		op   string
 		args map[string]any
