@@ -13,61 +13,59 @@ import (
 
 // People's endpoints: approvals, policy reload and the audit log. They are
 // not operations, so no MCP tool reaches them.
-func init() {
-	route(func(mux *http.ServeMux, h *harness.Harness) {
-		mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
-			out, err := h.Approvals(r.Context(), r.URL.Query().Get("status"))
-			respond(w, out, err)
-		})
-		decide := func(approve bool) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				var body struct {
-					By     string `json:"by"`
-					Reason string `json:"reason"`
-				}
-				if b, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); len(b) > 0 {
-					if err := json.Unmarshal(b, &body); err != nil {
-						writeError(w, errs.New(errs.InvalidArgument, "body: %v", err))
-						return
-					}
-				}
-				out, err := h.DecideApproval(r.Context(), r.PathValue("id"), approve, body.By, body.Reason)
-				respond(w, out, err)
+func humanRoutes(mux *http.ServeMux, h *harness.Harness) {
+	mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
+		out, err := h.Approvals(r.Context(), r.URL.Query().Get("status"))
+		respond(w, out, err)
+	})
+	decide := func(approve bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				By     string `json:"by"`
+				Reason string `json:"reason"`
 			}
-		}
-		mux.HandleFunc("POST /v1/approvals/{id}/approve", decide(true))
-		mux.HandleFunc("POST /v1/approvals/{id}/deny", decide(false))
-		mux.HandleFunc("GET /v1/policy", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, h.Policy())
-		})
-		mux.HandleFunc("POST /v1/policy/reload", func(w http.ResponseWriter, r *http.Request) {
-			out, err := h.ReloadPolicy(r.Context())
-			respond(w, out, err)
-		})
-		mux.HandleFunc("GET /v1/audit", func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			a := harness.AuditArgs{Kind: q.Get("kind"), RepoID: q.Get("repo_id"), Operation: q.Get("operation"), RequestID: q.Get("request_id")}
-			if v := q.Get("limit"); v != "" {
-				a.Limit, _ = strconv.Atoi(v)
-			}
-			if v := q.Get("after_seq"); v != "" {
-				a.AfterSeq, _ = strconv.ParseUint(v, 10, 64)
-			}
-			if v := q.Get("since"); v != "" {
-				t, err := time.Parse(time.RFC3339, v)
-				if err != nil {
-					writeError(w, errs.New(errs.InvalidArgument, "since: want RFC 3339 time: %v", err))
+			if b, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); len(b) > 0 {
+				if err := json.Unmarshal(b, &body); err != nil {
+					writeError(w, errs.New(errs.InvalidArgument, "body: %v", err))
 					return
 				}
-				a.Since = t
 			}
-			out, err := h.Audit(r.Context(), a)
+			out, err := h.DecideApproval(r.Context(), r.PathValue("id"), approve, body.By, body.Reason)
 			respond(w, out, err)
-		})
-		mux.HandleFunc("GET /v1/audit/verify", func(w http.ResponseWriter, r *http.Request) {
-			out, err := h.AuditVerify(r.Context())
-			respond(w, out, err)
-		})
+		}
+	}
+	mux.HandleFunc("POST /v1/approvals/{id}/approve", decide(true))
+	mux.HandleFunc("POST /v1/approvals/{id}/deny", decide(false))
+	mux.HandleFunc("GET /v1/policy", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, h.Policy())
+	})
+	mux.HandleFunc("POST /v1/policy/reload", func(w http.ResponseWriter, r *http.Request) {
+		out, err := h.ReloadPolicy(r.Context())
+		respond(w, out, err)
+	})
+	mux.HandleFunc("GET /v1/audit", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		a := harness.AuditArgs{Kind: q.Get("kind"), RepoID: q.Get("repo_id"), Operation: q.Get("operation"), RequestID: q.Get("request_id")}
+		if v := q.Get("limit"); v != "" {
+			a.Limit, _ = strconv.Atoi(v)
+		}
+		if v := q.Get("after_seq"); v != "" {
+			a.AfterSeq, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v := q.Get("since"); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				writeError(w, errs.New(errs.InvalidArgument, "since: want RFC 3339 time: %v", err))
+				return
+			}
+			a.Since = t
+		}
+		out, err := h.Audit(r.Context(), a)
+		respond(w, out, err)
+	})
+	mux.HandleFunc("GET /v1/audit/verify", func(w http.ResponseWriter, r *http.Request) {
+		out, err := h.AuditVerify(r.Context())
+		respond(w, out, err)
 	})
 }
 

@@ -71,17 +71,11 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
 	}
-	for _, r := range routes {
-		r(mux, h)
-	}
+	humanRoutes(mux, h) // approvals, policy reload, audit
+	jobRoutes(mux, h)   // log streaming
+	storeRoutes(mux, h) // store dump
 	return mux
 }
-
-// routes are extra endpoints (log streaming, approvals, audit, ...) defined
-// in other files of this package and registered from init with route.
-var routes []func(mux *http.ServeMux, h *harness.Harness)
-
-func route(f func(mux *http.ServeMux, h *harness.Harness)) { routes = append(routes, f) }
 
 func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
 	start := time.Now()

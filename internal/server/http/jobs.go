@@ -12,10 +12,9 @@ import (
 // jobLogPoll is how often a followed log is polled for new output.
 const jobLogPoll = 200 * time.Millisecond
 
-func init() {
-	route(func(mux *http.ServeMux, h *harness.Harness) {
-		mux.HandleFunc("GET /v1/jobs/{id}/logs", func(w http.ResponseWriter, r *http.Request) { jobLogs(w, r, h) })
-	})
+// jobRoutes serves the log streaming of durable jobs.
+func jobRoutes(mux *http.ServeMux, h *harness.Harness) {
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", func(w http.ResponseWriter, r *http.Request) { jobLogs(w, r, h) })
 }
 
 // jobLogs serves GET /v1/jobs/{id}/logs?stream=stdout|stderr&offset=N&follow=1
