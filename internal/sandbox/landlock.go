@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// Landlock access rights of a confined process.
+const (
+	accessRead  = landlock.AccessFSSet(ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir)
+	accessWrite = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar |
+		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym |
+		ll.AccessFSTruncate | ll.AccessFSRefer)
+	// accessDevRW is what the few writable device files get.
+	accessDevRW = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev)
+)
+
+// landlockConfig is the ruleset configuration: the newest ABI go-landlock
+// knows, downgraded to what the kernel has (best effort), with TCP bind
+// and connect handled (denied unless a rule allows) and signals and
+// abstract unix sockets scoped to the domain.
+func landlockConfig(network bool) landlock.Config {
+	c := landlock.V7.BestEffort()
+	if network {
+		// Handle the file system and the scopes only: TCP stays open.
+		c = landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.V7.Scoped).BestEffort()
+	}
+	return c
+}
+
+// rules returns the Landlock rules of p: what the process may read and
+// write, the secret paths carved out of the checkout.
+func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
+	var rs []landlock.Rule
+	ro := func(paths ...string) {
+		for _, d := range paths {
+			rs = append(rs, landlock.PathAccess(accessRead, d).IgnoreIfMissing())
+		}
+	}
+	rw := func(paths ...string) {
+		for _, d := range paths {
+			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
+		}
+	}
+	// The system, with its own secrets carved out of /etc.
+	for _, d := range systemReadDirs() {
+		if d == "/etc" {
+			rs = append(rs, carve("/etc", relTo("/etc", systemSecrets()), nil, accessRead)...)
+			continue
+		}
+		ro(d)
+	}
+	ro("/proc", "/sys")
+	// /dev: listable, and only the harmless devices open (a daemon run as
+	// root must not hand out its disks).
+	rs = append(rs, landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), "/dev").IgnoreIfMissing(),
+		landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadFile), "/dev/random", "/dev/urandom").IgnoreIfMissing())
+	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
+		rs = append(rs, landlock.PathAccess(accessDevRW, f).IgnoreIfMissing())
+	}
+	ro(env.tools...)
+	if p.Profile == Read || p.Profile == Target {
+		ro(p.Caches...)
+	} else {
+		rw(p.Caches...)
+	}
+	// The checkout: everything but its secrets. When it is writable, .git
+	// stays read-only (rules only add rights, so .git is carved out of the
+	// write grant and given read alone): only harnessd's own leased git
+	// operations write it.
+	if p.Root != "" {
+		rights := accessRead
+		var readOnly []string
+		if p.writesRoot() {
+			rights |= accessWrite
+			readOnly = []string{".git"}
+		}
+		rs = append(rs, carve(p.Root, p.Secrets, readOnly, rights)...)
+	}
+	ro(p.GitDirs...)
+	for _, w := range p.Writable {
+		if w != p.Root {
+			rw(w)
+		}
+	}
+	if tmp != "" {
+		rw(tmp)
+	}
+	return rs
+}
+
+// carve returns rules granting rights on root and everything below it
+// except the closed paths (relative, slash-separated), which get nothing,
+// and the read-only ones, which get read rights alone: on the way to each,
+// every sibling gets the rights. Every directory stays listable (names
+// are not secrets). Symbolic links get no rule: Landlock checks the object
+// they resolve to.
+func carve(root string, closed, readOnly []string, rights landlock.AccessFSSet) []landlock.Rule {
+	if len(closed) == 0 && len(readOnly) == 0 {
+		return []landlock.Rule{landlock.PathAccess(rights, root).IgnoreIfMissing()}
+	}
+	// A trie of the carved paths.
+	type node struct {
+		kids     map[string]*node
+		secret   bool
+		readOnly bool
+	}
+	top := &node{kids: map[string]*node{}}
+	mark := func(s string, f func(n *node)) {
+		n := top
+		for _, part := range strings.Split(strings.Trim(s, "/"), "/") {
+			if part == "" || part == "." || part == ".." {
+				continue
+			}
+			k, ok := n.kids[part]
+			if !ok {
+				k = &node{kids: map[string]*node{}}
+				n.kids[part] = k
+			}
+			n = k
+		}
+		if n != top {
+			f(n)
+		}
+	}
+	for _, s := range closed {
+		mark(s, func(n *node) { n.secret = true })
+	}
+	for _, s := range readOnly {
+		mark(s, func(n *node) { n.readOnly = true })
+	}
+	rs := []landlock.Rule{landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), root).IgnoreIfMissing()}
+	var walk func(dir string, n *node)
+	walk = func(dir string, n *node) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		names := make([]string, 0, len(ents))
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			p := filepath.Join(dir, name)
+			k := n.kids[name]
+			switch {
+			case k != nil && k.secret:
+				continue // closed
+			case k != nil && k.readOnly:
+				if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+					r := accessRead
+					if !fi.IsDir() {
+						r &= fileRights
+					}
+					rs = append(rs, landlock.PathAccess(r, p))
+				}
+			case k != nil:
+				if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+					rs = append(rs, landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), p))
+					walk(p, k)
+				}
+			default:
+				fi, err := os.Lstat(p)
+				if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+					continue
+				}
+				r := rights
+				if !fi.IsDir() {
+					r &= fileRights
+				}
+				rs = append(rs, landlock.PathAccess(r, p))
+			}
+		}
+	}
+	walk(root, top)
+	return rs
+}
+
+// fileRights are the rights that apply to a file (Landlock refuses a file
+// rule with directory rights).
+const fileRights = landlock.AccessFSSet(ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev)
+
+// relTo returns the paths below dir, relative to it.
+func relTo(dir string, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if r, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(r, "..") {
+			out = append(out, filepath.ToSlash(r))
+		}
+	}
+	return out
+}
+
+// rulesetFD builds a Landlock ruleset for p and returns its fd and the
+// restrict flags; fd -1 when the kernel has no Landlock.
+func rulesetFD(p Policy, tmp string, env envInfo) (int, uint32, error) {
+	return landlockConfig(p.Network).NewRulesetFD(rules(p, tmp, env)...)
+}
+
+// secondLayerFD is the per-command layer stacked on the cached first one:
+// reads anywhere the first layer allows; writes in the command's own tmp,
+// and for the profiles that write, in its writable dirs and caches (layers
+// intersect: both must allow an access, so the first layer's carve-outs
+// hold).
+func secondLayerFD(p Policy, tmp string) (int, uint32, error) {
+	rs := []landlock.Rule{
+		landlock.PathAccess(accessRead, "/"),
+		landlock.PathAccess(accessDevRW, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
+		landlock.PathAccess(accessRead|accessWrite, tmp),
+	}
+	if p.Profile != Read && p.Profile != Target {
+		for _, d := range append(append([]string(nil), p.Writable...), p.Caches...) {
+			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
+		}
+	} else {
+		for _, d := range p.Writable {
+			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
+		}
+	}
+	return landlockConfig(p.Network).NewRulesetFD(rs...)
+}

@@ -1,0 +1,425 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/harnessd/harnessd/harness/errs"
+)
+
+// Mode says how much confinement harnessd insists on.
+type Mode string
+
+// The modes of `harnessd serve --sandbox`.
+const (
+	// Require refuses to start commands when Landlock is missing.
+	Require Mode = "require"
+	// Auto confines with every layer the kernel has (the default).
+	Auto Mode = "auto"
+	// Off confines nothing: the classifier and the argv checks remain.
+	Off Mode = "off"
+)
+
+// ParseMode parses a --sandbox value.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Require, Auto, Off:
+		return Mode(s), nil
+	case "":
+		return Auto, nil
+	}
+	return "", fmt.Errorf("--sandbox %q: one of require, auto, off", s)
+}
+
+// Config configures New. Zero fields mean "use the default".
+type Config struct {
+	Mode Mode
+	// Hidden are paths no confined process may see: the data dir (store,
+	// sockets, token) above all.
+	Hidden []string
+	// TmpRoot holds the private tmp of every confined command; "" = a
+	// directory of this uid under os.TempDir().
+	TmpRoot string
+	// Environ is the daemon's environment (PATH, HOME, cache locations);
+	// nil = os.Environ().
+	Environ []string
+	// NoNamespaces keeps every profile on Landlock and seccomp alone.
+	NoNamespaces bool
+}
+
+// Sandbox confines the processes harnessd starts. Safe for concurrent use.
+type Sandbox struct {
+	cfg    Config
+	kernel Kernel
+	env    envInfo
+	tmp    string // TmpRoot
+
+	mu    sync.Mutex // protects cache
+	cache map[string]*layer
+}
+
+// envInfo is what the daemon's environment says about tools and caches.
+type envInfo struct {
+	home  string
+	path  string
+	tools []string
+}
+
+// layer is a cached first-layer ruleset of the Fast Path.
+type layer struct {
+	fd    int
+	flags uint32
+}
+
+// New probes the kernel and returns the Sandbox. In Require mode it fails
+// without Landlock.
+func New(cfg Config) (*Sandbox, error) {
+	if cfg.Mode == "" {
+		cfg.Mode = Auto
+	}
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ()
+	}
+	s := &Sandbox{cfg: cfg, cache: map[string]*layer{}}
+	if cfg.Mode == Off {
+		return s, nil
+	}
+	s.kernel = Probe()
+	if cfg.Mode == Require && s.kernel.LandlockABI == 0 {
+		return nil, errors.New("--sandbox=require: this kernel has no Landlock (enable it with lsm=landlock at boot), so commands cannot be confined")
+	}
+	s.env.home = envGet(cfg.Environ, "HOME")
+	s.env.path = envGet(cfg.Environ, "PATH")
+	s.env.tools = toolDirs(s.env.path, s.env.home, cfg.Hidden)
+	s.tmp = cfg.TmpRoot
+	if s.tmp == "" {
+		s.tmp = filepath.Join(os.TempDir(), "harnessd-sandbox-"+strconv.Itoa(os.Getuid()))
+	}
+	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox tmp root: %w", err)
+	}
+	_ = os.Chmod(s.tmp, 0o700)
+	return s, nil
+}
+
+// Close releases the cached rulesets.
+func (s *Sandbox) Close() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, l := range s.cache {
+		if l.fd >= 0 {
+			_ = syscall.Close(l.fd)
+		}
+		delete(s.cache, k)
+	}
+}
+
+// Mode returns the sandbox mode.
+func (s *Sandbox) Mode() Mode {
+	if s == nil {
+		return Off
+	}
+	return s.cfg.Mode
+}
+
+// Kernel returns what the kernel offers.
+func (s *Sandbox) Kernel() Kernel { return s.kernel }
+
+// namespaces reports whether profile p runs in namespaces.
+func (s *Sandbox) namespaces(p Profile) bool {
+	return p != Read && p != Target && !s.cfg.NoNamespaces && s.kernel.UserNS && Linked()
+}
+
+// Confines reports whether processes of profile p are confined by the
+// kernel: Landlock (or namespaces) keep them from writing outside what
+// the policy allows. The Fast Path then needs no before/after snapshot of
+// the work tree: a read-only command cannot change it.
+func (s *Sandbox) Confines(p Profile) bool {
+	if s == nil || s.cfg.Mode == Off {
+		return false
+	}
+	return s.kernel.LandlockABI > 0 || s.namespaces(p)
+}
+
+// Status reports, per profile, which layers are active and what a missing
+// one weakens.
+func (s *Sandbox) Status() []Layers {
+	var out []Layers
+	for _, p := range Profiles() {
+		l := Layers{Profile: p, Mode: "none", PidsLimit: "off"}
+		if s == nil || s.cfg.Mode == Off {
+			l.Weakened = []string{"the sandbox is off (--sandbox=off): commands run with the daemon's authority; only the classifier and the argv checks stand"}
+			out = append(out, l)
+			continue
+		}
+		k := s.kernel
+		l.LandlockABI, l.Seccomp = k.LandlockABI, k.Seccomp
+		if s.namespaces(p) {
+			l.Mode, l.UserNS, l.MountNS, l.PidNS, l.NetNS = "namespaces", true, true, true, true
+			l.PidsLimit = "counted in the pid namespace by its init"
+		} else if k.LandlockABI > 0 {
+			l.Mode = "landlock"
+			l.PidsLimit = "watchdog over the command's process tree"
+		}
+		if k.LandlockABI == 0 {
+			l.Weakened = append(l.Weakened, "no Landlock: file reads and writes outside the policy are not denied by the kernel")
+		} else {
+			if k.LandlockABI < 4 {
+				l.Weakened = append(l.Weakened, "Landlock ABI < 4: TCP is not denied by Landlock (seccomp denies sockets other than AF_UNIX)")
+			}
+			if k.LandlockABI < 6 {
+				l.Weakened = append(l.Weakened, "Landlock ABI < 6: signals and abstract unix sockets are not scoped to the sandbox")
+			}
+		}
+		if !k.Seccomp {
+			l.Weakened = append(l.Weakened, "no seccomp: UDP, raw and netlink sockets, io_uring and namespace syscalls are not filtered")
+		}
+		if p != Read && p != Target && !s.namespaces(p) {
+			why := k.UserNSReason
+			switch {
+			case s.cfg.NoNamespaces:
+				why = "namespaces disabled"
+			case !Linked():
+				why = "the program embedding harnessd does not link the launcher (call sandbox.Main at the start of main)"
+			}
+			l.Weakened = append(l.Weakened, "no namespaces ("+why+"): the data dir and $HOME are denied by Landlock but visible by name, secret files are closed by Landlock, escaped processes are swept by marker, and the network is denied by Landlock and seccomp rather than absent")
+		}
+		if p == Read || p == Target {
+			l.Weakened = append(l.Weakened, "by design on the Fast Path: no namespaces (they cost milliseconds a command); Landlock and seccomp on the forking thread, rlimits, a process-count watchdog")
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Prepared is one command's confinement: made by Prepare, used by the
+// runner to start the command (Start) and to clean up after it (Done).
+type Prepared struct {
+	s      *Sandbox
+	p      Policy
+	tmp    string // the command's private tmp
+	stage  string // the launcher's staging dir (namespaces)
+	launch bool
+}
+
+// Prepare makes a command's confinement: its private tmp and, on the Fast
+// Path, the cached ruleset of its checkout. A nil *Sandbox (or Off)
+// confines nothing.
+func (s *Sandbox) Prepare(p Policy) (*Prepared, error) {
+	if s == nil || s.cfg.Mode == Off {
+		return nil, nil
+	}
+	if s.cfg.Mode == Require && s.kernel.LandlockABI == 0 {
+		return nil, errs.New(errs.Unavailable, "--sandbox=require and the kernel has no Landlock: commands cannot be confined")
+	}
+	tmp, err := os.MkdirTemp(s.tmp, string(p.Profile)+"-")
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "create the command's private tmp: %v", err)
+	}
+	c := &Prepared{s: s, p: p, tmp: tmp, launch: s.namespaces(p.Profile)}
+	if c.launch {
+		c.stage = filepath.Join(tmp, ".stage")
+		c.tmp = filepath.Join(tmp, "tmp")
+		for _, d := range []string{c.stage, c.tmp} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				c.Done()
+				return nil, errs.Wrap(errs.Internal, err, "create the sandbox staging dir: %v", err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Tmp returns the command's private tmp as the command sees it.
+func (c *Prepared) Tmp() string {
+	if c.launch {
+		return "/tmp"
+	}
+	return c.tmp
+}
+
+// Env returns env for the confined command: HOME, TMPDIR and the caches
+// pointed at the private tmp where the profile keeps the real ones closed.
+func (c *Prepared) Env(env []string) []string {
+	set := map[string]string{"TMPDIR": c.Tmp()}
+	if c.p.Profile == Read || c.p.Profile == Target {
+		set["HOME"] = c.Tmp()
+		set["XDG_CACHE_HOME"] = c.Tmp() + "/.cache"
+		set["GOCACHE"] = c.Tmp() + "/go-build"
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "GOCACHE"} {
+		if v, ok := set[k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// PidsMax is the process-count ceiling the runner enforces (the launcher
+// enforces it itself in a pid namespace: 0 then).
+func (c *Prepared) PidsMax() int {
+	if c.launch {
+		return 0
+	}
+	return c.p.pidsMax()
+}
+
+// Namespaced reports whether the command runs in namespaces.
+func (c *Prepared) Namespaced() bool { return c.launch }
+
+// Start starts cmd confined. It forks from an OS thread of its own that
+// stays alive until exited is closed (the child's Pdeathsig is tied to
+// the thread that forked it), then ends with it: on the Fast Path that
+// thread carries the Landlock domain, the seccomp filter and no_new_privs
+// the child inherits; in namespaces, cmd becomes the launcher.
+func (c *Prepared) Start(cmd *exec.Cmd, exited <-chan struct{}) error {
+	if c.launch {
+		if err := c.toLauncher(cmd); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread is confined (or holds the launcher's
+		// Pdeathsig) and must die with this goroutine.
+		runtime.LockOSThread()
+		if !c.launch {
+			if err := c.confineThread(); err != nil {
+				errc <- err
+				return
+			}
+		}
+		err := cmd.Start()
+		if err == nil && !c.launch {
+			c.rlimits(cmd.Process.Pid)
+		}
+		errc <- err
+		if err == nil {
+			<-exited
+		}
+	}()
+	err := <-errc
+	if c.launch && cmd.ExtraFiles != nil {
+		for _, f := range cmd.ExtraFiles {
+			_ = f.Close()
+		}
+	}
+	return err
+}
+
+// Done removes the command's private tmp; call it once the command ended.
+func (c *Prepared) Done() {
+	if c == nil {
+		return
+	}
+	root := c.tmp
+	if c.launch {
+		root = filepath.Dir(c.tmp)
+	}
+	_ = os.RemoveAll(root)
+}
+
+// confineThread confines the calling (locked) thread: no_new_privs, the
+// Landlock layers, the seccomp filter.
+func (c *Prepared) confineThread() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return errs.Wrap(errs.Internal, err, "sandbox: no_new_privs: %v", err)
+	}
+	if c.s.kernel.LandlockABI > 0 {
+		fd, flags, err := c.s.firstLayer(c.p)
+		if err != nil {
+			return err
+		}
+		if fd >= 0 {
+			if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+				return errs.Wrap(errs.Internal, err, "sandbox: landlock: %v", err)
+			}
+		}
+		fd2, flags2, err := secondLayerFD(c.p, c.tmp)
+		if err != nil {
+			return errs.Wrap(errs.Internal, err, "sandbox: landlock tmp layer: %v", err)
+		}
+		if fd2 >= 0 {
+			err = ll.LandlockRestrictSelf(fd2, flags2)
+			_ = syscall.Close(fd2)
+			if err != nil {
+				return errs.Wrap(errs.Internal, err, "sandbox: landlock tmp layer: %v", err)
+			}
+		}
+	}
+	if c.s.kernel.Seccomp {
+		if err := loadFilter(c.p.Network); err != nil {
+			return errs.Wrap(errs.Internal, err, "sandbox: seccomp: %v", err)
+		}
+	}
+	return nil
+}
+
+// firstLayer returns the cached ruleset of p's checkout, secrets and tools;
+// writes are allowed only under the tmp root (the second layer narrows them
+// to the command's own tmp).
+func (s *Sandbox) firstLayer(p Policy) (int, uint32, error) {
+	key := string(p.Profile) + "\x00" + p.Root + "\x00" + strings.Join(p.Secrets, "\x01") + "\x00" + strings.Join(p.GitDirs, "\x01") +
+		"\x00" + strings.Join(p.Writable, "\x01") + "\x00" + strings.Join(p.Caches, "\x01") + "\x00" + strconv.FormatBool(p.Network)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.cache[key]; ok {
+		return l.fd, l.flags, nil
+	}
+	fd, flags, err := rulesetFD(p, s.tmp, s.env)
+	if err != nil {
+		return -1, 0, errs.Wrap(errs.Internal, err, "sandbox: build the Landlock ruleset: %v", err)
+	}
+	if len(s.cache) > 256 {
+		for k, l := range s.cache {
+			if l.fd >= 0 {
+				_ = syscall.Close(l.fd)
+			}
+			delete(s.cache, k)
+		}
+	}
+	s.cache[key] = &layer{fd: fd, flags: flags}
+	return fd, flags, nil
+}
+
+// rlimits applies the command's rlimits right after it started (an exec
+// cannot carry them: rlimits are per process in Linux, so the forking
+// thread cannot set them without setting them for the daemon).
+func (c *Prepared) rlimits(pid int) {
+	nofile := c.p.noFile()
+	_ = unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: nofile, Max: nofile}, nil)
+	if cpu := c.p.cpuSeconds(); cpu > 0 {
+		_ = unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpu, Max: cpu + 5}, nil)
+	}
+}
+
+func envGet(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
