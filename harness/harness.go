@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/ops"
@@ -22,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -51,6 +53,10 @@ type Config struct {
 	// GateObserver, if set, sees every decision of the gate (tests count
 	// gate crossings with it; a metrics exporter could count outcomes).
 	GateObserver func(govern.Decision)
+	// Sandbox is the confinement of every process harnessd starts:
+	// "require" (refuse to start commands without Landlock), "auto" (every
+	// layer the kernel has; the default) or "off".
+	Sandbox string
 }
 
 // DefaultDataDir returns $HARNESSD_DATA_DIR, else $XDG_STATE_HOME/harnessd,
@@ -99,6 +105,7 @@ type Harness struct {
 	store   *persistence.Store
 	rt      *runtime.Runtime
 	gov     *govern.Governor
+	sb      *sandbox.Sandbox
 	env     *op.Env
 	pipe    *op.Pipeline
 	started time.Time
@@ -144,6 +151,19 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := sandbox.ParseMode(cfg.Sandbox)
+	if err != nil {
+		return nil, errs.New(errs.InvalidArgument, "%v", err)
+	}
+	// Hidden from every confined process: the data dir (store, sockets,
+	// token) and the runtime's job logs and worktrees.
+	hidden := []string{h.rt.DataDir()}
+	if dataDir != "" && dataDir != h.rt.DataDir() {
+		hidden = append(hidden, dataDir)
+	}
+	if h.sb, err = sandbox.New(sandbox.Config{Mode: mode, Hidden: hidden}); err != nil {
+		return nil, err
+	}
 	redactor := redact.Default()
 	if h.gov, err = govern.New(govern.Config{Store: h.store, Audit: h.rt.Audit, PolicyPath: cfg.PolicyPath, LoopThreshold: cfg.LoopThreshold,
 		Now: cfg.Now, Logger: cfg.Logger, Deny: deny, Redactor: redactor, Observe: cfg.GateObserver}); err != nil {
@@ -153,7 +173,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	h.env = &op.Env{
 		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
 		Git: &gitx.Git{}, Deny: deny, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
-		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{},
+		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 	}
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
@@ -183,6 +203,7 @@ func (h *Harness) teardown() error {
 			errList = append(errList, err)
 		}
 	}
+	h.sb.Close()
 	if h.store != nil {
 		if err := h.store.Close(); err != nil {
 			errList = append(errList, fmt.Errorf("close store: %w", err))
@@ -204,6 +225,10 @@ func (h *Harness) Logger() *zap.Logger { return h.lg }
 
 // Registry returns the operations of this Harness.
 func (h *Harness) Registry() *op.Registry { return h.pipe.Registry() }
+
+// SandboxStatus reports, per profile, which confinement layers are active
+// and what a missing one weakens.
+func (h *Harness) SandboxStatus() []sandbox.Layers { return h.sb.Status() }
 
 // Runtime returns the actor runtime (tests and tools).
 func (h *Harness) Runtime() *runtime.Runtime { return h.rt }

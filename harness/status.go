@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 // Version is the harnessd version; set with -ldflags "-X
@@ -54,7 +55,10 @@ type StatusResult struct {
 	StoreBytes   int64          `json:"store_bytes"`
 	Actors       map[string]int `json:"actors"`
 	Goroutines   int            `json:"goroutines"`
-	Notes        []string       `json:"notes,omitempty"`
+	// Sandbox says, per profile, which confinement layers are active and
+	// what a missing one weakens.
+	Sandbox []sandbox.Layers `json:"sandbox"`
+	Notes   []string         `json:"notes,omitempty"`
 	// Extra holds component sections (jobs, durable leases, checks, ...).
 	Extra map[string]any `json:"extra,omitempty"`
 }
@@ -83,8 +87,8 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
 		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
 		Repositories: h.rt.Index().Len(), StoreBytes: lsm + vlog, Actors: rs.Actors,
-		Goroutines: goruntime.NumGoroutine(),
-		Extra:      map[string]any{"lanes": rs.Lanes, "durable_leases": rs.DurableLeases},
+		Goroutines: goruntime.NumGoroutine(), Sandbox: h.sb.Status(),
+		Extra: map[string]any{"lanes": rs.Lanes, "durable_leases": rs.DurableLeases},
 	}
 	if rs.Checks != nil {
 		st.Extra["checks"] = *rs.Checks

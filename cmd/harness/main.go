@@ -91,7 +91,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	c := &cli{c: client.Unix(daemon.PathsOf(*dataDir).Socket), json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, dataDir: *dataDir}
+	paths := daemon.PathsOf(*dataDir)
+	uc := client.Unix(paths.Socket)
+	// The human credential: people's endpoints (approvals, policy, audit,
+	// store dump) need it on every transport.
+	if token, err := daemon.ReadToken(paths); err == nil && token != "" {
+		uc = uc.WithToken(token)
+	}
+	c := &cli{c: uc, json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, dataDir: *dataDir}
 	defer c.c.Close()
 	err := c.dispatch(ctx, rest)
 	return c.exit(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/logx"
+	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 const usage = `harnessd mediates AI coding agents' work on git repositories.
@@ -31,6 +32,9 @@ Run 'harnessd <command> --help' for the flags of a command.
 `
 
 func main() {
+	// First: when harnessd is re-executed as the sandbox's launcher, this
+	// confines the process and runs the command, and never returns.
+	sandbox.Main()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			os.Exit(0)
@@ -99,8 +103,12 @@ func serve(args []string, stderr io.Writer) error {
 	wait := fs.Duration("shutdown-wait", 10*time.Second, "how long shutdown waits for running operations")
 	loops := fs.Int("loop-threshold", 3, "identical results of the same input before LOOP_DETECTED (0 = loop detection off)")
 	policyPath := fs.String("policy", "", "policy file (default <data-dir>/policy.yaml; reload with SIGHUP or `harness policy reload`)")
+	sbMode := fs.String("sandbox", "auto", "confinement of the processes harnessd starts: require (refuse to start commands without Landlock), auto, off")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if _, err := sandbox.ParseMode(*sbMode); err != nil {
+		return usageError{err}
 	}
 	lg, err := logx.New(cf.logLevel, cf.logFormat, stderr)
 	if err != nil {
@@ -109,7 +117,7 @@ func serve(args []string, stderr io.Writer) error {
 	defer lg.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath}, lg)
+	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode}, lg)
 }
 
 func mcpBridge(args []string, stderr io.Writer) error {

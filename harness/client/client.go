@@ -37,9 +37,20 @@ func Unix(socketPath string) *Client {
 	return &Client{hc: &http.Client{Transport: tr}, base: "http://harnessd"}
 }
 
-// TCP returns a client for a daemon listening on addr (host:port).
+// TCP returns a client for a daemon listening on addr (host:port), with a
+// transport of its own (Close drops only its connections).
 func TCP(addr, token string) *Client {
-	return &Client{hc: &http.Client{}, base: "http://" + addr, token: token}
+	tr := &http.Transport{MaxIdleConns: 16, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+	return &Client{hc: &http.Client{Transport: tr}, base: "http://" + addr, token: token}
+}
+
+// WithToken returns a copy of c that sends token as the bearer credential:
+// people's endpoints (approvals, policy, audit, store dump) need the token
+// of the data dir on every transport, the unix socket included.
+func (c *Client) WithToken(token string) *Client {
+	d := *c
+	d.token = token
+	return &d
 }
 
 // HTTPClient returns the underlying HTTP client (for the MCP client transport).
@@ -123,6 +134,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (json
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errs.Wrap(errs.CodeOf(ctx.Err()), ctx.Err(), "%s %s: read response: %v", method, path, ctx.Err())
+		}
 		return nil, errs.Wrap(errs.Unavailable, err, "read response: %v", err)
 	}
 	if resp.StatusCode/100 == 2 {

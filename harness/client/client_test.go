@@ -25,6 +25,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// humanToken is the human credential of the test handlers.
+const humanToken = "human-token-for-tests"
+
 func openHandler(t *testing.T) http.Handler {
 	t.Helper()
 	h, err := harness.Open(context.Background(), harness.Config{InMemory: true})
@@ -36,7 +39,7 @@ func openHandler(t *testing.T) http.Handler {
 			t.Errorf("close harness: %v", err)
 		}
 	})
-	return httpapi.Handler(h, httpapi.Options{})
+	return httpapi.Handler(h, httpapi.Options{HumanToken: humanToken})
 }
 
 // socketPath returns a path for a unix socket, short enough for the
@@ -149,7 +152,10 @@ func TestUnixCalls(t *testing.T) {
 	if err := json.Unmarshal(raw, &st); err != nil || st.Repositories != 1 {
 		t.Fatalf("status = %s (%v)", raw, err)
 	}
-	dump, err := c.GetRaw(ctx, "/v1/store/dump")
+	if _, err := c.GetRaw(ctx, "/v1/store/dump"); errs.CodeOf(err) != errs.Unauthenticated {
+		t.Fatalf("store dump without the human token: %v, want UNAUTHENTICATED", err)
+	}
+	dump, err := c.WithToken(humanToken).GetRaw(ctx, "/v1/store/dump")
 	if err != nil || len(dump) == 0 {
 		t.Fatalf("store dump = %d bytes, %v", len(dump), err)
 	}

@@ -39,6 +39,9 @@ const (
 	Cancelled               Code = "CANCELLED"
 	Unavailable             Code = "UNAVAILABLE"
 	Internal                Code = "INTERNAL"
+	// Unauthenticated: a people's endpoint (approvals, policy, audit) was
+	// called without the human credential, the token of the data dir.
+	Unauthenticated Code = "UNAUTHENTICATED"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

@@ -34,6 +34,12 @@ type Input struct {
 	// Steps are the steps of a composite operation (batch, read_lanes):
 	// each is decided too, after the operation itself.
 	Steps []Input
+	// Confined says the Durable Path confines commands (the sandbox's job
+	// profile): routing accepts shell scripts there.
+	Confined bool
+	// Network says the operation asks for network access: a policy rule
+	// must allow it or a person approve it.
+	Network bool
 }
 
 // Result is what the gate decided.
@@ -75,7 +81,7 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
-		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny}
+		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network}
 	if in.Root != nil {
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so
@@ -218,4 +224,21 @@ func (g *Governor) CheckLoop(in Input) error {
 	g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
 	return errs.New(errs.LoopDetected, "%s", reason).With("outcome", string(mediate.Block)).With("rule_id", mediate.RuleLoop).
 		With("earlier_receipt", v.Earlier).With("hint", v.Hint)
+}
+
+// Refuse audits a refusal decided outside the mediator (an argv naming a
+// secret path, a path outside the root) and returns err: every block of
+// an operation leaves a trace.
+func (g *Governor) Refuse(in Input, err error) error {
+	e := errs.From(err)
+	repoID := ""
+	if in.Repo != nil {
+		repoID = in.Repo.ID
+	}
+	g.AuditAppend(audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block),
+		Code: string(e.Code), Reason: e.Message, RuleID: mediate.RuleScope, Paths: in.Paths})
+	if e.Code == errs.SecretPathDenied || e.Code == errs.PathOutsideRoot {
+		g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
+	}
+	return err
 }

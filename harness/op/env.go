@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -39,6 +40,8 @@ type Env struct {
 	Probe *checkid.EnvProbe
 	// Results keeps large batch step results by reference.
 	Results *ResultCache
+	// Sandbox confines the processes operations start (nil = none).
+	Sandbox *sandbox.Sandbox
 
 	Logger         *zap.Logger
 	Now            func() time.Time

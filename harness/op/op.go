@@ -32,6 +32,7 @@ type Op struct {
 
 	resolved *jsonschema.Resolved
 	inType   reflect.Type
+	approval []int // index of the input's ApprovalID field, nil = none
 	decode   func(raw json.RawMessage) (any, error)
 	repoOf   func(in any) string
 	prepare  func(ctx context.Context, c *Call, in any) (*Plan, error)
@@ -111,7 +112,29 @@ func Def[In any](s Spec[In]) Op {
 	if s.Repo != nil {
 		o.repoOf = func(in any) string { return s.Repo(in.(In)) }
 	}
+	if f, ok := o.inType.FieldByName("ApprovalID"); ok && f.Type.Kind() == reflect.String {
+		o.approval = f.Index
+	}
 	return o
+}
+
+// Approval is embedded in the arguments of an operation: any operation the
+// gate can ask about (a policy rule may ask about every one) can be retried
+// with the approval a person granted.
+type Approval struct {
+	ApprovalID string `json:"approval_id,omitempty" jsonschema:"after APPROVAL_REQUIRED: the approval_id a person approved for exactly this input"`
+}
+
+// approvalOf returns the input's approval_id, if it has the field.
+func (o *Op) approvalOf(in any) string {
+	if o.approval == nil {
+		return ""
+	}
+	v := reflect.ValueOf(in)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	return v.FieldByIndex(o.approval).String()
 }
 
 // Decode validates raw against the input schema (unknown fields, wrong

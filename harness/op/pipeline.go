@@ -138,6 +138,7 @@ func (p *Pipeline) run(ctx context.Context, o *Op, in any) (any, error) {
 		return nil, err
 	}
 	c.Mark(SegRouting)
+	plan.Gate = bindInput(o, plan.Gate, in)
 	gin := c.gateInput(plan.Gate)
 	for _, s := range plan.Steps {
 		gin.Steps = append(gin.Steps, s.GateInput())
@@ -302,7 +303,20 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 	if err != nil {
 		return nil, err
 	}
+	plan.Gate = bindInput(o, plan.Gate, in)
 	return &Step{Index: index, Kind: kind, Raw: raw, Call: c, Plan: plan}, nil
+}
+
+// bindInput gives the gate the operation's input: what an approval is
+// bound to (its hash), and the approval the caller holds.
+func bindInput(o *Op, g govern.Input, in any) govern.Input {
+	if g.Args == nil {
+		g.Args = in
+	}
+	if g.ApprovalID == "" {
+		g.ApprovalID = o.approvalOf(in)
+	}
+	return g
 }
 
 // GateInput is the step's input to its parent's gate.

@@ -30,6 +30,9 @@ type Config struct {
 	LoopThreshold int
 	// PolicyPath is the policy file ("" = <data-dir>/policy.yaml).
 	PolicyPath string
+	// Sandbox is the confinement of spawned processes: "require", "auto"
+	// (the default) or "off".
+	Sandbox string
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -80,9 +83,18 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	if loops <= 0 {
 		loops = -1
 	}
-	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath})
+	// The human credential exists from the first start: people's
+	// endpoints need it on every transport.
+	token, err := ensureToken(p)
 	if err != nil {
 		return err
+	}
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox})
+	if err != nil {
+		return err
+	}
+	for _, l := range h.SandboxStatus() {
+		lg.Info("sandbox", zap.String("profile", string(l.Profile)), zap.String("layers", l.String()), zap.Strings("weakened", l.Weakened))
 	}
 	closeHarness := func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
@@ -92,7 +104,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 
 	mcpSrv := mcpserver.New(mcpserver.Local(h), harness.VersionString())
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
-	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler})
+	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token})
 
 	// The socket is stale if we hold the lock.
 	_ = os.Remove(p.Socket)
@@ -114,14 +126,10 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	listeners := []net.Listener{unixLn}
 	handlers := []http.Handler{handler}
 	if cfg.Listen != "" {
-		token, err := ensureToken(p)
-		if err != nil {
-			unixLn.Close()
-			return errors.Join(err, closeHarness())
-		}
 		tcpLn, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			unixLn.Close()
+			mcpLn.close()
 			return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeHarness())
 		}
 		listeners = append(listeners, tcpLn)
@@ -152,14 +160,14 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	}
 	lg.Info("harnessd ready", zap.Strings("listen", addrs), zap.String("data_dir", p.DataDir),
 		zap.Int("pid", os.Getpid()), zap.String("version", harness.VersionString()))
-	if cfg.Ready != nil {
-		cfg.Ready(p)
-	}
-
 	// SIGHUP reloads the policy; a bad file keeps the old one in force.
+	// Registered before Ready, so a supervisor may send it at once.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if cfg.Ready != nil {
+		cfg.Ready(p)
+	}
 
 	var runErr error
 wait:

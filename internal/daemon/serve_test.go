@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness/client"
+	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/daemon"
 )
 
@@ -149,14 +150,24 @@ func TestServeLifecycle(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
 		t.Errorf("pid file = %q (%v), want %d", b, err, os.Getpid())
 	}
-	if _, err := os.Stat(p.Token); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a token file exists without --listen (%v)", err)
-	}
+	// The human credential exists from the first start (not only with
+	// --listen): people's endpoints need it on the unix socket too.
+	wantMode(t, p.Token, false)
 
 	ctx := context.Background()
 	c := unixClient(t, p.Socket)
 	if err := c.Healthy(ctx); err != nil {
 		t.Fatalf("Healthy: %v", err)
+	}
+	if _, err := c.Get(ctx, "/v1/approvals"); errs.CodeOf(err) != errs.Unauthenticated {
+		t.Fatalf("approvals over the unix socket without the token: %v, want UNAUTHENTICATED", err)
+	}
+	token, err := daemon.ReadToken(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WithToken(token).Get(ctx, "/v1/approvals"); err != nil {
+		t.Fatalf("approvals with the token: %v", err)
 	}
 	raw, err := c.Call(ctx, "repository_list", nil)
 	if err != nil || !strings.Contains(string(raw), "repositories") {

@@ -45,6 +45,6 @@ func New(level, format string, w io.Writer) (*zap.Logger, error) {
 // protoactor logs every dead letter and system start at Info.
 func ActorSystemOption(lg *zap.Logger) actor.ConfigOption {
 	return actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(zapslog.NewHandler(lg.Named("protoactor").WithOptions(zap.IncreaseLevel(zap.WarnLevel)).Core()))
+		return slog.New(zapslog.NewHandler(lg.WithOptions(zap.IncreaseLevel(zap.WarnLevel)).Core(), zapslog.WithName("protoactor")))
 	})
 }

@@ -34,6 +34,7 @@ const (
 	RuleRisk         = "risk"
 	RuleApproval     = "approval"
 	RuleMediator     = "mediator"
+	RuleNetwork      = "network"
 )
 
 // Input is everything Decide looks at.
@@ -52,6 +53,12 @@ type Input struct {
 	Loop       *loop.Verdict // the detector's verdict, computed by the caller (nil = none)
 	ApprovalOK bool          // the caller holds a valid approval for exactly this input
 	History    History       // recent counts for the risk score
+	// Confined says the Durable Path confines its commands (routing
+	// accepts shell scripts there).
+	Confined bool
+	// Network says the operation asks for network access (a job or a
+	// check): it needs a policy rule that allows it or a person's approval.
+	Network bool
 }
 
 // History is recent activity of the same agent or session, for the risk
@@ -106,7 +113,7 @@ func Decide(in Input) (d Decision) {
 	if in.Route != nil {
 		d.Route = *in.Route
 	} else {
-		d.Route = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes})
+		d.Route = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
 	}
 	d.Tier = d.Route.Tier
 	parts := computeRisk(&in, &d.Route)
@@ -179,6 +186,17 @@ func Decide(in Input) (d Decision) {
 	if ask != nil {
 		return ask.into(d)
 	}
+	// 5b: network access is never silent: a policy rule allows it or a
+	// person approves it.
+	if in.Network && allowedBy == "" {
+		if !in.ApprovalOK {
+			return verdict{outcome: Ask, rule: RuleNetwork, code: errs.ApprovalRequired,
+				reason: "network access needs a policy rule that allows it or a person's approval"}.into(d)
+		}
+		if approvedRule == "" {
+			approvedRule = RuleNetwork
+		}
+	}
 
 	// 6: risk.
 	if d.Risk >= RiskAskThreshold && allowedBy == "" {
@@ -196,6 +214,8 @@ func Decide(in Input) (d Decision) {
 	switch {
 	case approvedRule == RuleRisk:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
+	case approvedRule == RuleNetwork:
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: network access needs one"
 	case approvedRule != "":
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: policy rule "+strconv.Quote(approvedRule)+" asks for one"
 	case allowedBy != "":

@@ -180,9 +180,13 @@ func (p *Process) startLocked() error {
 	}
 
 	p.clock = samplePidClock()
-	runtime.LockOSThread()
-	err = p.cmd.Start()
-	runtime.UnlockOSThread()
+	if c := p.spec.Confine; c != nil {
+		err = c.Start(p.cmd, p.exited)
+	} else {
+		runtime.LockOSThread()
+		err = p.cmd.Start()
+		runtime.UnlockOSThread()
+	}
 	closeAll() // the child holds its ends now
 	if err != nil {
 		outR.Close()
@@ -279,19 +283,35 @@ func (p *Process) supervise(ctx context.Context) {
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	var timedOut, cancelled bool
-	select {
-	case <-p.exited:
-	case <-timeoutC:
-		timedOut = true
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	var pidsC <-chan time.Time
+	if p.spec.PidsMax > 0 {
+		t := time.NewTicker(pidsEvery)
+		defer t.Stop()
+		pidsC = t.C
+	}
+	var timedOut, cancelled, tooMany bool
+wait:
+	for {
+		select {
+		case <-p.exited:
+		case <-timeoutC:
 			timedOut = true
-		} else {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				timedOut = true
+			} else {
+				cancelled = true
+			}
+		case <-p.cancelCh:
 			cancelled = true
+		case <-pidsC:
+			if countTree(p.pid) <= p.spec.PidsMax {
+				continue
+			}
+			// A flood: no grace, kill the tree now.
+			tooMany = true
 		}
-	case <-p.cancelCh:
-		cancelled = true
+		break wait
 	}
 	if timedOut || cancelled {
 		select {
@@ -318,8 +338,11 @@ func (p *Process) supervise(ctx context.Context) {
 	swept := sweepRun(p.runID, p.pid, p.clock)
 	p.drain()
 	state, werr := p.reap()
+	if c := p.spec.Confine; c != nil {
+		c.Done()
+	}
 
-	res := Result{Pid: p.pid, TimedOut: timedOut, Cancelled: cancelled, Swept: swept}
+	res := Result{Pid: p.pid, TimedOut: timedOut, Cancelled: cancelled, Swept: swept, PidsExceeded: tooMany}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.ExitCode = -1

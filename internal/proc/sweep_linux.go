@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -328,4 +329,40 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return true
+}
+
+// pidsEvery is how often the process ceiling is checked.
+const pidsEvery = 25 * time.Millisecond
+
+// countTree counts pid and its descendants, through the children lists of
+// /proc (one read per thread of each process in the tree).
+func countTree(pid int) int {
+	n := 0
+	queue := []int{pid}
+	seen := map[int]bool{}
+	for len(queue) > 0 && n < 1<<16 {
+		q := queue[0]
+		queue = queue[1:]
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		n++
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(q) + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(q) + "/task/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return n
 }

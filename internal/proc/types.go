@@ -2,6 +2,7 @@ package proc
 
 import (
 	"io"
+	"os/exec"
 	"time"
 )
 
@@ -30,6 +31,12 @@ type Spec struct {
 	// 0 means DefaultMaxOutput.
 	MaxStdout int
 	MaxStderr int
+	// Confine, if set, starts the command confined (a sandbox) in place of
+	// exec's Start, and is told when the run is over.
+	Confine Confiner
+	// PidsMax kills the command's whole process tree once it counts more
+	// processes (0 = no ceiling); Result.PidsExceeded says so.
+	PidsMax int
 	// Stdout and Stderr are optional extra sinks (a log file, a live follower)
 	// that receive every byte, uncapped, before it is capped for the Result.
 	// A sink that returns an error is dropped for the rest of the run. When
@@ -56,4 +63,15 @@ type Result struct {
 	Cancelled  bool          `json:"cancelled"`       // the context was cancelled or Process.Cancel called
 	Swept      int           `json:"swept,omitempty"` // escaped descendants killed after the group
 	Pid        int           `json:"pid"`
+	// PidsExceeded is true when the tree was killed for counting more
+	// processes than Spec.PidsMax.
+	PidsExceeded bool `json:"pids_exceeded,omitempty"`
+}
+
+// Confiner starts a command confined: Start forks it (from a thread of its
+// own that stays alive until exited is closed, since the child's Pdeathsig
+// is tied to the thread that forked it); Done runs once the run is over.
+type Confiner interface {
+	Start(cmd *exec.Cmd, exited <-chan struct{}) error
+	Done()
 }

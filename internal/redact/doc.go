@@ -6,6 +6,16 @@
 // messages and logs all go through a [Redactor], usually [Default]. Each
 // secret is replaced by "[REDACTED:<rule-id>]"; the text around it survives.
 //
+// # Known values
+//
+// Rules find secrets by their shape. [NewKnown] adds the values the caller
+// knows to be secret (harnessd reads them from a checkout's secret files):
+// [Redactor.WithKnown] replaces each value, its base64 (whole, or the part of
+// a longer base64 stream that encodes it, at every byte alignment) and its
+// hex with "[REDACTED:known-secret]". The forms are found in one pass that
+// hashes a 4-byte gram every few bytes and looks it up in a bitmap, so the
+// cost barely depends on the number of values.
+//
 // # Cost
 //
 // Every rule is keyed by short keywords. A single pass over the input tests

@@ -87,6 +87,9 @@ type Redactor struct {
 	idx     *kwIndex
 	always  []int // rules without keywords
 	pemRule int   // index of the PEM rule, or -1
+
+	known     *Known // WithKnown: values replaced after the rules, or nil
+	knownRule int    // markers[knownRule] is the known-value marker
 }
 
 var defaultRedactor = sync.OnceValue(func() *Redactor { return New(builtinRules()) })
@@ -234,6 +237,9 @@ type findResult struct {
 	spans   []span
 	hold    int
 	pemOpen bool
+	// knownHold: hold was lowered for the tail that may begin a known form,
+	// not for a PEM block, so the held part is not a PEM body.
+	knownHold bool
 }
 
 // find returns the redactions of s. final says s ends the input; inPEM says s
@@ -284,7 +290,29 @@ func (r *Redactor) find(s string, final, inPEM bool, spans []span) findResult {
 	for _, ri := range r.always {
 		spans = appendRegexp(spans, &r.rules[ri], ri, s, 0)
 	}
-	return findResult{spans: mergeSpans(s, spans, &c.hold), hold: c.hold, pemOpen: c.pemOpen && c.hold == len(s)}
+	exempt, knownHold := -1, false
+	if r.known != nil {
+		exempt = r.knownRule
+		spans = r.known.appendSpans(s, spans, r.knownRule)
+		if !final {
+			// More input could complete a form that starts in the tail.
+			if p := r.known.pendingFrom(s); p < c.hold {
+				c.hold, knownHold = p, true
+			}
+		}
+	}
+	spans = mergeSpans(s, spans, &c.hold, exempt)
+	// Unless s is a piece of an over-long line, hold from a line start, so
+	// that the rules see the held line whole when it is redacted.
+	for knownHold && len(s) > 0 && s[len(s)-1] == '\n' {
+		ls := lineStart(s, c.hold)
+		if ls == c.hold {
+			break
+		}
+		c.hold = ls
+		spans = mergeSpans(s, spans, &c.hold, exempt)
+	}
+	return findResult{spans: spans, hold: c.hold, pemOpen: c.pemOpen && c.hold == len(s), knownHold: knownHold}
 }
 
 // appendRegexp appends the matches of a NewRule rule in text, which starts
@@ -299,16 +327,17 @@ func appendRegexp(spans []span, rule *Rule, ri int, text string, base int) []spa
 	return spans
 }
 
-// mergeSpans drops empty spans and previous redactions, sorts the rest,
-// merges overlapping ones, and cuts the result at *hold (lowering *hold so
-// that no span crosses it).
-func mergeSpans(s string, spans []span, hold *int) []span {
+// mergeSpans drops empty spans and previous redactions (except spans of the
+// rule index exempt: a known value is replaced wherever it occurs), sorts
+// the rest, merges overlapping ones, and cuts the result at *hold (lowering
+// *hold so that no span crosses it).
+func mergeSpans(s string, spans []span, hold *int, exempt int) []span {
 	if len(spans) == 0 {
 		return spans
 	}
 	keep := spans[:0]
 	for _, sp := range spans {
-		if sp.hi > sp.lo && !strings.HasPrefix(s[sp.lo:], markerPrefix) {
+		if sp.hi > sp.lo && (sp.rule == exempt || !strings.HasPrefix(s[sp.lo:], markerPrefix)) {
 			keep = append(keep, sp)
 		}
 	}

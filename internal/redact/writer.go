@@ -22,7 +22,10 @@ const (
 // complete lines and writes them to the underlying writer, so a secret is
 // never split across two redaction passes. A line longer than [MaxLine] is
 // flushed in pieces, and a PEM private key block is held back until its END
-// line (at most 1 MiB). For any chunking of the input, the output equals
+// line (at most 1 MiB). With [Redactor.WithKnown], the tail of a line cut
+// for length (or any tail, when a known value holds a newline) that may
+// begin a known form is held back too, so a value split across Write calls
+// is still caught. For any chunking of the input, the output equals
 // [Redactor.String] of the whole input, unless a line is longer than MaxLine
 // or Flush is called mid-stream.
 //
@@ -132,7 +135,7 @@ func (w *Writer) drain(final bool) error {
 		}
 		region := w.buf[:cut]
 		res := w.r.find(bytesView(region), force, w.pemOpen, w.spans[:0])
-		if res.hold == 0 {
+		if res.hold == 0 && !res.knownHold {
 			// An open PEM block holds everything back.
 			w.walked = cut
 			if len(w.buf) < maxHold {
@@ -144,14 +147,20 @@ func (w *Writer) drain(final bool) error {
 		w.out = w.r.appendRedacted(w.out[:0], region[:res.hold], res.spans)
 		done := res.hold
 		w.walked = cut - done
-		if done == len(region) {
+		if res.knownHold {
+			w.walked = 0 // the held tail may start a known form, not a PEM body
+		}
+		switch {
+		case done == len(region):
 			w.pemOpen = res.pemOpen
-		} else {
+		case done > 0:
 			w.pemOpen = false // the held part starts at a line outside any block
 		}
-		if _, err := w.w.Write(w.out); err != nil {
-			w.err = errs.Wrap(errs.Internal, err, "redact: write: %v", err)
-			return w.err
+		if len(w.out) > 0 {
+			if _, err := w.w.Write(w.out); err != nil {
+				w.err = errs.Wrap(errs.Internal, err, "redact: write: %v", err)
+				return w.err
+			}
 		}
 		w.count.Add(int64(len(res.spans)))
 		w.buf = w.buf[:copy(w.buf, w.buf[done:])]

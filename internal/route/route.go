@@ -66,13 +66,17 @@ type Decision struct {
 
 // Request is an operation as the router sees it.
 type Request struct {
-	Tool         string    `json:"tool"`
-	Argv         []string  `json:"argv,omitempty"`
-	TimeoutMs    int       `json:"timeout_ms,omitempty"`
-	Writes       bool      `json:"writes,omitempty"`       // caller declares workspace writes (job_start)
-	Background   bool      `json:"background,omitempty"`   // caller asks to run in the background
-	Deliverables int       `json:"deliverables,omitempty"` // independent deliverables declared; >= 2 -> campaign tier
-	Steps        []Request `json:"steps,omitempty"`        // batch: routed once, as a whole
+	Tool         string   `json:"tool"`
+	Argv         []string `json:"argv,omitempty"`
+	TimeoutMs    int      `json:"timeout_ms,omitempty"`
+	Writes       bool     `json:"writes,omitempty"`       // caller declares workspace writes (job_start)
+	Background   bool     `json:"background,omitempty"`   // caller asks to run in the background
+	Deliverables int      `json:"deliverables,omitempty"` // independent deliverables declared; >= 2 -> campaign tier
+	// Confined says the Durable Path confines its commands with the kernel
+	// (the sandbox's job profile): it then accepts shell scripts and
+	// unclassified commands, which without it are rejected.
+	Confined bool      `json:"confined,omitempty"`
+	Steps    []Request `json:"steps,omitempty"` // batch: routed once, as a whole
 }
 
 // Err returns the coded error a caller that wanted the Fast Path reports:
@@ -152,9 +156,15 @@ var classRisk = map[classify.Class]int{
 	classify.Destructive:    95,
 }
 
+// confinedShellRisk is the risk of a shell script on a confined Durable
+// Path: the kernel, not the classifier, bounds what it can do.
+const confinedShellRisk = 60
+
 // vetCommand classifies argv and returns a rejection for commands that must
-// never run (ok false), or the classification.
-func vetCommand(tool string, argv []string) (classify.Result, Decision, bool) {
+// never run (ok false), or the classification. Destructive and remote
+// commands are always rejected; a shell script only when the Durable Path
+// is not confined (the Fast Path never runs one: it is not proven read-only).
+func vetCommand(tool string, argv []string, confined bool) (classify.Result, Decision, bool) {
 	if len(argv) == 0 {
 		return classify.Result{}, reject(50, tool+" needs a command: argv is empty"), false
 	}
@@ -167,6 +177,9 @@ func vetCommand(tool string, argv []string) (classify.Result, Decision, bool) {
 	case classify.Remote:
 		d = reject(classRisk[r.Class], "remote command rejected: "+why)
 	case classify.Shell:
+		if confined {
+			return r, Decision{}, true
+		}
 		d = reject(classRisk[r.Class], "shell script cannot be proven safe: "+why)
 	default:
 		return r, Decision{}, true
@@ -180,15 +193,23 @@ func timeoutReason(ms int) string {
 	return "timeout " + strconv.Itoa(ms) + " ms is above the Fast Path maximum of 15 s"
 }
 
+// risk is the routing risk of a command class.
+func risk(c classify.Class, confined bool) int {
+	if c == classify.Shell && confined {
+		return confinedShellRisk
+	}
+	return classRisk[c]
+}
+
 func decideCommand(req Request) Decision {
 	if req.TimeoutMs < 0 {
 		return reject(50, "timeout_ms must not be negative")
 	}
-	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	r, rej, ok := vetCommand(req.Tool, req.Argv, req.Confined)
 	if !ok {
 		return rej
 	}
-	d := Decision{CommandClass: r.Class.String(), Risk: classRisk[r.Class], Tier: BoundedWork,
+	d := Decision{CommandClass: r.Class.String(), Risk: risk(r.Class, req.Confined), Tier: BoundedWork,
 		Reasons: append([]string(nil), r.Reasons...)}
 	if r.Class != classify.Readonly {
 		d.Mode, d.SuggestedOperation = Durable, SuggestJobStart
@@ -215,7 +236,7 @@ func decideCheck(req Request) Decision {
 	if req.TimeoutMs < 0 {
 		return reject(50, "timeout_ms must not be negative")
 	}
-	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	r, rej, ok := vetCommand(req.Tool, req.Argv, false)
 	if !ok {
 		return rej
 	}
@@ -241,7 +262,7 @@ func decideCheck(req Request) Decision {
 }
 
 func decideJob(req Request) Decision {
-	r, rej, ok := vetCommand(req.Tool, req.Argv)
+	r, rej, ok := vetCommand(req.Tool, req.Argv, req.Confined)
 	if !ok {
 		return rej
 	}
@@ -253,8 +274,11 @@ func decideJob(req Request) Decision {
 		d.Risk = 50
 		d.Reasons = append(d.Reasons, "declared workspace writes run in isolation")
 	}
-	if risk := classRisk[r.Class]; risk > d.Risk {
-		d.Risk = risk
+	if cr := risk(r.Class, req.Confined); cr > d.Risk {
+		d.Risk = cr
+	}
+	if req.Confined && r.Class == classify.Shell {
+		d.Reasons = append(d.Reasons, "the shell script runs confined by the sandbox's job profile")
 	}
 	d.Reasons = append(d.Reasons, r.Reasons...)
 	return d

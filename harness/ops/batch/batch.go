@@ -70,6 +70,7 @@ type BatchArgs struct {
 	RequestID               string `json:"request_id,omitempty" jsonschema:"required when a step writes: unique id of this batch; a retry with it replays the stored result"`
 	WaitMs                  int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for busy files instead of failing with MUTATION_BUSY (max 30000)"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // StepResult is the outcome of one step.
@@ -395,6 +396,7 @@ func newBatchID() string {
 // ResultArgs are the arguments of batch_result.
 type ResultArgs struct {
 	Ref string `json:"ref" jsonschema:"a result_ref from a batch step"`
+	op.Approval
 }
 
 // ResultResult is the result of batch_result.

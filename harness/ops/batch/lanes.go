@@ -34,6 +34,7 @@ type ReadLanesArgs struct {
 	MaxConcurrency          int    `json:"max_concurrency,omitempty" jsonschema:"steps running at once, 1 to 4 (default 4)"`
 	FailFast                bool   `json:"fail_fast,omitempty" jsonschema:"cancel the remaining steps at the first failure"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // LaneResult is the outcome of one step of read_lanes.

@@ -57,6 +57,7 @@ type RunCheckArgs struct {
 	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 15000 for focused checks (Fast Path maximum) and 600000 for unfocused ones"`
 	Effects                 []string `json:"effects,omitempty" jsonschema:"declared effects, e.g. workspace_write; part of the identity"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // OriginalRun names the run whose outcome a result reports.

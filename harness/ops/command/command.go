@@ -209,6 +209,7 @@ type RouteExplainArgs struct {
 	Writes       bool               `json:"writes,omitempty" jsonschema:"the operation declares workspace writes"`
 	Deliverables int                `json:"deliverables,omitempty" jsonschema:"independent deliverables the request declares"`
 	Steps        []RouteExplainStep `json:"steps,omitempty" jsonschema:"for batch: the steps, routed together"`
+	op.Approval
 }
 
 // RouteExplainStep is one step of a batch in route_explain.

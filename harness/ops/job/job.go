@@ -170,6 +170,7 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 type JobStatusArgs struct {
 	JobID string `json:"job_id" jsonschema:"job id from job_start"`
 	WaitS int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds (max 600) for the job to finish"`
+	op.Approval
 }
 
 func status(_ context.Context, c *op.Call, args JobStatusArgs) (*op.Plan, error) {
@@ -244,6 +245,7 @@ type JobLogsArgs struct {
 	Stream string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
 	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the (redacted) stream to read from"`
 	Tail   int64  `json:"tail,omitempty" jsonschema:"read the last this many bytes instead (ignores offset)"`
+	op.Approval
 }
 
 // JobLogsResult is the result of job_logs.
@@ -316,6 +318,7 @@ func ReadLog(dir, name string, offset, tail int64) ([]byte, int64, int64, error)
 // JobCancelArgs are the arguments of job_cancel.
 type JobCancelArgs struct {
 	JobID string `json:"job_id" jsonschema:"job id from job_start"`
+	op.Approval
 }
 
 func cancel(_ context.Context, c *op.Call, args JobCancelArgs) (*op.Plan, error) {
@@ -336,6 +339,7 @@ type JobListArgs struct {
 	RepoID string `json:"repo_id,omitempty" jsonschema:"only jobs of this repository"`
 	State  string `json:"state,omitempty" jsonschema:"only jobs in this state (queued, running, succeeded, failed, timed_out, cancelled, interrupted)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many jobs (default 50, max 1000)"`
+	op.Approval
 }
 
 // JobListResult is the result of job_list.
@@ -375,6 +379,7 @@ func list(_ context.Context, c *op.Call, args JobListArgs) (*op.Plan, error) {
 // JobCleanArgs are the arguments of job_clean.
 type JobCleanArgs struct {
 	OlderThanS int `json:"older_than_s,omitempty" jsonschema:"only worktrees of jobs that ended at least this many seconds ago (default 0: all)"`
+	op.Approval
 }
 
 // JobCleanResult is the result of job_clean.

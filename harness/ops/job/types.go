@@ -27,6 +27,7 @@ type JobStartArgs struct {
 	Writes    bool         `json:"writes,omitempty" jsonschema:"the job writes files; with isolation none it holds the workspace lease while it runs"`
 	RequestID string       `json:"request_id,omitempty" jsonschema:"required: unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
 	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run the job when a harnessd restart interrupted it"`
+	op.Approval
 }
 
 // JobError is a job's coded error.

@@ -59,6 +59,7 @@ type ValidateArgs struct {
 	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
 	Proposals               []Proposal `json:"proposals" jsonschema:"1 to 16 proposals"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // ProposalConflict is a clash between two proposals over one path.
@@ -450,6 +451,7 @@ type IntegrateArgs struct {
 	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // IntegrateResult is the result of patch_proposal_integrate.

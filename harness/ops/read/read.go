@@ -38,6 +38,7 @@ type ReadFileArgs struct {
 	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"lines to return (default and maximum 2000)"`
 	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"bytes to return (default and maximum 262144)"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty" jsonschema:"report the latency of each segment"`
+	op.Approval
 }
 
 // ReadFileResult is the result of read_file.
@@ -66,6 +67,7 @@ type SearchArgs struct {
 	CaseInsensitive         bool   `json:"case_insensitive,omitempty"`
 	MaxResults              int    `json:"max_results,omitempty" jsonschema:"default 50, maximum 500"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // SearchResult is the result of search.
@@ -102,6 +104,7 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 type GitStatusArgs struct {
 	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // GitStatusResult is the result of git_status.
@@ -146,6 +149,7 @@ type GitDiffArgs struct {
 	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"patch byte cap (default 262144)"`
 	Context                 int      `json:"context,omitempty" jsonschema:"lines of context (default 3)"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
+	op.Approval
 }
 
 // GitDiffResult is the result of git_diff.

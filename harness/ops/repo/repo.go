@@ -33,6 +33,7 @@ type Repository = messages.Repository
 // RegisterArgs are the arguments of repository_register.
 type RegisterArgs struct {
 	Path string `json:"path" jsonschema:"path of a git work tree (or a directory inside one); it is canonicalised"`
+	op.Approval
 }
 
 // RegisterResult is the result of repository_register.
@@ -74,7 +75,9 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 }
 
 // ListArgs are the arguments of repository_list.
-type ListArgs struct{}
+type ListArgs struct {
+	op.Approval
+}
 
 // ListResult is the result of repository_list.
 type ListResult struct {
@@ -98,6 +101,7 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 // UnregisterArgs are the arguments of repository_unregister.
 type UnregisterArgs struct {
 	RepoID string `json:"repo_id" jsonschema:"the repo_id returned by repository_register"`
+	op.Approval
 }
 
 // UnregisterResult is the result of repository_unregister.

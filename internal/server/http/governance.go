@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
@@ -12,8 +13,9 @@ import (
 )
 
 // People's endpoints: approvals, policy reload and the audit log. They are
-// not operations, so no MCP tool reaches them.
-func humanRoutes(mux *http.ServeMux, h *harness.Harness) {
+// not operations, so no MCP tool reaches them, and Handler guards them with
+// the human token; a decision records the credential that made it.
+func humanRoutes(mux guardedMux, h *harness.Harness, token string) {
 	mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
 		out, err := h.Approvals(r.Context(), r.URL.Query().Get("status"))
 		respond(w, out, err)
@@ -30,7 +32,12 @@ func humanRoutes(mux *http.ServeMux, h *harness.Harness) {
 					return
 				}
 			}
-			out, err := h.DecideApproval(r.Context(), r.PathValue("id"), approve, body.By, body.Reason)
+			by := strings.TrimSpace(body.By)
+			if by == "" {
+				by = "person"
+			}
+			by += " (token " + TokenFingerprint(token) + ")"
+			out, err := h.DecideApproval(r.Context(), r.PathValue("id"), approve, by, body.Reason)
 			respond(w, out, err)
 		}
 	}

@@ -4,7 +4,9 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,10 +30,16 @@ type Options struct {
 	MCP http.Handler
 	// Registry receives the API's metrics; nil = a private registry.
 	Registry *prometheus.Registry
+	// HumanToken is the human credential (the data dir's token): people's
+	// endpoints (approvals, policy, audit, store dump) require it on every
+	// transport, the unix socket included, so no process the daemon
+	// started can approve its own request. "" = those endpoints refuse.
+	HumanToken string
 }
 
 type api struct {
 	h       *harness.Harness
+	token   string
 	calls   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
 }
@@ -43,7 +51,7 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 		reg = prometheus.NewRegistry()
 	}
 	a := &api{
-		h: h,
+		h: h, token: o.HumanToken,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "harnessd_operations_total", Help: "Operations served over the JSON API, by operation and result code.",
 		}, []string{"operation", "code"}),
@@ -71,10 +79,23 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
 	}
-	humanRoutes(mux, h) // approvals, policy reload, audit
-	jobRoutes(mux, h)   // log streaming
-	storeRoutes(mux, h) // store dump
+	// People's endpoints need the human token on every transport.
+	people := guardedMux{mux: mux, token: o.HumanToken}
+	humanRoutes(people, h, o.HumanToken) // approvals, policy reload, audit
+	storeRoutes(people, h)               // store dump
+	jobRoutes(mux, h)                    // log streaming
 	return mux
+}
+
+// guardedMux registers handlers that require the human token.
+type guardedMux struct {
+	mux   *http.ServeMux
+	token string
+}
+
+// HandleFunc registers f behind RequireToken.
+func (g guardedMux) HandleFunc(pattern string, f http.HandlerFunc) {
+	g.mux.Handle(pattern, RequireToken(g.token, f))
 }
 
 func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
@@ -164,21 +185,31 @@ func StatusOf(c errs.Code) int {
 		return http.StatusServiceUnavailable
 	case errs.Cancelled:
 		return 499
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
 	}
 	return http.StatusInternalServerError
 }
 
 // RequireToken wraps next so every request must carry
-// "Authorization: Bearer <token>" (compared in constant time).
+// "Authorization: Bearer <token>" (the scheme case-insensitive, the token
+// compared in constant time). An empty token lets nothing through.
 func RequireToken(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+		scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if token == "" || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": errs.New(errs.PolicyDenied, "missing or wrong bearer token (see <data-dir>/token)")})
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": errs.New(errs.Unauthenticated,
+				"missing or wrong bearer token: send Authorization: Bearer <the contents of <data-dir>/token> (the harness CLI does)")})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// TokenFingerprint names a token in the audit log without revealing it.
+func TokenFingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "sha256:" + hex.EncodeToString(sum[:6])
 }

@@ -331,6 +331,7 @@ func TestRequireToken(t *testing.T) {
 		{"wrong token", token, "Bearer nope", false},
 		{"token without scheme", token, token, false},
 		{"other scheme", token, "Basic " + token, false},
+		{"scheme in lower case", token, "bearer " + token, true},
 		{"prefix of the token", token, "Bearer " + token[:4], false},
 		{"token with a suffix", token, "Bearer " + token + "x", false},
 		{"empty token, no header", "", "", false},
@@ -404,6 +405,7 @@ func TestStatusOf(t *testing.T) {
 		{errs.Cancelled, 499},
 		{errs.Unavailable, 503},
 		{errs.Internal, 500},
+		{errs.Unauthenticated, 401},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
