@@ -227,8 +227,9 @@ func (k *Known) Forms() int {
 	return len(k.forms)
 }
 
-// MaxFormLen returns the length of the longest form, 0 for an empty set. A
-// streaming [Writer] holds back at most this many bytes minus one.
+// MaxFormLen returns the length of the longest form, 0 for an empty set: a
+// streaming [Writer] holds back at most this many bytes minus one of an
+// over-long line.
 func (k *Known) MaxFormLen() int {
 	if k == nil {
 		return 0
@@ -305,10 +306,12 @@ func (k *Known) isProperPrefix(x string) bool {
 // with rules). It replaces a Known set on r earlier. A nil or empty k
 // returns r itself.
 //
-// Its [Writer] also catches a value split across Write calls: it holds back
-// a line's tail that may begin a form (at most the longest form minus one
-// byte, and only at the end of a line cut for length or when a value holds
-// a newline) until more input, Flush or Close.
+// Its [Writer] also catches a value split across Write calls. Complete lines
+// already wait for their newline; beyond that, the Writer holds back the
+// tail that may begin a form until more input, Flush or Close: at the end
+// of a piece of a line cut for length, at most the longest form minus one
+// byte; when a value holds a newline, from the start of the line where
+// that tail begins, so that the rules see the line whole.
 func (r *Redactor) WithKnown(k *Known) *Redactor {
 	if k.Len() == 0 {
 		return r

@@ -34,6 +34,21 @@ func BenchmarkKnown64KiB(b *testing.B) {
 	}
 }
 
+// BenchmarkKnownClean64KiB is the scan alone: no value occurs.
+func BenchmarkKnownClean64KiB(b *testing.B) {
+	k, _ := benchKnown()
+	in := cleanText(benchSize)
+	r := New(nil).WithKnown(k)
+	if _, n := r.String(in); n != 0 {
+		b.Fatalf("%d redactions in clean text", n)
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.String(in)
+	}
+}
+
 // BenchmarkDefaultKnown64KiB is the rules and the known values together.
 func BenchmarkDefaultKnown64KiB(b *testing.B) {
 	k, in := benchKnown()

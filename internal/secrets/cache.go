@@ -1,0 +1,345 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/redact"
+)
+
+const (
+	// DefaultRewalk is how old a walk may get before Get starts a new one.
+	DefaultRewalk = 2 * time.Second
+	// maxInner bounds the entries visited below the secret directories.
+	maxInner = 2000
+)
+
+// Config configures a [Cache].
+type Config struct {
+	// Deny selects the secret paths; nil means the default list.
+	Deny *pathsafe.Denylist
+	// Git reads the index and HEAD; nil means the work tree only.
+	Git *gitx.Git
+	// Rewalk is how old the last walk of a root may get before Get starts
+	// a new one in the background; 0 means [DefaultRewalk].
+	Rewalk time.Duration
+	// Limit is the number of entries a walk visits; 0 means [DefaultLimit].
+	Limit int
+}
+
+// Set is what the cache knows of one checkout. It is shared: do not modify
+// its slices.
+type Set struct {
+	// Files and Dirs are the secret paths of the work tree, as [Find]
+	// returns them.
+	Files, Dirs []string
+	// Tracked are the secret paths in the index or in HEAD, whether or not
+	// the work tree still has them.
+	Tracked []string
+	// Truncated reports that the last walk stopped at its limit, so that
+	// secret files may be missing.
+	Truncated bool
+	// Known holds the values learned from Files, the regular files below
+	// Dirs, and Tracked (work tree, index and HEAD), for
+	// [redact.Redactor.WithKnown]. It is never nil.
+	Known *redact.Known
+	// Gen increases whenever the Set of the root changes; 1 is the first.
+	Gen uint64
+}
+
+// Cache remembers, per checkout root, the secret paths and the values
+// learned from them. Get revalidates cheaply: it compares the stamps (size,
+// mtime, inode, ctime) of the learned files and of the repository's index,
+// HEAD and current branch ref, and learns again when one changed (or when
+// one was modified less than a second before the last learning, which a
+// stamp cannot tell from a later rewrite of the same size). The tree
+// is walked again in the background when the last walk is older than
+// Config.Rewalk. A Cache is safe for concurrent use; Close stops it.
+type Cache struct {
+	cfg    Config
+	ctx    context.Context // of the background walks; Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the background walks
+
+	// mu protects roots and closed. It is never held during I/O, and it is
+	// taken while holding an entry's mu (never the other way round).
+	mu     sync.Mutex
+	roots  map[string]*entry
+	closed bool
+
+	// Tests: walkHook runs at the start of a background walk, walkDone
+	// after it published its result.
+	walkHook, walkDone func(root string)
+}
+
+// entry is the state of one root.
+type entry struct {
+	// mu protects every field below. Get holds it while it revalidates and
+	// learns, so that concurrent Gets of one root learn once; a background
+	// walk takes it only to publish its result.
+	mu       sync.Mutex
+	ready    bool      // the first walk and learning succeeded
+	set      Set       // served
+	tree     treeScan  // the walk set is built from
+	next     *treeScan // a finished background walk, not yet adopted
+	dirty    bool      // tree changed since the last learning
+	walking  bool      // a background walk runs
+	walkedAt time.Time // start of the last walk
+	gitPaths []string  // index, HEAD, ref files at the last learning
+	gitSt    []stamp   // their stamps then
+	learned  []string  // the files learned from
+	learnSt  []stamp   // their stamps before the last learning
+	learnAt  time.Time // when they were taken
+	values   []string  // what the last learning returned
+}
+
+// treeScan is the result of one walk.
+type treeScan struct {
+	found Found
+	inner []string // regular files below found.Dirs
+	trunc bool     // the walk below found.Dirs stopped at maxInner
+}
+
+func (t *treeScan) equal(o *treeScan) bool {
+	return slices.Equal(t.found.Files, o.found.Files) && slices.Equal(t.found.Dirs, o.found.Dirs) &&
+		t.found.Truncated == o.found.Truncated && slices.Equal(t.inner, o.inner) && t.trunc == o.trunc
+}
+
+// NewCache returns an empty cache. Close it to stop its background walks.
+func NewCache(cfg Config) *Cache {
+	if cfg.Rewalk <= 0 {
+		cfg.Rewalk = DefaultRewalk
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Cache{cfg: cfg, ctx: ctx, cancel: cancel, roots: make(map[string]*entry)}
+}
+
+// Get returns the Set of the checkout at root, the top directory of a work
+// tree (where .git is; the path is cleaned but not resolved). The first Get of a root walks the tree and
+// learns synchronously. Later ones serve the last Set after revalidating
+// it, learning again if a stamp changed or a finished background walk
+// found different paths, and start a background walk when the last one is
+// older than Config.Rewalk (at most one per root at a time).
+//
+// On an error, the Set returned is the last good one (the zero Set before
+// the first success); callers should fail closed. Concurrent Gets of one
+// root wait for each other's learning.
+func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
+	root = filepath.Clean(root)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return Set{}, errs.New(errs.Unavailable, "secrets cache is closed")
+	}
+	e := c.roots[root]
+	if e == nil {
+		e = &entry{}
+		c.roots[root] = e
+	}
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if !e.ready {
+		t, err := c.scan(ctx, root)
+		if err != nil {
+			return Set{}, err
+		}
+		e.tree, e.walkedAt, e.dirty = t, now, true
+		if err := c.refresh(ctx, root, e); err != nil {
+			return Set{}, err
+		}
+		e.ready = true
+		return e.set, nil
+	}
+	if e.next != nil {
+		if !e.next.equal(&e.tree) {
+			e.tree, e.dirty = *e.next, true
+		}
+		e.next = nil
+	}
+	if !e.walking && now.Sub(e.walkedAt) >= c.cfg.Rewalk {
+		c.startWalk(root, e, now)
+	}
+	if err := c.refresh(ctx, root, e); err != nil {
+		return e.set, err
+	}
+	return e.set, nil
+}
+
+// Forget drops what the cache knows of root. A background walk of it may
+// still be running; Close waits for it.
+func (c *Cache) Forget(root string) {
+	c.mu.Lock()
+	delete(c.roots, filepath.Clean(root))
+	c.mu.Unlock()
+}
+
+// Close cancels the background walks and waits for them to end. Get fails
+// afterwards. Close always returns nil.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}
+
+// startWalk starts a background walk of root. e.mu is held.
+func (c *Cache) startWalk(root string, e *entry, now time.Time) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1) // under c.mu, so that it cannot race with Close's Wait
+	c.mu.Unlock()
+	e.walking, e.walkedAt = true, now
+	go func() {
+		defer c.wg.Done()
+		if c.walkHook != nil {
+			c.walkHook(root)
+		}
+		t, err := c.scan(c.ctx, root)
+		e.mu.Lock()
+		e.walking = false
+		if err == nil {
+			e.next = &t
+		}
+		e.mu.Unlock()
+		if c.walkDone != nil {
+			c.walkDone(root)
+		}
+	}()
+}
+
+// scan walks root: the secret paths, and the files below secret dirs.
+func (c *Cache) scan(ctx context.Context, root string) (treeScan, error) {
+	f, err := find(ctx, root, c.cfg.Deny, c.cfg.Limit)
+	if err != nil {
+		return treeScan{}, err
+	}
+	inner, trunc, err := filesUnder(ctx, root, f.Dirs, maxInner)
+	if err != nil {
+		return treeScan{}, err
+	}
+	return treeScan{found: f, inner: inner, trunc: trunc}, nil
+}
+
+// refresh learns again if the tree changed (e.dirty), the repository's
+// index or HEAD changed, or a learned file changed, and updates e.set.
+// e.mu is held.
+func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
+	gitPaths := gitFiles(root)
+	gitSt := fileStamps("", gitPaths)
+	gitChanged := !slices.Equal(gitPaths, e.gitPaths) || !slices.Equal(gitSt, e.gitSt)
+	tracked := e.set.Tracked
+	if (gitChanged || !e.ready) && c.cfg.Git != nil {
+		t, err := listTracked(ctx, c.cfg.Git, root, c.cfg.Deny)
+		if err != nil {
+			return err
+		}
+		tracked = t
+	}
+	learn := e.learned
+	if e.dirty || gitChanged || !e.ready {
+		learn = union(e.tree.found.Files, e.tree.inner, tracked)
+	}
+	learnSt := fileStamps(root, learn)
+	if e.ready && !e.dirty && !gitChanged && slices.Equal(learn, e.learned) && slices.Equal(learnSt, e.learnSt) &&
+		!racy(e.learnAt, e.learnSt) && !racy(e.learnAt, e.gitSt) {
+		return nil
+	}
+	learnAt := time.Now()
+	values, err := Learn(ctx, c.cfg.Git, root, learn)
+	if err != nil {
+		return err
+	}
+	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learn, learnSt, learnAt, false
+	s := Set{
+		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Tracked: tracked,
+		Truncated: e.tree.found.Truncated || e.tree.trunc, Known: e.set.Known, Gen: e.set.Gen,
+	}
+	if s.Known == nil || !slices.Equal(values, e.values) {
+		s.Known, e.values = redact.NewKnown(values), values
+	}
+	if s.Gen == 0 || s.Known != e.set.Known || s.Truncated != e.set.Truncated ||
+		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Tracked, e.set.Tracked) {
+		s.Gen++
+	}
+	e.set = s
+	return nil
+}
+
+// racySlack covers the granularity of file timestamps: a file modified
+// within it of a learning may have changed again since without changing its
+// stamp (same size, same mtime tick, rewritten in place).
+const racySlack = time.Second
+
+// racy reports whether a stamp of sts is too recent, when the stamps were
+// taken at, to prove that its file did not change after the learning: then
+// it is learned once more, when it is old enough ("racy git").
+func racy(at time.Time, sts []stamp) bool {
+	limit := at.Add(-racySlack).UnixNano()
+	for _, st := range sts {
+		if st.exists && st.mtime >= limit {
+			return true
+		}
+	}
+	return false
+}
+
+// listTracked returns the paths of the index and of HEAD that deny matches,
+// sorted. Outside a repository, and for an unborn HEAD, there are none.
+func listTracked(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) ([]string, error) {
+	var paths []string
+	add := func(out []byte, truncated bool) {
+		recs := bytes.Split(out, []byte{0})
+		if truncated && len(recs) > 0 {
+			recs = recs[:len(recs)-1] // cut mid-path
+		}
+		for _, r := range recs {
+			if p := string(r); p != "" {
+				if _, ok := deny.Match(p); ok {
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	out, trunc, err := git.Run(ctx, root, 0, "ls-files", "-z")
+	if err != nil {
+		if errs.CodeOf(err) == errs.NotAGitRepository {
+			return nil, nil
+		}
+		return nil, err
+	}
+	add(out, trunc)
+	out, trunc, err = git.Run(ctx, root, 0, "ls-tree", "-r", "-z", "--name-only", "HEAD")
+	switch {
+	case err == nil:
+		add(out, trunc)
+	case errs.CodeOf(err) != errs.NotFound: // NotFound: unborn HEAD
+		return nil, err
+	}
+	slices.Sort(paths)
+	return slices.Compact(paths), nil
+}
+
+// union returns the sorted, distinct paths of all lists.
+func union(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,245 @@
+package secrets
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/testutil"
+)
+
+func newTestCache(t *testing.T, rewalk time.Duration) *Cache {
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: rewalk})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCacheRelearnsChangedFile(t *testing.T) {
+	root := testutil.Repo(t, nil)
+	first, second := "first-"+fake(50, 12), "second-"+fake(51, 20)
+	writeFile(t, root, ".env", "K="+first+"\n") // untracked
+	c := newTestCache(t, time.Hour)
+	ctx := testCtx(t)
+	s1, err := c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !redacts(s1.Known, first) || s1.Gen != 1 || !slices.Equal(s1.Files, []string{".env"}) {
+		t.Fatalf("first Get: redacts %v, Gen %d, Files %q", redacts(s1.Known, first), s1.Gen, s1.Files)
+	}
+	s2, err := c.Get(ctx, root)
+	if err != nil || s2.Gen != s1.Gen || s2.Known != s1.Known {
+		t.Fatalf("unchanged Get: Gen %d, same Known %v, %v", s2.Gen, s2.Known == s1.Known, err)
+	}
+	writeFile(t, root, ".env", "K="+second+"\n")
+	s3, err := c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !redacts(s3.Known, second) || redacts(s3.Known, first) || s3.Gen <= s2.Gen {
+		t.Fatalf("after the change: redacts new %v, old %v, Gen %d (was %d)", redacts(s3.Known, second), redacts(s3.Known, first), s3.Gen, s2.Gen)
+	}
+}
+
+// TestCacheRacyRewrite rewrites a file with the same size and mtime right
+// after it was learned (the ctime or the racy check tells).
+func TestCacheRacyRewrite(t *testing.T) {
+	root := t.TempDir()
+	a, b := "aaaa-"+fake(52, 12), "bbbb-"+fake(53, 12)
+	p := filepath.Join(root, ".env")
+	writeFile(t, root, ".env", "K="+a+"\n")
+	fi, _ := os.Stat(p)
+	c := newTestCache(t, time.Hour)
+	ctx := testCtx(t)
+	if _, err := c.Get(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("K="+b+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Get(ctx, root)
+	if err != nil || !redacts(s.Known, b) {
+		t.Fatalf("rewrite with the same stamp not relearned: %v", err)
+	}
+}
+
+func TestCacheGitChanges(t *testing.T) {
+	committed := "committed-" + fake(54, 12)
+	root := testutil.Repo(t, map[string]string{"config/.env": "K=" + committed + "\n", "main.go": "package main\n"})
+	os.Remove(filepath.Join(root, "config/.env"))
+	c := newTestCache(t, time.Hour)
+	ctx := testCtx(t)
+	s, err := c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Files) != 0 || !slices.Equal(s.Tracked, []string{"config/.env"}) || !redacts(s.Known, committed) {
+		t.Fatalf("deleted from the work tree: Files %q, Tracked %q, redacts %v", s.Files, s.Tracked, redacts(s.Known, committed))
+	}
+	// A new commit changes the index and the branch ref.
+	next := "next-" + fake(55, 12)
+	writeFile(t, root, "other/.env", "K="+next+"\n")
+	testutil.Git(t, root, "add", "other/.env")
+	testutil.Git(t, root, "commit", "-q", "-m", "more")
+	os.Remove(filepath.Join(root, "other/.env"))
+	s2, err := c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !redacts(s2.Known, next) || !slices.Equal(s2.Tracked, []string{"config/.env", "other/.env"}) || s2.Gen <= s.Gen {
+		t.Fatalf("after a commit: redacts %v, Tracked %q, Gen %d", redacts(s2.Known, next), s2.Tracked, s2.Gen)
+	}
+}
+
+func TestCacheSecretDirs(t *testing.T) {
+	root := t.TempDir()
+	key := fake(56, 40)
+	writeFile(t, root, ".ssh/deploy_key", key+"\n")
+	c := newTestCache(t, time.Hour)
+	s, err := c.Get(testCtx(t), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Dirs, []string{".ssh"}) || len(s.Files) != 0 || !redacts(s.Known, key) {
+		t.Errorf("Dirs %q, Files %q, redacts the key below .ssh %v", s.Dirs, s.Files, redacts(s.Known, key))
+	}
+}
+
+// TestCacheRewalk: a new secret file appears after a background walk. Get
+// is called until it knows the value, bounded by a timeout.
+func TestCacheRewalk(t *testing.T) {
+	root := testutil.Repo(t, map[string]string{"README": "x\n"})
+	c := newTestCache(t, time.Nanosecond)
+	walked := make(chan struct{}, 1)
+	c.walkDone = func(string) {
+		select {
+		case walked <- struct{}{}:
+		default:
+		}
+	}
+	ctx := testCtx(t)
+	s, err := c.Get(ctx, root)
+	if err != nil || s.Gen != 1 || len(s.Files) != 0 {
+		t.Fatalf("first Get: %+v, %v", s, err)
+	}
+	v := "appeared-" + fake(57, 12)
+	writeFile(t, root, "new/.env", "K="+v+"\n")
+	deadline := time.After(20 * time.Second)
+	for {
+		s, err = c.Get(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if redacts(s.Known, v) {
+			break
+		}
+		select {
+		case <-walked:
+		case <-deadline:
+			t.Fatal("the new .env was not learned")
+		}
+	}
+	if !slices.Equal(s.Files, []string{"new/.env"}) || s.Gen < 2 {
+		t.Errorf("after the re-walk: Files %q, Gen %d", s.Files, s.Gen)
+	}
+}
+
+// TestCacheGetDoesNotWaitForWalk blocks a background walk and checks that
+// Get still serves, and that Close waits for the walk.
+func TestCacheGetDoesNotWaitForWalk(t *testing.T) {
+	root := t.TempDir()
+	v := "served-" + fake(58, 12)
+	writeFile(t, root, ".env", "K="+v+"\n")
+	c := NewCache(Config{Rewalk: time.Nanosecond})
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished bool // written by the walk, read after Close
+	var once sync.Once
+	c.walkHook = func(string) {
+		once.Do(func() { close(started) })
+		<-release
+	}
+	c.walkDone = func(string) { finished = true }
+	ctx := testCtx(t)
+	if _, err := c.Get(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, root); err != nil { // starts the walk
+		t.Fatal(err)
+	}
+	<-started
+	for range 3 {
+		s, err := c.Get(ctx, root) // must not wait for the blocked walk
+		if err != nil || !redacts(s.Known, v) {
+			t.Fatalf("Get during a walk: %v", err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a walk was running")
+	default:
+	}
+	close(release)
+	<-closed
+	if !finished {
+		t.Fatal("Close returned before the walk finished")
+	}
+	if _, err := c.Get(ctx, root); errs.CodeOf(err) != errs.Unavailable {
+		t.Errorf("Get after Close: %v, want UNAVAILABLE", err)
+	}
+}
+
+func TestCacheConcurrent(t *testing.T) {
+	roots := []string{t.TempDir(), t.TempDir()}
+	vals := []string{"one-" + fake(59, 12), "two-" + fake(60, 12)}
+	for i, r := range roots {
+		writeFile(t, r, ".env", "K="+vals[i]+"\n")
+	}
+	c := newTestCache(t, time.Nanosecond)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 20 {
+				i := g % 2
+				s, err := c.Get(ctx, roots[i])
+				if err != nil || !redacts(s.Known, vals[i]) {
+					t.Errorf("Get(%d): %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.Forget(roots[0])
+	if s, err := c.Get(ctx, roots[0]); err != nil || s.Gen != 1 {
+		t.Errorf("Get after Forget: Gen %d, %v; want a fresh 1", s.Gen, err)
+	}
+}
+
+func TestCacheErrors(t *testing.T) {
+	c := newTestCache(t, time.Hour)
+	if _, err := c.Get(testCtx(t), filepath.Join(t.TempDir(), "missing")); errs.CodeOf(err) != errs.NotFound {
+		t.Errorf("Get of a missing root: %v", err)
+	}
+}
+
+func TestRacy(t *testing.T) {
+	now := time.Now()
+	old := stamp{exists: true, mtime: now.Add(-2 * racySlack).UnixNano()}
+	fresh := stamp{exists: true, mtime: now.Add(-racySlack / 2).UnixNano()}
+	if racy(now, []stamp{old, {}}) || !racy(now, []stamp{old, fresh}) {
+		t.Error("racy: an old stamp is racy, or a fresh one is not")
+	}
+}

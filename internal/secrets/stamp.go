@@ -1,0 +1,83 @@
+package secrets
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// stamp is what revalidation compares of one file: a change of content
+// changes one of these (an absent file has the zero stamp).
+type stamp struct {
+	size, mtime, ctime int64
+	ino                uint64
+	mode               os.FileMode
+	exists             bool
+}
+
+// statStamp returns the stamp of p, not following a final symlink.
+func statStamp(p string) stamp {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return stamp{}
+	}
+	st := stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode(), exists: true}
+	sysStamp(fi, &st)
+	return st
+}
+
+// fileStamps returns the stamps of the files rel (relative to root).
+func fileStamps(root string, rel []string) []stamp {
+	out := make([]stamp, len(rel))
+	for i, r := range rel {
+		out[i] = statStamp(filepath.Join(root, filepath.FromSlash(r)))
+	}
+	return out
+}
+
+// gitFiles returns the files whose stamps tell that the index or HEAD of
+// the checkout at root changed: the index, HEAD, and for a symbolic HEAD
+// the branch's ref file and packed-refs. A .git file ("gitdir: ...", in
+// linked worktrees and submodules) and a commondir file are followed.
+func gitFiles(root string) []string {
+	gitDir := filepath.Join(root, ".git")
+	if fi, err := os.Lstat(gitDir); err == nil && fi.Mode().IsRegular() {
+		if d, ok := strings.CutPrefix(readSmall(gitDir), "gitdir:"); ok {
+			gitDir = absUnder(root, strings.TrimSpace(d))
+		}
+	}
+	common := gitDir
+	if c := strings.TrimSpace(readSmall(filepath.Join(gitDir, "commondir"))); c != "" {
+		common = absUnder(gitDir, c)
+	}
+	files := []string{filepath.Join(gitDir, "index"), filepath.Join(gitDir, "HEAD")}
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(readSmall(filepath.Join(gitDir, "HEAD"))), "ref:"); ok {
+		ref = strings.TrimSpace(ref)
+		if strings.HasPrefix(ref, "refs/") && filepath.IsLocal(ref) {
+			files = append(files, filepath.Join(common, filepath.FromSlash(ref)), filepath.Join(common, "packed-refs"))
+		}
+	}
+	return files
+}
+
+func absUnder(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// readSmall returns the first KiB of the regular file p, "" on any error.
+func readSmall(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 1024))
+	return string(b)
+}
