@@ -259,11 +259,8 @@ func (r *cfgReader) parseValue() ([]byte, bool) {
 			c = r.next()
 			switch c {
 			case '\n':
-				if r.eof {
-					// git: the backslash-newline continues onto the
-					// next line; at end of input that ends the value.
-					return v, !quote
-				}
+				// A continuation line (at end of input the next read
+				// is '\n' again, which ends the value).
 				continue
 			case 't':
 				c = '\t'

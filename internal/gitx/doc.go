@@ -32,19 +32,52 @@
 //	-c core.quotePath=false        raw UTF-8 paths (the parsers use -z anyway)
 //	-c commit.gpgSign=false, tag.gpgSign=false, log.showSignature=false
 //	                               no gpg.program from the repository config
+//	-c safe.bareRepository=explicit
+//	                               no implicit bare repository (a directory in
+//	                               the work tree that looks like one)
 //
 // core.untrackedCache keeps its default, which is the faster choice.
 //
 // Drivers that are named by .gitattributes but defined in the repository
 // config would run an arbitrary command. gitx reads the repository's config
-// files (following include.path and includeIf.*.path) without running git,
-// caches the result by file stamp, and neutralises each driver it finds:
-// filter.<x>.clean/smudge/process are emptied and required=false (git status
-// runs the clean filter on any file whose stat data changed),
-// diff.<x>.textconv becomes cat (identity) and merge.<x>.driver becomes false
-// (the merge reports a conflict instead of running the program). A driver
-// whose name cannot be written as a -c key (it contains '=') makes every call
-// fail closed with POLICY_DENIED.
+// files without running git, with a port of git's own config reader (UTF-8
+// BOM, case-insensitive sections and keys, quoted and escaped subsections,
+// legacy [section.sub] headers, quoted values, continuation lines, keys
+// without "="), following include.path and every includeIf.<condition>.path
+// whatever the condition (relative to the including file, with ~/, ~user/
+// and %(prefix)/ expanded), and discovering the repository as git does (a
+// .git file, a commondir file in any git dir, an invalid .git directory git
+// would skip, a bare repository). It does the same for every populated
+// submodule named by a gitlink in the index, since git status and diff run
+// git inside them. It caches the result by the stamp of every file read or
+// looked for, and neutralises each driver it finds: filter.<x>.clean/smudge/
+// process are emptied and required=false (git status runs the clean filter on
+// any file whose stat data changed), diff.<x>.textconv becomes cat (identity)
+// and merge.<x>.driver becomes false (the merge reports a conflict instead of
+// running the program); protocol.<x>.allow, which beats protocol.allow,
+// becomes never. A driver whose name cannot be written as a -c key (it
+// contains '=') makes every call fail closed with POLICY_DENIED, and so does
+// a scan that cannot finish: a config file that cannot be read or is not a
+// regular file, more than 64 config files in one repository, a file over 4
+// MiB, more than 256 neutralised names or 64 repositories.
+//
+// # Git run through a wrapper
+//
+// A command an agent runs (env git, timeout git, sh -c, find -exec, xargs,
+// a build script) starts git without these flags. [ConfigEnv] returns
+// GIT_CONFIG_COUNT/GIT_CONFIG_KEY_<i>/GIT_CONFIG_VALUE_<i> entries, which
+// git (>= 2.31) reads as command-line config in every process and passes to
+// the git processes it starts: the fixed settings above (fsmonitor, hooks,
+// pager, editors, askpass, ssh, core.alternateRefsCommand, credential
+// helpers, protocol.allow and the usual protocol.<name>.allow, the gpg
+// programs and signing, safe.bareRepository) and what the scan found, also
+// man/browser/difftool/mergetool commands, tar filters, submodule update
+// commands, git-lfs transfer agents and extensions, pager.<cmd> and
+// diff.external. diff.<x>.command and diff.external are emptied only where
+// the repository sets them: an empty one makes git diff fail. [StripGitEnv]
+// removes inherited variables that redirect git (GIT_DIR, GIT_CONFIG_*,
+// GIT_EXEC_PATH, GIT_ALLOW_PROTOCOL, ...) and forces GIT_PAGER=cat. A
+// spawned process gets append(StripGitEnv(env), ConfigEnv(dir)...).
 //
 // [Git.Diff] additionally passes --no-ext-diff --no-textconv --no-color.
 // Other callers of [Git.Run] that run diff, log -p or show should pass the

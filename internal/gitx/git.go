@@ -60,6 +60,7 @@ var globalArgs = []string{
 	"-c", "commit.gpgSign=false",
 	"-c", "tag.gpgSign=false",
 	"-c", "log.showSignature=false",
+	"-c", "safe.bareRepository=explicit",
 }
 
 // GlobalArgs returns a copy of the hardening arguments that precede every
@@ -360,6 +361,7 @@ var stderrCodes = []struct {
 	{"not a git repository", errs.NotAGitRepository},
 	{"must be run in a work tree", errs.NotAGitRepository},
 	{"detected dubious ownership", errs.NotAGitRepository},
+	{"cannot use bare repository", errs.NotAGitRepository}, // safe.bareRepository=explicit
 	{"unknown revision", errs.NotFound},
 	{"bad revision", errs.NotFound},
 	{"bad object", errs.NotFound},
