@@ -50,7 +50,7 @@ func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
 	// The system, with its own secrets carved out of /etc.
 	for _, d := range systemReadDirs() {
 		if d == "/etc" {
-			rs = append(rs, carve("/etc", relTo("/etc", systemSecrets()), nil, accessRead)...)
+			rs = append(rs, carve("/etc", relTo("/etc", systemSecrets()), accessRead)...)
 			continue
 		}
 		ro(d)
@@ -69,18 +69,17 @@ func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
 	} else {
 		rw(p.Caches...)
 	}
-	// The checkout: everything but its secrets. When it is writable, .git
-	// stays read-only (rules only add rights, so .git is carved out of the
-	// write grant and given read alone): only harnessd's own leased git
-	// operations write it.
+	// The checkout: reads of everything but its secrets. When it is
+	// writable, the write rights cover the whole tree: Landlock cannot grant
+	// "create in this directory" without granting it below, and a carve
+	// would keep new top-level files from being written. What keeps .git
+	// read-only and the secrets closed to writes is then the mount layer
+	// (Prepare refuses a writable checkout with a .git dir without it).
 	if p.Root != "" {
-		rights := accessRead
-		var readOnly []string
+		rs = append(rs, carve(p.Root, p.Secrets, accessRead)...)
 		if p.writesRoot() {
-			rights |= accessWrite
-			readOnly = []string{".git"}
+			rs = append(rs, landlock.PathAccess(accessWrite, p.Root).IgnoreIfMissing())
 		}
-		rs = append(rs, carve(p.Root, p.Secrets, readOnly, rights)...)
 	}
 	ro(p.GitDirs...)
 	for _, w := range p.Writable {
@@ -95,20 +94,18 @@ func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
 }
 
 // carve returns rules granting rights on root and everything below it
-// except the closed paths (relative, slash-separated), which get nothing,
-// and the read-only ones, which get read rights alone: on the way to each,
-// every sibling gets the rights. Every directory stays listable (names
+// except the closed paths (relative, slash-separated), which get nothing:
+// on the way to each, every sibling gets the rights. Every directory stays listable (names
 // are not secrets). Symbolic links get no rule: Landlock checks the object
 // they resolve to.
-func carve(root string, closed, readOnly []string, rights landlock.AccessFSSet) []landlock.Rule {
-	if len(closed) == 0 && len(readOnly) == 0 {
+func carve(root string, closed []string, rights landlock.AccessFSSet) []landlock.Rule {
+	if len(closed) == 0 {
 		return []landlock.Rule{landlock.PathAccess(rights, root).IgnoreIfMissing()}
 	}
 	// A trie of the carved paths.
 	type node struct {
-		kids     map[string]*node
-		secret   bool
-		readOnly bool
+		kids   map[string]*node
+		secret bool
 	}
 	top := &node{kids: map[string]*node{}}
 	mark := func(s string, f func(n *node)) {
@@ -131,9 +128,6 @@ func carve(root string, closed, readOnly []string, rights landlock.AccessFSSet) 
 	for _, s := range closed {
 		mark(s, func(n *node) { n.secret = true })
 	}
-	for _, s := range readOnly {
-		mark(s, func(n *node) { n.readOnly = true })
-	}
 	rs := []landlock.Rule{landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), root).IgnoreIfMissing()}
 	var walk func(dir string, n *node)
 	walk = func(dir string, n *node) {
@@ -152,14 +146,6 @@ func carve(root string, closed, readOnly []string, rights landlock.AccessFSSet) 
 			switch {
 			case k != nil && k.secret:
 				continue // closed
-			case k != nil && k.readOnly:
-				if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink == 0 {
-					r := accessRead
-					if !fi.IsDir() {
-						r &= fileRights
-					}
-					rs = append(rs, landlock.PathAccess(r, p))
-				}
 			case k != nil:
 				if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 					rs = append(rs, landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), p))

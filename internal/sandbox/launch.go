@@ -215,9 +215,19 @@ func buildRoot(spec launchSpec) error {
 		closed = append(closed, filepath.Join(p.Root, filepath.FromSlash(s)))
 	}
 	closed = append(closed, systemSecrets()...)
-	closed = append(closed, spec.Hidden...)
 	for _, c := range closed {
 		if err := closeIn(root, c); err != nil {
+			return err
+		}
+	}
+	// A hidden dir may hold what the policy binds (a job's worktree lives
+	// in the data dir): everything in it but the way to those is closed.
+	var bound []string
+	for _, m := range ms {
+		bound = append(bound, m.dst)
+	}
+	for _, h := range spec.Hidden {
+		if err := closeExcept(root, h, bound); err != nil {
 			return err
 		}
 	}
@@ -275,6 +285,33 @@ func mountInto(root string, m mountSpec) error {
 	if m.ro {
 		if err := unix.MountSetattr(-1, dst, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 			return fmt.Errorf("make %s read-only: %w", m.dst, err)
+		}
+	}
+	return nil
+}
+
+// closeExcept closes path inside the new root, but when keep holds paths
+// strictly below it, it closes only the entries that do not lead to them.
+func closeExcept(root, path string, keep []string) error {
+	var below []string
+	for _, k := range keep {
+		if k == path {
+			return nil // bound on purpose
+		}
+		if within(k, path) {
+			below = append(below, k)
+		}
+	}
+	if len(below) == 0 {
+		return closeIn(root, path)
+	}
+	ents, err := os.ReadDir(filepath.Join(root, path))
+	if err != nil {
+		return nil // not in the new root: closed already
+	}
+	for _, e := range ents {
+		if err := closeExcept(root, filepath.Join(path, e.Name()), below); err != nil {
+			return err
 		}
 	}
 	return nil

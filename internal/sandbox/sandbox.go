@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -215,7 +217,12 @@ type Prepared struct {
 	tmp    string // the command's private tmp
 	stage  string // the launcher's staging dir (namespaces)
 	launch bool
+	cost   atomic.Int64 // ns spent confining in Start
 }
+
+// Cost is the time Start spent confining: the thread's no_new_privs,
+// Landlock and seccomp, or turning the command into the launcher.
+func (c *Prepared) Cost() time.Duration { return time.Duration(c.cost.Load()) }
 
 // Prepare makes a command's confinement: its private tmp and, on the Fast
 // Path, the cached ruleset of its checkout. A nil *Sandbox (or Off)
@@ -226,6 +233,12 @@ func (s *Sandbox) Prepare(p Policy) (*Prepared, error) {
 	}
 	if s.cfg.Mode == Require && s.kernel.LandlockABI == 0 {
 		return nil, errs.New(errs.Unavailable, "--sandbox=require and the kernel has no Landlock: commands cannot be confined")
+	}
+	if p.writesRoot() && !s.namespaces(p.Profile) {
+		if fi, err := os.Lstat(filepath.Join(p.Root, ".git")); err == nil && fi.IsDir() {
+			return nil, errs.New(errs.Unavailable, "sandbox: writing in the checkout %s needs user namespaces here (Landlock alone cannot keep its .git "+
+				"read-only); run the job with isolation=worktree, or allow unprivileged user namespaces", p.Root)
+		}
 	}
 	tmp, err := os.MkdirTemp(s.tmp, string(p.Profile)+"-")
 	if err != nil {
@@ -295,10 +308,12 @@ func (c *Prepared) Namespaced() bool { return c.launch }
 // thread carries the Landlock domain, the seccomp filter and no_new_privs
 // the child inherits; in namespaces, cmd becomes the launcher.
 func (c *Prepared) Start(cmd *exec.Cmd, exited <-chan struct{}) error {
+	t0 := time.Now()
 	if c.launch {
 		if err := c.toLauncher(cmd); err != nil {
 			return err
 		}
+		c.cost.Add(int64(time.Since(t0)))
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -306,10 +321,12 @@ func (c *Prepared) Start(cmd *exec.Cmd, exited <-chan struct{}) error {
 		// Pdeathsig) and must die with this goroutine.
 		runtime.LockOSThread()
 		if !c.launch {
+			t1 := time.Now()
 			if err := c.confineThread(); err != nil {
 				errc <- err
 				return
 			}
+			c.cost.Add(int64(time.Since(t1)))
 		}
 		err := cmd.Start()
 		if err == nil && !c.launch {

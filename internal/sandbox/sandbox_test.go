@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"github.com/harnessd/harnessd/harness/errs"
 	"net"
 	"os"
 	"os/exec"
@@ -199,6 +200,31 @@ func TestNamespacesHideAndReport(t *testing.T) {
 	if _, err := os.Stat(f.root + "/.git/marker"); err == nil {
 		t.Fatal(".git was written in a writable checkout")
 	}
+	// New top-level files are written; the secret is neither read,
+	// overwritten nor removed.
+	if out, code := f.run(t, pol, "echo top > top.txt && cat top.txt"); code != 0 || !strings.Contains(out, "top") {
+		t.Fatalf("writing a new top-level file: exit %d %q", code, out)
+	}
+	f.run(t, pol, "echo pwned > .env; rm -f .env; mv .env moved 2>/dev/null; rm -rf .git/HEAD")
+	if b, err := os.ReadFile(f.root + "/.env"); err != nil || string(b) != "TOKEN=s3cr3t-value\n" {
+		t.Fatalf("the secret was changed through a writable checkout: %q %v", b, err)
+	}
+	if _, err := os.Stat(f.root + "/.git/HEAD"); err != nil {
+		t.Fatalf(".git/HEAD was removed: %v", err)
+	}
+}
+
+// Without namespaces Landlock cannot keep .git read-only in a writable
+// checkout: Prepare refuses it, with the fix in the message.
+func TestLandlockOnlyRefusesAWritableCheckoutWithGit(t *testing.T) {
+	requireLandlock(t)
+	f := newFixture(t, true)
+	pol := f.policy(Job)
+	pol.Writable = []string{f.root}
+	_, err := f.sb.Prepare(pol)
+	if errs.CodeOf(err) != errs.Unavailable || !strings.Contains(err.Error(), "isolation=worktree") {
+		t.Fatalf("got %v, want UNAVAILABLE naming isolation=worktree", err)
+	}
 }
 
 // The process-count ceiling of a namespace holds against a fork flood.
@@ -226,5 +252,49 @@ func TestParseMode(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseMode(%q) = %q, %v", tt.in, got, err)
 		}
+	}
+}
+
+// A job's worktree lives in the hidden data dir: the job works in it, and
+// sees nothing else of the data dir (in both modes).
+func TestWorktreeInsideTheHiddenDataDir(t *testing.T) {
+	requireLandlock(t)
+	for _, noNS := range []bool{true, false} {
+		t.Run(fmt.Sprintf("namespaces=%v", !noNS), func(t *testing.T) {
+			f := newFixture(t, noNS)
+			if !noNS && !f.sb.namespaces(Job) {
+				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			}
+			wt := filepath.Join(f.data, "worktrees", "job_1")
+			if err := os.MkdirAll(wt, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(f.data, "worktrees", "job_2-secret"), []byte("other-job\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pol := Policy{Profile: Job, Root: wt, Writable: []string{wt}}
+			c, err := f.sb.Prepare(pol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Done()
+			cmd := exec.Command("/bin/sh", "-c", "echo made > out.txt; cat "+f.data+"/token; cat "+f.data+"/worktrees/job_2-secret; ls "+f.data)
+			cmd.Dir = wt
+			cmd.Env = c.Env([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home})
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			exited := make(chan struct{})
+			defer close(exited)
+			if err := c.Start(cmd, exited); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			if b, err := os.ReadFile(filepath.Join(wt, "out.txt")); err != nil || string(b) != "made\n" {
+				t.Fatalf("the job could not write its worktree: %q %v (output %q)", b, err, out.String())
+			}
+			if s := out.String(); strings.Contains(s, "daemon-token") || strings.Contains(s, "other-job") || strings.Contains(s, "token\n") {
+				t.Fatalf("the data dir leaked: %q", s)
+			}
+		})
 	}
 }
