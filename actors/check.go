@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -74,7 +75,8 @@ type checkConfig struct {
 type (
 	// checkDone is sent to the check actor by its run goroutine.
 	checkDone struct {
-		gen int
+		gen string // the run's token: unique across restarts, so that a
+		// restarted instance ignores the end of its predecessor's run
 		out messages.CheckOutcome
 		err error
 	}
@@ -111,7 +113,7 @@ type checkActor struct {
 	handled  uint64
 
 	running  bool
-	gen      int
+	gen      string
 	cancel   context.CancelFunc
 	waiters  []checkWaiter
 	previous *messages.CheckEvidence
@@ -200,7 +202,7 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 		return
 	}
 	a.running = true
-	a.gen++
+	a.gen = runToken()
 	a.previous = a.previousEvidence(m)
 	if s := ctx.Sender(); s != nil {
 		a.waiters = append(a.waiters, checkWaiter{pid: s})
@@ -216,6 +218,13 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 	})
 	// Remember what to persist with the evidence once the run succeeds.
 	a.pending = pendingRun{def: m.DefinitionDigest, parts: m.Parts, repo: m.Key.RepoID}
+}
+
+// runToken returns a token no other run of this process has.
+func runToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // safeRun runs the runner, turning a panic into an error.
