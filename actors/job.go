@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/cgroup"
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/lease"
@@ -491,12 +492,25 @@ func (a *jobActor) startProcess(ctx actor.Context, base string) {
 
 // runJobProcess is the runner goroutine of one attempt (see startProcess).
 func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec proc.Spec, send func(any)) {
-	stdout, err := joblog.Create(job.LogDir, JobStdoutLog, 0)
+	var conf JobConfinement
+	if cfg.Confiner != nil {
+		var err error
+		if conf, err = cfg.Confiner(ctx, job, spec.Dir); err != nil {
+			send(jobProcStarted{err: errs.Wrap(errs.CodeOf(err), err, "confine the job: %v", errs.From(err).Message)})
+			return
+		}
+		spec.Confine, spec.PidsMax, spec.Env = conf.Confine, conf.PidsMax, conf.Env
+	}
+	red := conf.Redactor
+	if red == nil {
+		red = redact.Default()
+	}
+	stdout, err := joblog.CreateWith(job.LogDir, JobStdoutLog, 0, red)
 	if err != nil {
 		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
 		return
 	}
-	stderr, err := joblog.Create(job.LogDir, JobStderrLog, 0)
+	stderr, err := joblog.CreateWith(job.LogDir, JobStderrLog, 0, red)
 	if err != nil {
 		_ = stdout.Close()
 		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
@@ -519,6 +533,9 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 		if group != nil {
 			_ = group.Remove()
 		}
+		if spec.Confine != nil {
+			spec.Confine.Done()
+		}
 		send(jobProcStarted{err: err})
 		return
 	}
@@ -536,12 +553,15 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	_ = stderr.Close()
 	out.stdout, out.stderr = stdout.Written(), stderr.Written()
 	out.redactions = stdout.Redactions() + stderr.Redactions()
-	t, _ := redact.Default().String(tail.String())
+	t, _ := red.String(tail.String())
 	out.tail = t
 	out.summary = joblog.Summarize(t, joblog.DefaultSummaryLines)
 	if group != nil {
 		_ = group.Kill()
 		_ = group.Remove()
+	}
+	if out.res.PidsExceeded {
+		out.summary = append([]string{"killed: the job started more processes than its ceiling"}, out.summary...)
 	}
 	if out.res.ExitCode == 0 && !out.res.TimedOut && !out.res.Cancelled && job.Worktree != "" {
 		wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -563,9 +583,29 @@ func (a *jobActor) procStarted(ctx actor.Context, m jobProcStarted) {
 		a.lg.Error("persist job pid", zap.Error(err))
 	}
 	ctx.Send(ctx.Parent(), jobUpdate{job: a.job})
+	a.audit("started", "", map[string]string{"pid": strconv.Itoa(a.job.Pid)})
 	if a.cancelReq || a.failErr != nil {
 		m.p.Cancel()
 	}
+}
+
+// audit records an event of the job (kind job): its argv is there only as
+// the program's name, its input as the request's id.
+func (a *jobActor) audit(outcome, code string, details map[string]string) {
+	if a.cfg.Audit == nil {
+		return
+	}
+	j := a.job
+	d := map[string]string{"job_id": j.ID, "attempt": strconv.Itoa(j.Attempt), "isolation": j.Isolation,
+		"writes": strconv.FormatBool(j.Writes), "network": strconv.FormatBool(j.Network)}
+	if len(j.Argv) > 0 {
+		d["program"] = filepath.Base(j.Argv[0])
+	}
+	for k, v := range details {
+		d[k] = v
+	}
+	a.cfg.Audit(messages.AuditEntry{Kind: messages.AuditKind(audit.KindJob), Operation: "job_start", RepoID: j.RepoID, RequestID: j.RequestID,
+		Actor: "daemon", Outcome: outcome, Code: code, Details: d})
 }
 
 func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
@@ -643,6 +683,18 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 	}
 	a.phase = phaseFinal
 	a.p, a.logs = nil, nil
+	details := map[string]string{"duration_ms": strconv.FormatFloat(a.job.DurationMs, 'f', 1, 64)}
+	if a.job.ExitCode != nil {
+		details["exit_code"] = strconv.Itoa(*a.job.ExitCode)
+	}
+	if a.job.Signal != "" {
+		details["signal"] = a.job.Signal
+	}
+	code := ""
+	if a.job.Error != nil {
+		code = a.job.Error.Code
+	}
+	a.audit(a.job.State, code, details)
 	for _, w := range a.cancelWaiters {
 		if w != nil {
 			ctx.Send(w, messages.JobInfo{Job: a.job})

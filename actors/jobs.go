@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/cgroup"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
@@ -64,8 +65,27 @@ type JobsConfig struct {
 	// untracked goroutines.
 	Tasks *Tasks
 
+	// Confiner confines each job's process (the sandbox's job profile);
+	// nil = unconfined.
+	Confiner JobConfiner
+	// Audit records each job's start and end (kind job); nil = none. It
+	// must not block (the runtime's audit client sends a message).
+	Audit func(messages.AuditEntry)
+
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
+}
+
+// JobConfiner returns the confinement of a job's process that runs in dir:
+// a dependency of the jobs actor, never part of a message.
+type JobConfiner func(ctx context.Context, j messages.Job, dir string) (JobConfinement, error)
+
+// JobConfinement is how one job's process runs.
+type JobConfinement struct {
+	Confine  proc.Confiner // nil = unconfined
+	PidsMax  int
+	Env      []string         // nil = the daemon's, scrubbed
+	Redactor *redact.Redactor // nil = the default rules
 }
 
 func (c JobsConfig) withDefaults() JobsConfig {

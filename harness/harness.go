@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/harness/ops"
 	"github.com/harnessd/harnessd/harness/ops/batch"
 	"github.com/harnessd/harnessd/harness/ops/check"
+	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/gitx"
@@ -25,6 +26,7 @@ import (
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
+	"github.com/harnessd/harnessd/internal/secrets"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -106,6 +108,7 @@ type Harness struct {
 	rt      *runtime.Runtime
 	gov     *govern.Governor
 	sb      *sandbox.Sandbox
+	secrets *secrets.Cache
 	env     *op.Env
 	pipe    *op.Pipeline
 	started time.Time
@@ -170,14 +173,18 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	exclude := func(rel string) bool { _, ok := deny.Match(rel); return ok }
+	git := &gitx.Git{}
+	// The secret paths of each checkout (closed to confined processes) and
+	// the values in them (redacted from every output).
+	h.secrets = secrets.NewCache(secrets.Config{Deny: deny, Git: git})
 	h.env = &op.Env{
 		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
-		Git: &gitx.Git{}, Deny: deny, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
+		Git: git, Deny: deny, Secrets: h.secrets, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 	}
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
-	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe)}); err != nil {
+	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env)}); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -202,6 +209,9 @@ func (h *Harness) teardown() error {
 		if err := h.rt.Close(); err != nil {
 			errList = append(errList, err)
 		}
+	}
+	if h.secrets != nil {
+		_ = h.secrets.Close()
 	}
 	h.sb.Close()
 	if h.store != nil {

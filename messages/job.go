@@ -28,16 +28,19 @@ type JobError struct {
 
 // Job is the persisted record of one durable job (stored at job/<id>).
 type Job struct {
-	ID         string    `json:"job_id"`
-	RepoID     string    `json:"repo_id"`
-	CheckoutID string    `json:"checkout_id"`
-	Root       string    `json:"root"`          // the repository root
-	Cwd        string    `json:"cwd,omitempty"` // rel to the root ("" = the root)
-	Argv       []string  `json:"argv"`
-	RequestID  string    `json:"request_id,omitempty"`
-	TimeoutS   int       `json:"timeout_s"`
-	Isolation  string    `json:"isolation"`
-	Writes     bool      `json:"writes"`
+	ID         string   `json:"job_id"`
+	RepoID     string   `json:"repo_id"`
+	CheckoutID string   `json:"checkout_id"`
+	Root       string   `json:"root"`          // the repository root
+	Cwd        string   `json:"cwd,omitempty"` // rel to the root ("" = the root)
+	Argv       []string `json:"argv"`
+	RequestID  string   `json:"request_id,omitempty"`
+	TimeoutS   int      `json:"timeout_s"`
+	Isolation  string   `json:"isolation"`
+	Writes     bool     `json:"writes"`
+	// Network is true when the job may use the network (a policy rule or
+	// an approval allowed it).
+	Network    bool      `json:"network,omitempty"`
 	RetryMax   int       `json:"retry_max,omitempty"`
 	State      string    `json:"state"`
 	Attempt    int       `json:"attempt"`

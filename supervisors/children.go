@@ -39,6 +39,10 @@ type Deps struct {
 	// CheckRunner runs a check's spec; LaneRunner runs an admitted step.
 	CheckRunner actors.CheckRunner
 	LaneRunner  actors.LaneRunner
+	// JobConfiner confines the processes of durable jobs.
+	JobConfiner actors.JobConfiner
+	// Audit records what actors do on their own (a job's start and end).
+	Audit func(messages.AuditEntry)
 	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
 	Jobs JobsOptions
 }
@@ -101,6 +105,7 @@ func Jobs(d Deps) Child {
 	cfg := actors.JobsConfig{
 		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
 		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
+		Confiner: d.JobConfiner, Audit: d.Audit,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))

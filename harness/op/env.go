@@ -42,6 +42,8 @@ type Env struct {
 	Results *ResultCache
 	// Sandbox confines the processes operations start (nil = none).
 	Sandbox *sandbox.Sandbox
+	// Secrets knows the secret paths and values of checkouts (nil = none).
+	Secrets Secrets
 
 	Logger         *zap.Logger
 	Now            func() time.Time
@@ -53,6 +55,22 @@ type Env struct {
 	roots map[string]*pathsafe.Root
 
 	receipts atomic.Uint64 // receipts stored, for the periodic prune
+	gens     sync.Map      // repo id -> *atomic.Uint64: harnessd's writes to the checkout
+}
+
+// Generation counts harnessd's own writes to a checkout (mutations, writing
+// jobs): part of the cheap tree revision of loop detection.
+func (e *Env) Generation(repoID string) uint64 {
+	if v, ok := e.gens.Load(repoID); ok {
+		return v.(*atomic.Uint64).Load()
+	}
+	return 0
+}
+
+// Wrote records a write of harnessd to a checkout.
+func (e *Env) Wrote(repoID string) {
+	v, _ := e.gens.LoadOrStore(repoID, &atomic.Uint64{})
+	v.(*atomic.Uint64).Add(1)
 }
 
 // Repo resolves a repo_id through the registry's published index.

@@ -25,6 +25,9 @@ type Latency struct {
 	SnapshotMs  *float64 `json:"snapshot_ms,omitempty"`
 	ExecutionMs *float64 `json:"execution_ms,omitempty"`
 	ReceiptMs   *float64 `json:"receipt_ms,omitempty"`
+	// SandboxMs is the cost of confining the command: its policy, private
+	// tmp and the confinement of the forking thread (or the launcher).
+	SandboxMs *float64 `json:"sandbox_ms,omitempty"`
 }
 
 // Segment names one part of an operation's latency.
@@ -37,6 +40,7 @@ const (
 	SegSnapshot
 	SegExecution
 	SegReceipt
+	SegSandbox
 	numSegments
 )
 
@@ -52,6 +56,8 @@ func (s Segment) String() string {
 		return "execution"
 	case SegReceipt:
 		return "receipt"
+	case SegSandbox:
+		return "sandbox"
 	default:
 		return "unknown"
 	}
@@ -79,6 +85,14 @@ func (t *Trace) Mark(s Segment) {
 	t.last = now
 }
 
+// Move charges up to d of segment from to segment to (time measured inside
+// another segment, such as the sandbox's share of a command's start).
+func (t *Trace) Move(from, to Segment, d time.Duration) {
+	d = min(d, t.segs[from])
+	t.segs[from] -= d
+	t.segs[to] += d
+}
+
 // Finish charges the remaining time to s and returns the Latency, with the
 // segments when breakdown is true.
 func (t *Trace) Finish(s Segment, breakdown bool) Latency {
@@ -91,7 +105,7 @@ func (t *Trace) Finish(s Segment, breakdown bool) Latency {
 	if breakdown {
 		seg := func(i Segment) *float64 { v := Ms(t.segs[i]); return &v }
 		l.RoutingMs, l.PolicyMs, l.SnapshotMs = seg(SegRouting), seg(SegPolicy), seg(SegSnapshot)
-		l.ExecutionMs, l.ReceiptMs = seg(SegExecution), seg(SegReceipt)
+		l.ExecutionMs, l.ReceiptMs, l.SandboxMs = seg(SegExecution), seg(SegReceipt), seg(SegSandbox)
 	}
 	return l
 }

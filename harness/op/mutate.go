@@ -82,6 +82,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	}
 	l.Release()
 	if err != nil {
+		env.Wrote(c.Repo.Repo.ID) // a failed write may have touched files before its rollback
 		return nil, fail(err)
 	}
 	c.Mark(SegExecution)
@@ -99,6 +100,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		_ = fail(errs.New(errs.Internal, "no write of %s %s succeeded", t.Op, t.RequestID))
 		return out, nil
 	}
+	env.Wrote(c.Repo.Repo.ID)
 	stored, _ := json.Marshal(out)
 	if err := env.Ledger.Complete(context.Background(), t.RequestID, stored); err != nil {
 		if w, ok := out.(warner); ok {

@@ -127,7 +127,7 @@ type Approval struct {
 
 // approvalOf returns the input's approval_id, if it has the field.
 func (o *Op) approvalOf(in any) string {
-	if o.approval == nil {
+	if o.approval == nil || in == nil {
 		return ""
 	}
 	v := reflect.ValueOf(in)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
@@ -120,14 +121,65 @@ func Invoke[Out any](ctx context.Context, p *Pipeline, name string, in any) (Out
 	return out, nil
 }
 
+// run runs the pipeline; an error's message and string details pass the
+// redactor (the rules and the repository's known secret values) on the
+// way out, like every other output.
 func (p *Pipeline) run(ctx context.Context, o *Op, in any) (any, error) {
+	tr := StartTrace()
+	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	out, err := p.runCall(ctx, c, in)
+	if err != nil {
+		return nil, c.redactError(ctx, err)
+	}
+	return out, nil
+}
+
+// redactError returns err with secrets in its message and string details
+// redacted.
+func (c *Call) redactError(ctx context.Context, err error) error {
+	red := c.Env.Redactor
+	if c.HasRepo() {
+		red = c.Env.RedactorFor(ctx, c.Repo.Repo.Root)
+	}
+	if red == nil {
+		return err
+	}
+	e := errs.From(err)
+	msg, n := red.String(e.Message)
+	var details map[string]any
+	for k, v := range e.Details {
+		if sv, ok := v.(string); ok {
+			if r, m := red.String(sv); m > 0 {
+				if details == nil {
+					details = make(map[string]any, len(e.Details))
+					for k2, v2 := range e.Details {
+						details[k2] = v2
+					}
+				}
+				details[k] = r
+				n += m
+			}
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	out := *e
+	out.Message = msg
+	if details != nil {
+		out.Details = details
+	}
+	return &out
+}
+
+func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
+	o := c.Op
 	leave, err := p.Enter()
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	tr := StartTrace()
-	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	tr := c.trace
 	if o.repoOf != nil {
 		if err := c.resolve(o.repoOf(in)); err != nil {
 			return nil, err
@@ -213,12 +265,21 @@ func (c *Call) HasRepo() bool { return c.Root != nil }
 // Mark charges the time since the previous mark to s.
 func (c *Call) Mark(s Segment) { c.trace.Mark(s) }
 
+// Move charges up to d of segment from to segment to.
+func (c *Call) Move(from, to Segment, d time.Duration) { c.trace.Move(from, to, d) }
+
 // FinishIn charges the time left after the operation returns to s (default
 // Execution).
 func (c *Call) FinishIn(s Segment) { c.final = s }
 
 // SetRoute sets the route the result reports (default "fast").
 func (c *Call) SetRoute(route string) { c.route = route }
+
+// Refuse audits a refusal decided in Prepare (a path check of an argv, say)
+// as the gate audits its own blocks, and returns err.
+func (c *Call) Refuse(in govern.Input, err error) error {
+	return c.Env.Gov.Refuse(c.gateInput(in), err)
+}
 
 // Gated returns what the gate decided.
 func (c *Call) Gated() govern.Result { return c.gated }

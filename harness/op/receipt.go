@@ -21,8 +21,11 @@ type Receipt struct {
 	HeadAfter     string            `json:"head_after,omitempty"`
 	Commit        string            `json:"commit,omitempty"`
 	HooksRan      *bool             `json:"hooks_ran,omitempty"`
-	At            time.Time         `json:"at"`
-	LatencyMs     float64           `json:"latency_ms"`
+	// SkippedSecretPaths are changed secret files a directory or glob of
+	// git_stage matched and harnessd left unstaged.
+	SkippedSecretPaths []string  `json:"skipped_secret_paths,omitempty"`
+	At                 time.Time `json:"at"`
+	LatencyMs          float64   `json:"latency_ms"`
 }
 
 // MutationResult is the result of apply_patch, git_stage, git_commit and

@@ -52,6 +52,12 @@ type Writer struct {
 // package documentation for what is kept. Stale tail segments and index of
 // an earlier log with the same name are removed.
 func Create(dir, name string, maxBytes int64) (*Writer, error) {
+	return CreateWith(dir, name, maxBytes, redact.Default())
+}
+
+// CreateWith is Create with the redactor of the log (the rules and, for a
+// job of a checkout, the known values of its secret files).
+func CreateWith(dir, name string, maxBytes int64, red *redact.Redactor) (*Writer, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -93,7 +99,7 @@ func Create(dir, name string, maxBytes int64) (*Writer, error) {
 		tailCap: maxBytes - headCap - markerReserve,
 		head:    f,
 	}
-	return &Writer{red: redact.Default().Writer(s), sink: s}, nil
+	return &Writer{red: red.Writer(s), sink: s}, nil
 }
 
 // Write redacts p and appends it to the log. It returns len(p) unless the

@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -249,6 +250,30 @@ func Runner(p *op.Pipeline) actors.CheckRunner {
 	}
 }
 
+// confined returns the spec of a check's process: its environment (git's
+// repository programs neutralised) and the sandbox's check profile.
+func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, spec *proc.Spec) error {
+	cmdEnv, err := op.CommandEnv(spec.Dir)
+	if err != nil {
+		return err
+	}
+	spec.Env = cmdEnv
+	e, err := env.Repo(s.RepoID)
+	if err != nil {
+		return err
+	}
+	prep, err := env.Confine(ctx, sandbox.Check, e, func(p *sandbox.Policy) {
+		if s.Writes {
+			p.Writable = []string{s.Root}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	op.ApplyConfinement(spec, prep)
+	return nil
+}
+
 // runFast runs a focused check: one bounded process, output redacted
 // before it can become evidence.
 func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec) (messages.CheckOutcome, error) {
@@ -257,9 +282,15 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec) (messages.C
 		dir = filepath.Join(s.Root, filepath.FromSlash(s.Cwd))
 	}
 	started := time.Now().UTC()
-	r, err := proc.Run(ctx, proc.Spec{Argv: s.Argv, Dir: dir, Env: proc.ScrubEnv(os.Environ(), nil),
-		Timeout: time.Duration(s.TimeoutMs) * time.Millisecond, MaxStdout: maxOutput, MaxStderr: maxOutput})
+	spec := proc.Spec{Argv: s.Argv, Dir: dir, Timeout: time.Duration(s.TimeoutMs) * time.Millisecond, MaxStdout: maxOutput, MaxStderr: maxOutput}
+	if err := confined(ctx, env, s, &spec); err != nil {
+		return messages.CheckOutcome{}, err
+	}
+	r, err := proc.Run(ctx, spec)
 	if err != nil {
+		if spec.Confine != nil {
+			spec.Confine.Done()
+		}
 		return messages.CheckOutcome{}, err
 	}
 	o := messages.CheckOutcome{
@@ -267,8 +298,9 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec) (messages.C
 		ExitCode: r.ExitCode, TimedOut: r.TimedOut, Cancelled: r.Cancelled,
 	}
 	o.Passed = r.ExitCode == 0 && !r.TimedOut && !r.Cancelled && r.Signal == ""
-	o.Stdout, _ = env.Redactor.String(r.Stdout.Text)
-	o.Stderr, _ = env.Redactor.String(r.Stderr.Text)
+	red := env.RedactorFor(ctx, s.Root)
+	o.Stdout, _ = red.String(r.Stdout.Text)
+	o.Stderr, _ = red.String(r.Stderr.Text)
 	if !o.Passed {
 		o.Summary = joblog.Summarize(o.Stdout+"\n"+o.Stderr, 0)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -19,6 +20,7 @@ import (
 	"github.com/harnessd/harnessd/internal/loop"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 // Ops returns run_command and route_explain.
@@ -72,9 +74,10 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 		return nil, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
 	}
 	root := c.Root
+	confinedJobs := c.Env.Confines(sandbox.Job)
 	plan := &op.Plan{Breakdown: args.IncludeLatencyBreakdown,
-		Gate: govern.Input{Argv: args.Argv, TimeoutMs: args.TimeoutMs, Args: args, ApprovalID: args.ApprovalID}}
-	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs})
+		Gate: govern.Input{Argv: args.Argv, TimeoutMs: args.TimeoutMs, Args: args, ApprovalID: args.ApprovalID, Confined: confinedJobs}}
+	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs, Confined: confinedJobs})
 	if d.Mode != route.Fast {
 		// Not for the Fast Path: the gate says how (reject, escalate or
 		// ask); should it allow, the route still refuses.
@@ -83,13 +86,38 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 	}
 	c.Mark(op.SegRouting)
 	if err := root.CheckArgv(args.Argv); err != nil {
-		return nil, err
+		return nil, c.Refuse(plan.Gate, err)
 	}
 	dir, _, err := root.Dir(args.Cwd)
 	if err != nil {
 		return nil, err
 	}
 	c.Mark(op.SegPolicy)
+	if c.Env.Confines(sandbox.Read) {
+		// The kernel keeps the command from writing anything but its
+		// private tmp: the work tree cannot change under it, so no
+		// snapshot, and loop detection keys on a cheap revision (HEAD,
+		// the index, harnessd's own writes). In a batch it is taken when
+		// the step runs, with the loop check.
+		if c.InBatch {
+			plan.Run = func(ctx context.Context) (any, error) {
+				rev := CheapRevision(root.Path(), c.Env.Generation(c.Repo.Repo.ID))
+				in := plan.Gate
+				in.Tool, in.TreeRevision = c.Op.Name, rev
+				repo := c.Repo.Repo
+				in.Repo = &repo
+				if err := c.Env.Gov.CheckLoop(in); err != nil {
+					return nil, err
+				}
+				return execute(ctx, c, args, d, dir, rev, true)
+			}
+			return plan, nil
+		}
+		rev := CheapRevision(root.Path(), c.Env.Generation(c.Repo.Repo.ID))
+		plan.Gate.TreeRevision = rev
+		plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, rev, true) }
+		return plan, nil
+	}
 	if c.InBatch {
 		// A step is prepared before the steps ahead of it run: its tree is
 		// known only when it runs, so it snapshots then, and its loop check
@@ -109,7 +137,7 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 			if err := c.Env.Gov.CheckLoop(in); err != nil {
 				return nil, err
 			}
-			return execute(ctx, c, args, d, dir, before)
+			return execute(ctx, c, args, d, dir, before, false)
 		}
 		return plan, nil
 	}
@@ -119,18 +147,24 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 	}
 	c.Mark(op.SegSnapshot)
 	plan.Gate.TreeRevision = before
-	plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, before) }
+	plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, before, false) }
 	return plan, nil
 }
 
-func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, dir, before string) (*RunCommandResult, error) {
+// execute runs the command in the read profile of the sandbox (when
+// confined, the work tree cannot change: no snapshot after it either).
+func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, dir, before string, confined bool) (*RunCommandResult, error) {
 	env := c.Env
 	timeout := FastTimeoutDefault
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
 	}
 	argv := shieldArgv(args.Argv, env.Deny.Patterns())
-	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout}
+	cmdEnv, err := op.CommandEnv(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout, Env: cmdEnv}
 	if filepath.Base(argv[0]) == "git" {
 		// Agent git commands get the same hardening as harnessd's own:
 		// no pager, hooks, fsmonitor, external diff or repo-defined drivers.
@@ -138,28 +172,45 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		if cmd.Err != nil {
 			return nil, cmd.Err
 		}
-		spec.Argv, spec.Env = cmd.Args, proc.ScrubEnv(cmd.Env, nil)
+		spec.Argv, spec.Env = cmd.Args, append(gitx.StripGitEnv(proc.ScrubEnv(cmd.Env, nil)), configEnv(dir)...)
 	}
-	res, err := proc.Run(ctx, spec)
+	c.Mark(op.SegExecution)
+	prep, err := env.Confine(ctx, sandbox.Read, c.Repo, nil)
 	if err != nil {
+		return nil, err
+	}
+	op.ApplyConfinement(&spec, prep)
+	c.Mark(op.SegSandbox)
+	res, err := proc.Run(ctx, spec)
+	if prep != nil {
+		c.Move(op.SegExecution, op.SegSandbox, prep.Cost())
+	}
+	if err != nil {
+		prep.Done()
 		return nil, err
 	}
 	c.Mark(op.SegExecution)
 	out := &RunCommandResult{Result: res, CommandClass: d.CommandClass}
+	red := env.RedactorFor(ctx, c.Root.Path())
 	var n1, n2 int
-	out.Stdout.Text, n1 = env.Redactor.String(res.Stdout.Text)
-	out.Stderr.Text, n2 = env.Redactor.String(res.Stderr.Text)
+	out.Stdout.Text, n1 = red.String(res.Stdout.Text)
+	out.Stderr.Text, n2 = red.String(res.Stderr.Text)
 	out.Redactions = n1 + n2
-	after, err := TreeDigest(ctx, env.Git, c.Root.Path())
-	if err != nil {
-		out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
-	} else if after != before {
-		out.TreeChanged = true
-		out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran")
-		env.Logger.Warn("read-only command changed the work tree")
+	if !confined {
+		after, err := TreeDigest(ctx, env.Git, c.Root.Path())
+		if err != nil {
+			out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
+		} else if after != before {
+			out.TreeChanged = true
+			out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran")
+			env.Logger.Warn("read-only command changed the work tree")
+		}
 	}
 	if res.TimedOut {
 		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
+	}
+	if res.PidsExceeded {
+		out.Warnings = append(out.Warnings, "killed: it started more processes than the Fast Path allows ("+strconv.Itoa(spec.PidsMax)+")")
 	}
 	out.RunID = "run_" + strconv.FormatInt(env.Now().UnixNano(), 36)
 	failed := res.ExitCode != 0 || res.TimedOut
@@ -170,6 +221,44 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 	}
 	c.FinishIn(op.SegReceipt)
 	return out, nil
+}
+
+// configEnv is gitx.ConfigEnv without its error (a failure of the scanner
+// already failed the git command's own hardening).
+func configEnv(dir string) []string {
+	e, _ := gitx.ConfigEnv(dir)
+	return e
+}
+
+// CheapRevision identifies the work tree's state for loop detection
+// without running git: HEAD and the ref it names, the index's size and
+// mtime, and gen, the count of harnessd's own writes to the checkout. It
+// stands in for a status snapshot where the sandbox keeps commands from
+// changing the tree.
+func CheapRevision(root string, gen uint64) string {
+	sum := sha256.New()
+	add := func(s string) { sum.Write([]byte(s)); sum.Write([]byte{0}) }
+	add(strconv.FormatUint(gen, 10))
+	gitDir := filepath.Join(root, ".git")
+	if b, err := os.ReadFile(gitDir); err == nil {
+		// A linked worktree: .git names its git dir.
+		if gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+			gitDir = strings.TrimSpace(gd)
+			if !filepath.IsAbs(gitDir) {
+				gitDir = filepath.Join(root, gitDir)
+			}
+		}
+	}
+	head, _ := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	add(string(head))
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: "); ok {
+		b, _ := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
+		add(string(b))
+	}
+	if fi, err := os.Stat(filepath.Join(gitDir, "index")); err == nil {
+		add(strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10))
+	}
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // TreeDigest fingerprints the work tree: the porcelain status plus the size

@@ -10,11 +10,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -60,6 +63,7 @@ type Spec struct {
 	TimeoutS  int
 	Isolation string
 	Writes    bool
+	Network   bool
 	RetryMax  int
 	RequestID string
 	// Hashed are the arguments the ledger hashes for RequestID.
@@ -107,7 +111,7 @@ func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
 	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
 		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
 		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
-		Isolation: s.Isolation, Writes: s.Writes, RetryMax: s.RetryMax,
+		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax,
 	})
 	if err != nil {
 		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
@@ -158,12 +162,58 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	}
 	hashed := args
 	hashed.RequestID = ""
-	spec := Spec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
+	gate := govern.Input{Argv: args.Argv, Paths: paths, TimeoutMs: timeout * 1000, Writes: args.Writes, Args: hashed,
+		Confined: c.Env.Confines(sandbox.Job), Network: args.Network}
+	// A command the router rejects gets its reasons (the gate crossing
+	// refuses it first); one that passes has its argv checked like
+	// run_command's: no secret path, nothing outside the root, named on
+	// the command line.
+	if d := route.Decide(route.Request{Tool: "job_start", Argv: args.Argv, Writes: args.Writes, Confined: gate.Confined}); d.Mode == route.Reject {
+		return &op.Plan{Gate: gate, Run: func(context.Context) (any, error) { return nil, op.RouteError(d) }}, nil
+	}
+	if err := c.Root.CheckArgv(args.Argv); err != nil {
+		return nil, c.Refuse(gate, err)
+	}
+	spec := Spec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: args.Network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
-	return &op.Plan{
-		Gate: govern.Input{Argv: args.Argv, Paths: paths, TimeoutMs: timeout * 1000, Writes: args.Writes, Args: hashed},
-		Run:  func(ctx context.Context) (any, error) { return Start(ctx, c, spec) },
-	}, nil
+	return &op.Plan{Gate: gate, Run: func(ctx context.Context) (any, error) { return Start(ctx, c, spec) }}, nil
+}
+
+// Confiner returns the confinement of durable jobs (a dependency of the
+// jobs actor): the sandbox's job profile over the job's checkout or
+// worktree, writable only where the job may write (its worktree, or the
+// checkout under its durable lease), the network only when allowed, the
+// output redacted with the checkout's known secret values.
+func Confiner(env *op.Env) actors.JobConfiner {
+	return func(ctx context.Context, j messages.Job, dir string) (actors.JobConfinement, error) {
+		cmdEnv, err := op.CommandEnv(dir)
+		if err != nil {
+			return actors.JobConfinement{}, err
+		}
+		out := actors.JobConfinement{Env: cmdEnv, Redactor: env.RedactorFor(ctx, j.Root)}
+		e, err := env.Repo(j.RepoID)
+		if err != nil {
+			return out, err
+		}
+		root := j.Root
+		if j.Worktree != "" {
+			root = j.Worktree
+			e.Repo.Root = j.Worktree
+		}
+		prep, err := env.Confine(ctx, sandbox.Job, e, func(p *sandbox.Policy) {
+			p.Network = j.Network
+			if j.Worktree != "" || j.Writes {
+				p.Writable = []string{root}
+			}
+		})
+		if err != nil {
+			return out, err
+		}
+		if prep != nil {
+			out.Confine, out.PidsMax, out.Env = prep, prep.PidsMax(), prep.Env(cmdEnv)
+		}
+		return out, nil
+	}
 }
 
 // JobStatusArgs are the arguments of job_status.

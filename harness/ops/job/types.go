@@ -27,6 +27,7 @@ type JobStartArgs struct {
 	Writes    bool         `json:"writes,omitempty" jsonschema:"the job writes files; with isolation none it holds the workspace lease while it runs"`
 	RequestID string       `json:"request_id,omitempty" jsonschema:"required: unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
 	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run the job when a harnessd restart interrupted it"`
+	Network   bool         `json:"network,omitempty" jsonschema:"the job needs the network: a policy rule must allow it or a person approve it (APPROVAL_REQUIRED); without it the job has no network at all"`
 	op.Approval
 }
 

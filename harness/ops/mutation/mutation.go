@@ -6,13 +6,19 @@ package mutation
 
 import (
 	"context"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
@@ -37,8 +43,8 @@ func Ops() []op.Op {
 		op.Def(op.Spec[GitStageArgs]{Name: "git_stage",
 			Description: "Stage exactly the named paths (git add), under a lease on the index. request_id is required (idempotent retries).",
 			Repo:        func(a GitStageArgs) string { return a.RepoID },
-			Prepare: func(_ context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
-				w, err := PlanGitStage(c, a)
+			Prepare: func(ctx context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
+				w, err := PlanGitStage(ctx, c, a)
 				h := a
 				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
@@ -146,27 +152,166 @@ type GitStageArgs struct {
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 
-// PlanGitStage resolves the paths to stage.
-func PlanGitStage(c *op.Call, args GitStageArgs) (Write, error) {
+// PlanGitStage resolves the paths to stage. harnessd expands pathspecs
+// itself: a directory ("." included) or a glob stands for the changed
+// files below or matching it (modified, deleted, untracked and not
+// ignored), secret paths left out and reported; git gets only file names,
+// after "--", so no pathspec magic of its own applies.
+func PlanGitStage(ctx context.Context, c *op.Call, args GitStageArgs) (Write, error) {
 	root, git := c.Root, c.Env.Git
-	rels, err := CheckPaths(root, args.Paths, true)
+	if len(args.Paths) == 0 {
+		return Write{}, errs.New(errs.InvalidArgument, "paths is empty (use [\".\"] to stage every change but secret files)")
+	}
+	rels, skipped, err := expandPaths(ctx, c, args.Paths, true)
 	if err != nil {
 		return Write{}, err
+	}
+	if len(rels) == 0 {
+		return Write{}, errs.New(errs.InvalidArgument, "nothing to stage: no changed file matches %q (secret paths are never staged: %d skipped)", args.Paths, len(skipped)).
+			With("skipped_secret_paths", skipped)
 	}
 	return Write{Op: "git_stage", Paths: rels, Keys: []string{string(lease.GitIndexKey(c.Repo.Repo.CheckoutID))},
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
 			if err := l.Fence(); err != nil {
 				return err
 			}
-			gitArgs := append([]string{"add", "--all", "--"}, rels...)
+			gitArgs := append([]string{"add", "--all", "--"}, literal(rels)...)
 			if _, _, err := git.Run(ctx, root.Path(), 0, gitArgs...); err != nil {
 				return err
 			}
 			for _, p := range rels {
 				r.Changes = append(r.Changes, patch.Change{Path: p, Op: "stage"})
 			}
+			r.SkippedSecretPaths = skipped
 			return nil
 		}}, nil
+}
+
+// expandPaths resolves the paths of git_stage and git_commit. A plain path
+// is checked like any write (a secret path is refused); a directory ("."
+// included) or a glob stands for the changed files below or matching it
+// (modified, deleted, renamed from, and untracked when untracked), with
+// the secret paths left out and returned as skipped.
+func expandPaths(ctx context.Context, c *op.Call, paths []string, untracked bool) (rels, skipped []string, err error) {
+	root, git := c.Root, c.Env.Git
+	if len(paths) > maxMutationPaths {
+		return nil, nil, errs.New(errs.InvalidArgument, "%d paths: at most %d", len(paths), maxMutationPaths)
+	}
+	var changed []string // lazily: the changed files of the work tree
+	loadChanged := func() error {
+		if changed != nil {
+			return nil
+		}
+		st, err := git.Status(ctx, root.Path())
+		if err != nil {
+			return err
+		}
+		if st.Truncated {
+			return errs.New(errs.InvalidArgument, "the work tree has too many changes to expand a directory or glob; name the files")
+		}
+		changed = []string{}
+		for _, es := range [][]gitx.Entry{st.Staged, st.Unstaged, st.Conflicted} {
+			for _, e := range es {
+				changed = append(changed, e.Path)
+				if e.OrigPath != "" {
+					changed = append(changed, e.OrigPath)
+				}
+			}
+		}
+		if untracked {
+			changed = append(changed, st.Untracked...)
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	skip := map[string]bool{}
+	add := func(rel string) {
+		if !seen[rel] {
+			seen[rel] = true
+			rels = append(rels, rel)
+		}
+	}
+	for _, p := range paths {
+		pattern, isPattern, err := stagePattern(root, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !isPattern {
+			_, rel, err := root.ResolveWrite(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			add(rel)
+			continue
+		}
+		if err := loadChanged(); err != nil {
+			return nil, nil, err
+		}
+		for _, f := range changed {
+			if ok, _ := doublestar.Match(pattern, f); !ok {
+				continue
+			}
+			if _, _, err := root.ResolveWrite(f); err != nil {
+				// A secret path (or one harnessd may not write): never staged.
+				if !skip[f] {
+					skip[f] = true
+					skipped = append(skipped, f)
+				}
+				continue
+			}
+			add(f)
+		}
+	}
+	if len(rels) > maxMutationPaths {
+		return nil, nil, errs.New(errs.InvalidArgument, "the paths name %d changed files: at most %d at once; name them in smaller groups", len(rels), maxMutationPaths)
+	}
+	return rels, skipped, nil
+}
+
+// stagePattern turns a git_stage path into a doublestar pattern over the
+// work tree's changed files when it is a directory or a glob ("." is every
+// change); a plain file path is not a pattern.
+func stagePattern(root *pathsafe.Root, p string) (string, bool, error) {
+	clean := strings.TrimSuffix(strings.TrimPrefix(path.Clean(filepath.ToSlash(p)), "./"), "/")
+	if clean == "." || clean == "" {
+		return "**", true, nil
+	}
+	if strings.HasPrefix(clean, ":") {
+		return "", false, errs.New(errs.InvalidArgument, "path %q: pathspec magic is not accepted; name files, directories or globs", p).With("path", p)
+	}
+	if abs, _, err := root.Resolve(p); err == nil {
+		if fi, err := os.Lstat(abs); err == nil && !fi.IsDir() {
+			return "", false, nil // a file, even if its name looks like a glob
+		}
+	}
+	if strings.ContainsAny(clean, "*?[{") {
+		if !doublestar.ValidatePattern(clean) {
+			return "", false, errs.New(errs.InvalidArgument, "path %q is not a valid glob", p).With("path", p)
+		}
+		if strings.HasPrefix(clean, "../") || strings.HasPrefix(clean, "/") {
+			return "", false, errs.New(errs.PathOutsideRoot, "path %q escapes the repository root", p).With("path", p)
+		}
+		return clean, true, nil
+	}
+	abs, rel, err := root.Resolve(p)
+	if err != nil {
+		// A deleted file resolves for writing; a bad path fails there.
+		return "", false, nil
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return rel + "/**", true, nil
+	}
+	return "", false, nil
+}
+
+// literal marks paths so git takes them as they are (a file named "*.go"
+// is that file, not a glob).
+func literal(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = ":(literal)" + p
+	}
+	return out
 }
 
 // GitCommitArgs are the arguments of git_commit.
@@ -192,11 +337,15 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		return Write{}, errs.New(errs.InvalidArgument, "message contains a NUL byte")
 	}
 	root, git := c.Root, c.Env.Git
-	var rels []string
+	var rels, skipped []string
 	var err error
 	if len(args.Paths) > 0 {
-		if rels, err = CheckPaths(root, args.Paths, true); err != nil {
+		if rels, skipped, err = expandPaths(ctx, c, args.Paths, false); err != nil {
 			return Write{}, err
+		}
+		if len(rels) == 0 {
+			return Write{}, errs.New(errs.InvalidArgument, "no changed tracked file matches %q (secret paths are never committed: %d skipped)", args.Paths, len(skipped)).
+				With("skipped_secret_paths", skipped)
 		}
 	}
 	st, err := git.Status(ctx, root.Path())
@@ -227,8 +376,9 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 			gitArgs = append(gitArgs, "--allow-empty")
 		}
 		if len(rels) > 0 {
-			gitArgs = append(append(gitArgs, "--only", "--"), rels...)
+			gitArgs = append(append(gitArgs, "--only", "--"), literal(rels)...)
 		}
+		r.SkippedSecretPaths = skipped
 		if _, _, err := git.Run(ctx, dir, 0, gitArgs...); err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ package read
 
 import (
 	"context"
+	"path/filepath"
+	"syscall"
 
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
@@ -44,6 +46,9 @@ type ReadFileArgs struct {
 // ReadFileResult is the result of read_file.
 type ReadFileResult struct {
 	readfile.Result
+	// Redactions counts values of the checkout's secret files replaced in
+	// the content.
+	Redactions int `json:"redactions,omitempty"`
 	op.Meta
 }
 
@@ -53,6 +58,13 @@ func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error
 			res, err := readfile.Read(c.Root, readfile.Request{Path: args.Path, OffsetLine: args.OffsetLine, MaxLines: args.MaxLines, MaxBytes: args.MaxBytes}, readfile.Limits{})
 			if err != nil {
 				return nil, err
+			}
+			// Code is shown as it is, but never a value of a secret file
+			// (sha256 stays that of the whole file on disk).
+			if k := c.Env.KnownFor(context.Background(), c.Root.Path()); k != nil && res.Content != "" {
+				var n int
+				res.Content, n = k.String(res.Content)
+				return &ReadFileResult{Result: res, Redactions: n}, nil
 			}
 			return &ReadFileResult{Result: res}, nil
 		}}, nil
@@ -74,7 +86,32 @@ type SearchArgs struct {
 type SearchResult struct {
 	search.Result
 	Redactions int `json:"redactions,omitempty"`
+	// HardLinksOmitted counts matched files left out for being hard links:
+	// another name of the file may be outside the root or a secret path.
+	HardLinksOmitted int `json:"hard_links_omitted,omitempty"`
 	op.Meta
+}
+
+// dropHardLinks removes the matches in files with more than one name.
+func dropHardLinks(root string, res *search.Result) int {
+	linked := map[string]bool{}
+	checked := map[string]bool{}
+	kept := res.Matches[:0]
+	for _, m := range res.Matches {
+		if !checked[m.Path] {
+			checked[m.Path] = true
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(root, filepath.FromSlash(m.Path)), &st); err == nil &&
+				st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
+				linked[m.Path] = true
+			}
+		}
+		if !linked[m.Path] {
+			kept = append(kept, m)
+		}
+	}
+	res.Matches = kept
+	return len(linked)
 }
 
 func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error) {
@@ -86,17 +123,19 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 			return nil, err
 		}
 		c.Mark(op.SegExecution)
+		linked := dropHardLinks(c.Repo.Repo.Root, &res)
+		red := c.Env.RedactorFor(ctx, c.Repo.Repo.Root)
 		n := 0
 		for i := range res.Matches {
 			var k int
-			res.Matches[i].Text, k = c.Env.Redactor.String(res.Matches[i].Text)
+			res.Matches[i].Text, k = red.String(res.Matches[i].Text)
 			n += k
 		}
 		if res.Matches == nil {
 			res.Matches = []search.Match{}
 		}
 		c.FinishIn(op.SegReceipt)
-		return &SearchResult{Result: res, Redactions: n}, nil
+		return &SearchResult{Result: res, Redactions: n, HardLinksOmitted: linked}, nil
 	}}, nil
 }
 
@@ -184,7 +223,7 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 		}
 		c.Mark(op.SegExecution)
 		var n int
-		d.Patch, n = c.Env.Redactor.String(d.Patch)
+		d.Patch, n = c.Env.RedactorFor(ctx, c.Repo.Repo.Root).String(d.Patch)
 		if d.Files == nil {
 			d.Files = []gitx.FileStat{}
 		}

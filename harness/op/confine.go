@@ -1,0 +1,146 @@
+package op
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/redact"
+	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/secrets"
+)
+
+// Secrets are the secret paths and values of checkouts (the secrets
+// cache): what the sandbox closes and what redaction knows.
+type Secrets interface {
+	Get(ctx context.Context, root string) (secrets.Set, error)
+}
+
+// secretSet returns the secret set of root; a nil Secrets knows none.
+func (e *Env) secretSet(ctx context.Context, root string) (secrets.Set, error) {
+	if e.Secrets == nil {
+		return secrets.Set{}, nil
+	}
+	return e.Secrets.Get(ctx, root)
+}
+
+// RedactorFor returns the redactor of a checkout: the rules and the exact
+// values of its secret files (and their base64 and hex forms).
+func (e *Env) RedactorFor(ctx context.Context, root string) *redact.Redactor {
+	set, err := e.secretSet(ctx, root)
+	if err != nil || set.Known == nil {
+		return e.Redactor
+	}
+	return e.Redactor.WithKnown(set.Known)
+}
+
+// KnownFor returns a redactor of only the known secret values of a checkout
+// (read_file shows code as it is, but never a value of a secret file).
+func (e *Env) KnownFor(ctx context.Context, root string) *redact.Redactor {
+	set, err := e.secretSet(ctx, root)
+	if err != nil || set.Known == nil {
+		return nil
+	}
+	return redact.New(nil).WithKnown(set.Known)
+}
+
+// Policy returns the sandbox policy of profile in repository r: the
+// checkout with its secret paths closed, git's directories outside it, the
+// tool caches.
+func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.RepoEntry) (sandbox.Policy, error) {
+	root := r.Repo.Root
+	p := sandbox.Policy{Profile: profile, Root: root}
+	for _, d := range gitDirsOutside(root, r.Repo.CommonDir) {
+		p.GitDirs = append(p.GitDirs, d)
+	}
+	set, err := e.secretSet(ctx, root)
+	if err != nil {
+		return p, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)
+	}
+	p.Secrets = append(append(p.Secrets, set.Files...), set.Dirs...)
+	p.Caches = sandbox.CacheDirs(os.Getenv("HOME"), os.Environ())
+	return p, nil
+}
+
+// gitDirsOutside returns the git directories of a work tree that lie outside
+// it: the common dir, and a linked worktree's own git dir.
+func gitDirsOutside(root, common string) []string {
+	var out []string
+	add := func(d string) {
+		if d == "" {
+			return
+		}
+		d = filepath.Clean(d)
+		if d == root || strings.HasPrefix(d, root+"/") {
+			return
+		}
+		for _, o := range out {
+			if o == d {
+				return
+			}
+		}
+		out = append(out, d)
+	}
+	add(common)
+	if b, err := os.ReadFile(filepath.Join(root, ".git")); err == nil {
+		if gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+			gd = strings.TrimSpace(gd)
+			if !filepath.IsAbs(gd) {
+				gd = filepath.Join(root, gd)
+			}
+			add(gd)
+		}
+	}
+	return out
+}
+
+// Confine prepares the confinement of one command of profile in r (tweak
+// adjusts the policy: writable dirs, network). It returns nil when the
+// sandbox is off.
+func (e *Env) Confine(ctx context.Context, profile sandbox.Profile, r runtime.RepoEntry, tweak func(*sandbox.Policy)) (*sandbox.Prepared, error) {
+	if e.Sandbox == nil || e.Sandbox.Mode() == sandbox.Off {
+		return nil, nil
+	}
+	p, err := e.Policy(ctx, profile, r)
+	if err != nil {
+		return nil, err
+	}
+	if tweak != nil {
+		tweak(&p)
+	}
+	return e.Sandbox.Prepare(p)
+}
+
+// Confines reports whether processes of profile are confined by the kernel.
+func (e *Env) Confines(profile sandbox.Profile) bool {
+	return e.Sandbox != nil && e.Sandbox.Confines(profile)
+}
+
+// CommandEnv is the environment of a command that runs in dir: the
+// daemon's, scrubbed of secret-looking variables and of every variable
+// that changes what git reads or runs, with git's repository-defined
+// programs neutralised for any git the command runs, through any wrapper.
+func CommandEnv(dir string) ([]string, error) {
+	env := gitx.StripGitEnv(proc.ScrubEnv(os.Environ(), nil))
+	ge, err := gitx.ConfigEnv(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(env, ge...), nil
+}
+
+// ApplyConfinement sets the confinement of prep on spec: the runner's hook,
+// the pids ceiling and the environment (HOME, TMPDIR in the private tmp).
+func ApplyConfinement(spec *proc.Spec, prep *sandbox.Prepared) {
+	if prep == nil {
+		return
+	}
+	spec.Confine = prep
+	spec.PidsMax = prep.PidsMax()
+	spec.Env = prep.Env(spec.Env)
+}
