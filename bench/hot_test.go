@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"context"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,10 @@ import (
 	"github.com/harnessd/harnessd/internal/route"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of confined checks and jobs
+	goleak.VerifyTestMain(m)
+}
 
 // fixture returns the suite's fixture repository, removed after b.
 func fixture(b *testing.B) *suite.Fixture {

@@ -15,13 +15,16 @@ import (
 
 // fakeGo puts a fake `go` first on PATH (the check runs with the daemon's
 // environment) and returns the counter file it appends one line to per
-// `go test` run. The counter lives outside the repository so it never
-// changes the check's content revision. `go test ... -run TestFail` fails;
+// `go test` run. The counter lives in the build cache ($GOCACHE, which a
+// confined check may write) so it never changes the check's content
+// revision. `go test ... -run TestFail` fails;
 // `go version` answers like the real toolchain for the environment probe.
 func fakeGo(t testing.TB) (counter string) {
 	t.Helper()
 	bin := t.TempDir()
-	counter = filepath.Join(t.TempDir(), "runs")
+	cache := t.TempDir()
+	t.Setenv("GOCACHE", cache)
+	counter = filepath.Join(cache, "runs")
 	script := `#!/bin/sh
 case "$1" in
 version) echo "go version go1.26.0-fake linux/amd64"; exit 0 ;;

@@ -20,9 +20,10 @@ import (
 	"github.com/harnessd/harnessd/supervisors"
 )
 
-// ignoreTermScript starts a grandchild that ignores SIGTERM, prints its pid
-// and waits.
-const ignoreTermScript = "trap '' TERM\nsleep 300 &\necho \"grandchild $!\"\nwait\n"
+// ignoreTermScript starts a grandchild that ignores SIGTERM, prints a
+// marker only its command line carries, and waits. (The job runs in its own
+// pid namespace, so the pid it could print means nothing outside.)
+const ignoreTermScript = "trap '' TERM\nm=0.$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')\nsleep 300 $m &\necho \"grandchild $m\"\nwait\n"
 
 func jobFixture(t *testing.T) (*harness.Harness, string, string) {
 	t.Helper()
@@ -108,17 +109,38 @@ func pidAlive(pid int) bool {
 
 func grandchildPid(t *testing.T, h *harness.Harness, id string) int {
 	t.Helper()
-	var pid int
-	waitFor(t, "the grandchild pid in the job log", func() bool {
+	var marker string
+	waitFor(t, "the grandchild marker in the job log", func() bool {
 		for _, line := range strings.Split(logs(t, h, id, "stdout"), "\n") {
-			if p, ok := strings.CutPrefix(line, "grandchild "); ok {
-				pid, _ = strconv.Atoi(p)
-				return pid > 0
+			if m, ok := strings.CutPrefix(line, "grandchild "); ok && m != "" {
+				marker = m
+				return true
 			}
 		}
 		return false
 	})
+	var pid int
+	waitFor(t, "the grandchild process", func() bool {
+		pid = pidByCmdline("sleep\x00300\x00" + marker + "\x00")
+		return pid > 0
+	})
 	return pid
+}
+
+// pidByCmdline returns the host pid of the process whose command line is
+// cmdline (NUL-separated, as in /proc), or 0.
+func pidByCmdline(cmdline string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			return pid
+		}
+	}
+	return 0
 }
 
 func TestJobSucceedsWithLogs(t *testing.T) {
@@ -259,7 +281,7 @@ func TestJobWorktreeIsolation(t *testing.T) {
 	r := startJob(t, h, harness.JobStartArgs{RepoID: repo, Argv: []string{"sh", "edit.sh"}, Isolation: "worktree", Writes: true})
 	f := waitJob(t, h, r.JobID)
 	if f.State != messages.JobSucceeded {
-		t.Fatalf("got %s %+v, want succeeded", f.State, f.Error)
+		t.Fatalf("got %s %+v, want succeeded; stderr:\n%s", f.State, f.Error, logs(t, h, r.JobID, "stderr"))
 	}
 	if f.Worktree == "" || f.WorktreeKept || f.LeaseID != "" {
 		t.Fatalf("got worktree %q kept=%v lease %q, want a removed worktree and no lease", f.Worktree, f.WorktreeKept, f.LeaseID)
@@ -416,4 +438,39 @@ func TestJobsSurviveRestart(t *testing.T) {
 
 func writeOp(path, content string) []patch.Op {
 	return []patch.Op{{Op: "write", Path: path, Content: content}}
+}
+
+// Every job's start and end is in the audit log, with its exit code.
+func TestJobStartAndEndAreAudited(t *testing.T) {
+	h, _, repo := jobFixture(t)
+	ok := startJob(t, h, harness.JobStartArgs{RepoID: repo, Argv: []string{"true"}})
+	bad := startJob(t, h, harness.JobStartArgs{RepoID: repo, Argv: []string{"sh", "fail.sh"}})
+	waitJob(t, h, ok.JobID)
+	waitJob(t, h, bad.JobID)
+	want := map[string][]string{ok.JobID: {"started", messages.JobSucceeded}, bad.JobID: {"started", messages.JobFailed}}
+	got := map[string][]string{}
+	exit := map[string]string{}
+	waitFor(t, "the job audit entries", func() bool {
+		a, err := h.Audit(context.Background(), harness.AuditArgs{Kind: "job", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string][]string{}
+		for _, e := range a.Entries {
+			id := e.Details["job_id"]
+			got[id] = append(got[id], e.Outcome)
+			if c, ok := e.Details["exit_code"]; ok {
+				exit[id] = c
+			}
+		}
+		return len(got[ok.JobID]) == 2 && len(got[bad.JobID]) == 2
+	})
+	for id, w := range want {
+		if strings.Join(got[id], ",") != strings.Join(w, ",") {
+			t.Errorf("job %s audited as %v, want %v", id, got[id], w)
+		}
+	}
+	if exit[ok.JobID] != "0" || exit[bad.JobID] != "3" {
+		t.Errorf("audited exit codes %v, want 0 and 3", exit)
+	}
 }

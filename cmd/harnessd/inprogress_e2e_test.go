@@ -49,7 +49,11 @@ func TestRequestInProgressThroughMCP(t *testing.T) {
 		first <- res
 	}()
 	// Wait until the first call is recorded as executing in the ledger.
-	c := client.Unix(daemon.PathsOf(dataDir).Socket)
+	tok, err := daemon.ReadToken(daemon.PathsOf(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.Unix(daemon.PathsOf(dataDir).Socket).WithToken(tok) // the store dump is for people
 	defer c.Close()
 	for {
 		if time.Now().After(deadline) {

@@ -75,8 +75,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestJobsSurviveKill9(t *testing.T) {
 	dataDir := t.TempDir()
 	repo := testutil.Repo(t, map[string]string{
-		"README.md":      "jobs\n",
-		"ignore_term.sh": "trap '' TERM\nsleep 300 &\necho \"grandchild $!\"\nwait\n",
+		"README.md": "jobs\n",
+		// The job runs in a pid namespace: the grandchild is found by a
+		// marker on its command line, not by the pid it sees.
+		"ignore_term.sh": "trap '' TERM\nm=0.$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')\nsleep 300 $m &\necho \"grandchild $m\"\nwait\n",
 	})
 	d := startDaemon(t, dataDir)
 	c := client.Unix(daemon.PathsOf(dataDir).Socket)
@@ -94,8 +96,8 @@ func TestJobsSurviveKill9(t *testing.T) {
 			Data string `json:"data"`
 		}
 		jobCall(t, c, "job_logs", map[string]any{"job_id": plain.JobID}, &logs)
-		if p, ok := strings.CutPrefix(strings.TrimSpace(logs.Data), "grandchild "); ok {
-			grandchild, _ = strconv.Atoi(p)
+		if m, ok := strings.CutPrefix(strings.TrimSpace(logs.Data), "grandchild "); ok && m != "" {
+			grandchild = pidByCmdline("sleep\x00300\x00" + m + "\x00")
 		}
 		return plain.Pid > 0 && retried.Pid > 0 && grandchild > 0
 	})
@@ -142,4 +144,20 @@ func TestJobsSurviveKill9(t *testing.T) {
 	if cancelled.State != "cancelled" || alive(r.Pid) {
 		t.Fatalf("got %s, pid %d alive %v; want cancelled and gone", cancelled.State, r.Pid, alive(r.Pid))
 	}
+}
+
+// pidByCmdline returns the pid of the process whose command line is
+// cmdline (NUL-separated, as in /proc), or 0.
+func pidByCmdline(cmdline string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			return pid
+		}
+	}
+	return 0
 }

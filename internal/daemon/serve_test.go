@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"io/fs"
 	"net"
 	"os"
@@ -21,7 +22,10 @@ import (
 	"github.com/harnessd/harnessd/internal/daemon"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of confined checks and jobs
+	goleak.VerifyTestMain(m)
+}
 
 // dataDir returns a fresh data dir path (not yet created), short enough
 // for unix socket paths whatever the test's name.

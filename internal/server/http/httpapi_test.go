@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -24,7 +25,10 @@ import (
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of confined checks and jobs
+	goleak.VerifyTestMain(m)
+}
 
 type fixture struct {
 	h       *harness.Harness

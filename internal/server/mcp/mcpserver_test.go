@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,10 @@ import (
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of confined checks and jobs
+	goleak.VerifyTestMain(m)
+}
 
 func openHarness(t *testing.T) *harness.Harness {
 	t.Helper()
