@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,7 +24,10 @@ import (
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of confined checks and jobs
+	goleak.VerifyTestMain(m)
+}
 
 // humanToken is the human credential of the test handlers.
 const humanToken = "human-token-for-tests"
