@@ -82,6 +82,15 @@ func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
 		}
 	}
 	ro(p.GitDirs...)
+	for _, f := range p.ReadOnly {
+		if fi, err := os.Stat(f); err == nil {
+			r := accessRead
+			if !fi.IsDir() {
+				r &= fileRights
+			}
+			rs = append(rs, landlock.PathAccess(r, f))
+		}
+	}
 	for _, w := range p.Writable {
 		if w != p.Root {
 			rw(w)

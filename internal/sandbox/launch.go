@@ -170,7 +170,7 @@ func buildRoot(spec launchSpec) error {
 	for _, d := range p.Caches {
 		ms = append(ms, mountSpec{src: d, dst: d, ro: p.Profile == Read || p.Profile == Target})
 	}
-	for _, d := range p.GitDirs {
+	for _, d := range append(append([]string(nil), p.GitDirs...), p.ReadOnly...) {
 		ms = append(ms, mountSpec{src: d, dst: d, ro: true})
 	}
 	if p.Root != "" {

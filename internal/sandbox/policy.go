@@ -49,6 +49,9 @@ type Policy struct {
 	// Caches are tool cache directories: writable for check and job, read
 	// only for read.
 	Caches []string
+	// ReadOnly are more files or directories the process may read (the
+	// user's git configuration, for harnessd's own git).
+	ReadOnly []string
 	// Network allows network access (check and job profiles, when declared
 	// and allowed).
 	Network bool

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -365,12 +366,16 @@ func (c *Prepared) confineThread() error {
 		return errs.Wrap(errs.Internal, err, "sandbox: no_new_privs: %v", err)
 	}
 	if c.s.kernel.LandlockABI > 0 {
-		fd, flags, err := c.s.firstLayer(c.p)
+		fd, flags, owned, err := c.s.firstLayer(c.p)
 		if err != nil {
 			return err
 		}
 		if fd >= 0 {
-			if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+			err := ll.LandlockRestrictSelf(fd, flags)
+			if owned {
+				_ = syscall.Close(fd)
+			}
+			if err != nil {
 				return errs.Wrap(errs.Internal, err, "sandbox: landlock: %v", err)
 			}
 		}
@@ -397,17 +402,28 @@ func (c *Prepared) confineThread() error {
 // firstLayer returns the cached ruleset of p's checkout, secrets and tools;
 // writes are allowed only under the tmp root (the second layer narrows them
 // to the command's own tmp).
-func (s *Sandbox) firstLayer(p Policy) (int, uint32, error) {
+func (s *Sandbox) firstLayer(p Policy) (fd int, flags uint32, owned bool, err error) {
+	stamp, settled := carveStamp(p, time.Now())
+	if !settled {
+		// A directory changed too recently for its mtime to tell a later
+		// change: build a ruleset for this command alone.
+		fd, flags, err := rulesetFD(p, s.tmp, s.env)
+		if err != nil {
+			return -1, 0, false, errs.Wrap(errs.Internal, err, "sandbox: build the Landlock ruleset: %v", err)
+		}
+		return fd, flags, true, nil
+	}
 	key := string(p.Profile) + "\x00" + p.Root + "\x00" + strings.Join(p.Secrets, "\x01") + "\x00" + strings.Join(p.GitDirs, "\x01") +
+		"\x00" + strings.Join(p.ReadOnly, "\x01") + "\x00" + stamp +
 		"\x00" + strings.Join(p.Writable, "\x01") + "\x00" + strings.Join(p.Caches, "\x01") + "\x00" + strconv.FormatBool(p.Network)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.cache[key]; ok {
-		return l.fd, l.flags, nil
+		return l.fd, l.flags, false, nil
 	}
-	fd, flags, err := rulesetFD(p, s.tmp, s.env)
+	fd, flags, err = rulesetFD(p, s.tmp, s.env)
 	if err != nil {
-		return -1, 0, errs.Wrap(errs.Internal, err, "sandbox: build the Landlock ruleset: %v", err)
+		return -1, 0, false, errs.Wrap(errs.Internal, err, "sandbox: build the Landlock ruleset: %v", err)
 	}
 	if len(s.cache) > 256 {
 		for k, l := range s.cache {
@@ -418,7 +434,53 @@ func (s *Sandbox) firstLayer(p Policy) (int, uint32, error) {
 		}
 	}
 	s.cache[key] = &layer{fd: fd, flags: flags}
-	return fd, flags, nil
+	return fd, flags, false, nil
+}
+
+// carveStamp identifies the directories a carve walks (the root and those
+// on the way to each secret, and /etc): a rule set built from their entries
+// is stale once one of them gains or loses an entry, which changes its
+// mtime. settled is false when one changed less than a second before now
+// (file times are coarse: a second change in the same tick keeps the mtime).
+func carveStamp(p Policy, now time.Time) (_ string, settled bool) {
+	var b strings.Builder
+	settled = true
+	stamp := func(d string) {
+		if fi, err := os.Lstat(d); err == nil {
+			if now.Sub(fi.ModTime()) < time.Second {
+				settled = false
+			}
+			b.WriteString(strconv.FormatInt(fi.ModTime().UnixNano(), 36))
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				b.WriteByte('.')
+				b.WriteString(strconv.FormatUint(st.Ino, 36))
+			}
+		}
+		b.WriteByte(',')
+	}
+	stamp("/etc")
+	if p.Root == "" || len(p.Secrets) == 0 {
+		return b.String(), settled
+	}
+	seen := map[string]bool{}
+	for _, sec := range p.Secrets {
+		d := p.Root
+		for _, part := range strings.Split(path.Dir(sec), "/") {
+			if !seen[d] {
+				seen[d] = true
+				stamp(d)
+			}
+			if part == "." || part == "" {
+				break
+			}
+			d = filepath.Join(d, part)
+		}
+		if !seen[d] {
+			seen[d] = true
+			stamp(d)
+		}
+	}
+	return b.String(), settled
 }
 
 // rlimits applies the command's rlimits right after it started (an exec
