@@ -173,16 +173,19 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	exclude := func(rel string) bool { _, ok := deny.Match(rel); return ok }
-	git := &gitx.Git{}
 	// The secret paths of each checkout (closed to confined processes) and
-	// the values in them (redacted from every output).
-	h.secrets = secrets.NewCache(secrets.Config{Deny: deny, Git: git})
+	// the values in them (redacted from every output). The cache reads
+	// blobs with an unconfined git: the confinement of git needs it.
+	h.secrets = secrets.NewCache(secrets.Config{Deny: deny, Git: &gitx.Git{}})
+	// harnessd's own read-only git calls run confined by the read profile.
+	git := &gitx.Git{}
 	h.env = &op.Env{
 		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
 		Git: git, Deny: deny, Secrets: h.secrets, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 	}
+	git.Confine = h.env.ConfineGit
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env)}); err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package op
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/runtime"
@@ -143,4 +145,99 @@ func ApplyConfinement(spec *proc.Spec, prep *sandbox.Prepared) {
 	spec.Confine = prep
 	spec.PidsMax = prep.PidsMax()
 	spec.Env = prep.Env(spec.Env)
+}
+
+// ConfineGit confines harnessd's own read-only git calls in dir with the
+// read profile (gitx.Git.Confine): the checkout that holds dir, its git
+// directories and the user's git configuration readable, nothing writable
+// but a private tmp, no network. The secret files stay open to it (git
+// hashes tracked ones to tell whether they changed): harnessd filters and
+// redacts what it returns. git keeps the hardened environment gitx gives
+// it.
+func (e *Env) ConfineGit(ctx context.Context, dir string) (func(*exec.Cmd) error, func(), error) {
+	none := func() {}
+	if !e.Confines(sandbox.Read) {
+		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, nil
+	}
+	root := worktreeTop(dir)
+	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: userGitConfig()}
+	prep, err := e.Sandbox.Prepare(p)
+	if err != nil || prep == nil {
+		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, err
+	}
+	exited := make(chan struct{})
+	var once sync.Once
+	done := func() {
+		once.Do(func() { close(exited); prep.Done() })
+	}
+	return func(cmd *exec.Cmd) error { return prep.Start(cmd, exited) }, done, nil
+}
+
+// worktreeTop returns the nearest directory at or above dir that holds a
+// .git entry (dir itself when there is none).
+func worktreeTop(dir string) string {
+	dir = filepath.Clean(dir)
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// commonDir returns the common git directory of a linked worktree at root
+// ("" for a main checkout, whose .git is inside it).
+func commonDir(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, ".git"))
+	if err != nil {
+		return ""
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gd = strings.TrimSpace(gd)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(root, gd)
+	}
+	c, err := os.ReadFile(filepath.Join(gd, "commondir"))
+	if err != nil {
+		return ""
+	}
+	cd := strings.TrimSpace(string(c))
+	if !filepath.IsAbs(cd) {
+		cd = filepath.Join(gd, cd)
+	}
+	return filepath.Clean(cd)
+}
+
+// userGitConfig returns the user's git configuration files that exist
+// (global config and ignore files), which harnessd's git reads.
+func userGitConfig() []string {
+	var out []string
+	home := os.Getenv("HOME")
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	cands := []string{}
+	if home != "" {
+		cands = append(cands, filepath.Join(home, ".gitconfig"))
+	}
+	if xdg != "" {
+		cands = append(cands, filepath.Join(xdg, "git", "config"), filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes"))
+	}
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		cands = append(cands, g)
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			out = append(out, c)
+		}
+	}
+	return out
 }

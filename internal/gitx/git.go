@@ -22,7 +22,21 @@ type Git struct {
 	// Bin is the git executable: "" means "git" looked up on PATH once; a
 	// name without a slash is looked up once; a path is used as is.
 	Bin string
+	// Confine, when set, confines the processes of the read-only
+	// subcommands (see ReadOnly) run in dir: it returns how to start the
+	// command and what to call once it ended. Nil = unconfined.
+	Confine func(ctx context.Context, dir string) (start func(*exec.Cmd) error, done func(), err error)
 }
+
+// readOnly are the subcommands that never write the repository as harnessd
+// runs them (status may refresh the index opportunistically: it skips that
+// when .git is read-only).
+var readOnly = map[string]bool{"status": true, "diff": true, "log": true, "show": true, "ls-files": true, "ls-tree": true,
+	"cat-file": true, "rev-parse": true, "diff-tree": true, "diff-index": true, "diff-files": true, "rev-list": true,
+	"blame": true, "grep": true, "for-each-ref": true, "merge-base": true, "describe": true}
+
+// ReadOnly reports whether git args run a read-only subcommand.
+func ReadOnly(args []string) bool { return readOnly[subcommand(args)] }
 
 // DefaultMaxOutput is the stdout cap of Run when maxOut is 0.
 const DefaultMaxOutput = 16 << 20
@@ -274,12 +288,28 @@ func (g *Git) run(ctx context.Context, dir string, maxOut int, drain int64, args
 	stderr := &capWriter{limit: maxStderr, drain: -1}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	err := cmd.Run()
+	err := g.runCmd(ctx, cmd, dir, args)
 	res := runResult{out: stdout.buf, total: stdout.total, truncated: stdout.total > int64(len(stdout.buf)), stopped: stdout.stopped}
 	if err == nil || (stdout.stopped && ctx.Err() == nil) {
 		return res, nil
 	}
 	return res, g.classify(ctx, dir, args, err, stderr.buf)
+}
+
+// runCmd runs cmd, confined when it is read-only and g confines.
+func (g *Git) runCmd(ctx context.Context, cmd *exec.Cmd, dir string, args []string) error {
+	if g.Confine == nil || cmd.Err != nil || !ReadOnly(args) {
+		return cmd.Run()
+	}
+	start, done, err := g.Confine(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := start(cmd); err != nil {
+		return err
+	}
+	return cmd.Wait()
 }
 
 func ctxError(err error, args []string) error {
