@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
@@ -10,9 +11,12 @@ import (
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
-func benchHarness(b *testing.B, inMemory bool) (*harness.Harness, string) {
+func benchHarness(b *testing.B, inMemory bool, sandbox ...string) (*harness.Harness, string) {
 	b.Helper()
-	cfg := harness.Config{InMemory: inMemory}
+	cfg := harness.Config{InMemory: inMemory, LoopThreshold: -1} // benchmarks repeat their input
+	if len(sandbox) > 0 {
+		cfg.Sandbox = sandbox[0]
+	}
 	if !inMemory {
 		cfg.DataDir = b.TempDir()
 	}
@@ -64,5 +68,38 @@ func BenchmarkReadFileWarm(b *testing.B) {
 		if _, err := h.ReadFile(ctx, args); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRunCommandConfined is a Fast Path run_command (`git status
+// --short`) confined by the read profile, against the same command run
+// bare: their difference is run_command's overhead.
+func BenchmarkRunCommandConfined(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		root := testutil.Repo(b, map[string]string{"README.md": "# bench\n"})
+		for i := 0; i < b.N; i++ {
+			cmd := exec.Command("git", "status", "--short")
+			cmd.Dir = root
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, mode := range []string{"off", "auto"} {
+		b.Run("sandbox="+mode, func(b *testing.B) {
+			h, id := benchHarness(b, true, mode)
+			ctx := context.Background()
+			args := harness.RunCommandArgs{RepoID: id, Argv: []string{"git", "status", "--short"}}
+			if _, err := h.RunCommand(ctx, args); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.RunCommand(ctx, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ type fixture struct {
 	sb                        *Sandbox
 }
 
-func newFixture(t *testing.T, noNS bool) *fixture {
+func newFixture(t testing.TB, noNS bool) *fixture {
 	t.Helper()
 	base := t.TempDir()
 	f := &fixture{root: filepath.Join(base, "repo"), data: filepath.Join(base, "data"), outside: filepath.Join(base, "outside"), home: filepath.Join(base, "home")}
