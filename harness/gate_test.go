@@ -3,11 +3,14 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
@@ -33,40 +36,34 @@ func (g *gateLog) take() []string {
 	return out
 }
 
-// Every operation crosses the gate exactly once, and each step of a batch
-// or read_lanes exactly once as a step of it (never again when it runs).
-func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
-	log := &gateLog{}
-	ctx := context.Background()
-	h, err := harness.Open(ctx, harness.Config{InMemory: true, LoopThreshold: -1, GateObserver: log.observe})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close(ctx) })
-	root := testutil.Repo(t, map[string]string{"README.md": "hello world\n", "src/a.go": "package a\n"})
+// opCall is one call of an operation with valid arguments, and the gate
+// crossings it makes (nil = one, of the operation).
+type opCall struct {
+	op   string
+	args map[string]any
+	want []string
+}
 
-	call := func(name string, args map[string]any) (any, error) {
-		b, _ := json.Marshal(args)
-		return h.CallOp(ctx, name, b)
-	}
-	reg, err := call("repository_register", map[string]any{"path": root})
+// everyOpCall registers a repository in h and returns a valid call of
+// every operation, in an order that works (the last unregisters it).
+func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
+	t.Helper()
+	ctx := context.Background()
+	root := testutil.Repo(t, map[string]string{"README.md": "hello world\n", "src/a.go": "package a\n"})
+	reg, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoID := reg.(*harness.RegisterResult).ID
-	log.take()
+	repoID := reg.ID
 	job, err := h.JobStart(ctx, harness.JobStartArgs{RepoID: repoID, Argv: []string{"true"}, RequestID: "gate-job"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.take()
 	val, err := h.PatchProposalValidate(ctx, harness.PatchProposalValidateArgs{RepoID: repoID, Proposals: []harness.Proposal{
 		{ID: "p", Operations: []patch.Op{{Op: "replace", Path: "src/a.go", OldText: "package a", NewText: "package a // p"}}}}})
 	if err != nil || val.Proposals[0].ProposalID == "" {
 		t.Fatalf("validate: %+v, %v", val, err)
 	}
-	log.take()
-
 	repo := map[string]any{"repo_id": repoID}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{"repo_id": repoID}
@@ -78,11 +75,7 @@ func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
 	step := func(kind string, args map[string]any) map[string]any {
 		return map[string]any{"kind": kind, "args": args}
 	}
-	tests := []struct {
-		op   string
-		args map[string]any
-		want []string // the decisions, in order
-	}{
+	return []opCall{
 		{"repository_register", map[string]any{"path": root}, nil},
 		{"repository_list", map[string]any{}, nil},
 		{"read_file", with("path", "README.md"), nil},
@@ -112,6 +105,26 @@ func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
 		{"patch_proposal_integrate", with("request_id", "gate-i", "proposal_ids", []string{val.Proposals[0].ProposalID}), nil},
 		{"repository_unregister", repo, nil},
 	}
+}
+
+// callOp calls an operation by name with JSON arguments.
+func callOp(h *harness.Harness, name string, args map[string]any) (any, error) {
+	b, _ := json.Marshal(args)
+	return h.CallOp(context.Background(), name, b)
+}
+
+// Every operation crosses the gate exactly once, and each step of a batch
+// or read_lanes exactly once as a step of it (never again when it runs).
+func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
+	log := &gateLog{}
+	ctx := context.Background()
+	h, err := harness.Open(ctx, harness.Config{InMemory: true, LoopThreshold: -1, GateObserver: log.observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	tests := everyOpCall(t, h)
+	log.take()
 	covered := map[string]bool{}
 	for _, tt := range tests {
 		covered[tt.op] = true
@@ -119,9 +132,61 @@ func TestEveryOperationCrossesTheGateOnce(t *testing.T) {
 		if want == nil {
 			want = []string{tt.op}
 		}
-		_, err := call(tt.op, tt.args)
+		_, err := callOp(h, tt.op, tt.args)
 		if got := log.take(); !slices.Equal(got, want) {
 			t.Errorf("%s (err %v): gate decided %q, want %q", tt.op, err, got, want)
+		}
+	}
+	for _, o := range h.Registry().All() {
+		if !covered[o.Name] {
+			t.Errorf("operation %s is not in this test: add it", o.Name)
+		}
+	}
+}
+
+// Every operation whose gate can ask takes approval_id: under a policy
+// that asks for it, the call answers APPROVAL_REQUIRED with an approval
+// id, and once a person approved, the same call with approval_id gets past
+// the gate.
+func TestEveryAskableOperationTakesItsApproval(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	h, err := openWithPolicy(t, dir, "version: 1\nrules:\n  - id: none\n    tools: [no_such_tool]\n    decision: ask\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	tests := everyOpCall(t, h)
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.op] = true
+		pol := "version: 1\nrules:\n  - id: ask-" + tt.op + "\n    tools: [" + tt.op + "]\n    decision: ask\n    justification: test\n"
+		if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pol), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.ReloadPolicy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err := callOp(h, tt.op, tt.args)
+		if err == nil {
+			t.Errorf("%s under an ask rule answered without asking", tt.op)
+			continue
+		}
+		e := errs.From(err)
+		apr, _ := e.Details["approval_id"].(string)
+		if e.Code != errs.ApprovalRequired || apr == "" {
+			t.Errorf("%s under an ask rule: %v, want APPROVAL_REQUIRED with an approval_id", tt.op, err)
+			continue
+		}
+		if _, err := h.DecideApproval(ctx, apr, true, "tester", "test"); err != nil {
+			t.Fatalf("%s: approve: %v", tt.op, err)
+		}
+		args := map[string]any{"approval_id": apr}
+		for k, v := range tt.args {
+			args[k] = v
+		}
+		if _, err := callOp(h, tt.op, args); errs.CodeOf(err) == errs.ApprovalRequired {
+			t.Errorf("%s with its approval: %v, want past the gate", tt.op, err)
 		}
 	}
 	for _, o := range h.Registry().All() {

@@ -40,6 +40,10 @@ type Input struct {
 	// Network says the operation asks for network access: a policy rule
 	// must allow it or a person approve it.
 	Network bool
+	// RunsDurable says the operation runs its durable path itself when the
+	// route requires one (run_check runs unfocused checks as durable jobs):
+	// the route does not escalate it; Run reads the route from the call.
+	RunsDurable bool
 }
 
 // Result is what the gate decided.
@@ -81,7 +85,7 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
-		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network}
+		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable}
 	if in.Root != nil {
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so

@@ -59,10 +59,6 @@ type Plan struct {
 	// Gate is what the gate sees. Tool defaults to the operation's name;
 	// Repo and Root come from the call.
 	Gate govern.Input
-	// Escalate lets an escalation through to Run (run_check runs its
-	// unfocused checks as durable jobs itself); Run reads the decision
-	// from the call.
-	Escalate bool
 	// Steps are the prepared steps of a composite operation (batch,
 	// read_lanes) that runs only when every step passes: the pipeline adds
 	// their gate inputs to Gate.Steps, answers the first refused step's

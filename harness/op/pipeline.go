@@ -13,7 +13,6 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/ledger"
-	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
@@ -197,7 +196,7 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 	}
 	res, gerr := p.env.Gov.Gate(ctx, gin)
 	c.gated = res
-	if gerr != nil && !(plan.Escalate && res.Decision.Outcome == mediate.Escalate) {
+	if gerr != nil {
 		return nil, gerr
 	}
 	if err := admitSteps(plan.Steps, res); err != nil {

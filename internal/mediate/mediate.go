@@ -59,6 +59,10 @@ type Input struct {
 	// Network says the operation asks for network access (a job or a
 	// check): it needs a policy rule that allows it or a person's approval.
 	Network bool
+	// RunsDurable says the operation runs the durable path itself when the
+	// route requires it (run_check): the route then does not escalate, and
+	// the policy, network and risk checks decide as for any call.
+	RunsDurable bool
 }
 
 // History is recent activity of the same agent or session, for the risk
@@ -137,7 +141,7 @@ func Decide(in Input) (d Decision) {
 		if op == "" {
 			op = route.SuggestJobStart
 		}
-		if in.Tool != op { // job_start is itself the durable path
+		if in.Tool != op && !in.RunsDurable { // job_start is itself the durable path
 			escalate = &verdict{outcome: Escalate, rule: RuleRouteDurable, code: errs.RouteDurableRequired,
 				reason: "durable path required (use " + op + "): " + reasons(d.Route)}
 		}

@@ -170,6 +170,23 @@ func TestDecide(t *testing.T) {
 		{name: "risk ask", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: hot}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "risk 80 is at or above 80", wantRisk: 80},
 		{name: "risk ask from sensitive paths", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "container path 10", wantRisk: 80},
 		{name: "policy ask wins over risk ask", in: Input{Tool: "job_start", Argv: []string{"./deploy.sh"}, Policy: pol, History: hot}, want: Ask, wantRule: "deploy", wantCode: errs.ApprovalRequired},
+
+		// an operation that runs its durable path itself (run_check)
+		{name: "runs durable: allowed on a durable route", in: Input{Tool: "run_check", Argv: []string{"go", "test", "./..."}, RunsDurable: true}, want: Allow},
+		{name: "runs durable: policy ask still asks", in: Input{Tool: "run_check", Argv: []string{"go", "test", "./..."}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: ask-checks\n    tools: [run_check]\n    decision: ask\n")}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "ask-checks"},
+		{name: "runs durable: policy deny still denies", in: Input{Tool: "run_check", Argv: []string{"make", "--force"}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: no-force\n    tools: [run_check]\n    argv_pattern: force\n    decision: deny\n")}, want: Block, wantCode: errs.PolicyDenied},
+		{name: "runs durable: risk still asks", in: Input{Tool: "run_check", Argv: []string{"./x.sh"}, RunsDurable: true, History: hot, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk"},
+		{name: "runs durable: a rejected route still blocks", in: Input{Tool: "run_check", Argv: []string{"rm", "-rf", "/"}, RunsDurable: true}, want: Block, wantCode: errs.RouteRejected},
+
+		// confinement and network
+		{name: "shell job unconfined is rejected", in: Input{Tool: "job_start", Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}}, want: Block, wantCode: errs.RouteRejected},
+		{name: "shell job confined is accepted", in: Input{Tool: "job_start", Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}, Confined: true}, want: Allow},
+		{name: "writing shell run_command confined escalates", in: Input{Tool: "run_command", Argv: []string{"sh", "-c", "echo hi > f"}, Confined: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
+		{name: "destructive job confined is still rejected", in: Input{Tool: "job_start", Argv: []string{"rm", "-rf", "/"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "remote job confined is still rejected", in: Input{Tool: "job_start", Argv: []string{"git", "push", "origin", "main"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "network asks", in: Input{Tool: "job_start", Argv: []string{"make"}, Network: true}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: RuleNetwork},
+		{name: "network approved", in: Input{Tool: "job_start", Argv: []string{"make"}, Network: true, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "network access needs one"},
+		{name: "network allowed by a rule", in: Input{Tool: "job_start", Argv: []string{"./install.sh"}, Network: true, Policy: pol}, want: Allow, wantRule: "trusted-installer"},
 	}
 	if len(tests) < 45 {
 		t.Fatalf("%d cases, want at least 45", len(tests))

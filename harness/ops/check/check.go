@@ -21,8 +21,8 @@ import (
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
-	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -121,11 +121,11 @@ func runCheck(_ context.Context, c *op.Call, args RunCheckArgs) (*op.Plan, error
 		return nil, err
 	}
 	return &op.Plan{
-		Gate:      govern.Input{Argv: args.Argv, TimeoutMs: timeoutMs, Writes: writes, Args: args},
-		Escalate:  true, // an escalation is run_check's own durable path
+		// A durable route is run_check's own durable path.
+		Gate:      govern.Input{Argv: args.Argv, TimeoutMs: timeoutMs, Writes: writes, Args: args, RunsDurable: true},
 		Breakdown: args.IncludeLatencyBreakdown,
 		Run: func(ctx context.Context) (any, error) {
-			durable := c.Gated().Decision.Outcome == mediate.Escalate
+			durable := c.Gated().Decision.Route.Mode == route.Durable
 			return run(ctx, c, args, focused, effects, writes, timeoutMs, durable)
 		},
 	}, nil
