@@ -40,6 +40,13 @@ var allowedDevices = map[string]bool{
 //     secrets.
 //   - For a "rev:path" argument (git show HEAD:.env) the part after the first
 //     ':' is checked against the denylist.
+//   - A value glued to a short option ("-f.env", "-g*") is checked too.
+//   - A glob argument (".en?", "*", "**/*.pem") that matches a secret file
+//     under the root, or whose last component can match a secret pattern at
+//     any depth, gives errs.SecretPathDenied: the program expands it.
+//   - The script of a shell started with -c (sh -c, env bash -c, find -exec
+//     sh -c) is parsed and its words are checked the same way, redirection
+//     targets included; a script that does not parse is refused.
 //
 // Anything else (flags, patterns, words) is accepted. An empty argv or a NUL
 // byte in any argument gives errs.InvalidArgument. The .git rule does not
@@ -56,19 +63,17 @@ func (r *Root) CheckArgv(argv []string) error {
 	if argv[0] == "" {
 		return errs.New(errs.InvalidArgument, "empty program name")
 	}
+	if err := r.checkProgram(argv[0]); err != nil {
+		return withIndex(err, 0)
+	}
 	for i, a := range argv[1:] {
-		if err := r.checkArg(a); err != nil {
+		if err := r.checkWord(a, true); err != nil {
 			return withIndex(err, i+1)
 		}
-		if v, ok := assignmentValue(a); ok {
-			if err := r.checkArg(v); err != nil {
-				return withIndex(err, i+1)
-			}
-		}
-		if v, ok := revPathPart(a); ok {
-			if err := r.checkSecretOnly(a, v); err != nil {
-				return withIndex(err, i+1)
-			}
+	}
+	for _, s := range shellScripts(argv) {
+		if err := r.checkScript(s, 1); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -78,7 +83,11 @@ func withIndex(err error, i int) error {
 	return errs.From(err).With("arg_index", i)
 }
 
-func (r *Root) checkArg(a string) error {
+func (r *Root) checkArg(a string) error { return r.checkArgGlob(a, true) }
+
+// checkArgGlob is checkArg; dots says whether a glob matches names that
+// start with a dot (a program's glob does; a shell's does not).
+func (r *Root) checkArgGlob(a string, dots bool) error {
 	if a == "" || a == "-" || a == "--" {
 		return nil
 	}
@@ -104,6 +113,8 @@ func (r *Root) checkArg(a string) error {
 		if err := r.checkSecretOnly(a, c); err != nil {
 			return err
 		}
+	} else if err := r.checkGlob(a, dots); err != nil {
+		return err
 	}
 	if len(a) <= MaxPathLen && r.firstComponentExists(c) {
 		_, _, _, err := r.resolve(a, modeArgv)

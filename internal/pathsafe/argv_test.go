@@ -64,6 +64,40 @@ func TestCheckArgv(t *testing.T) {
 		{"flag value secret", []string{"tool", "--config=.env"}, errs.SecretPathDenied},
 		{"rev path secret", []string{"git", "show", "HEAD:.env"}, errs.SecretPathDenied},
 		{"index path secret", []string{"git", "show", ":sub/.env.local"}, errs.SecretPathDenied},
+
+		// globs the program expands
+		{"glob matching a secret", []string{"cat", ".en?"}, errs.SecretPathDenied},
+		{"star at the root", []string{"rg", "-uuu", "-g", "*", "TOKEN"}, errs.SecretPathDenied},
+		{"glued glob", []string{"rg", "-uuu", "-g*", "TOKEN"}, errs.SecretPathDenied},
+		{"include star", []string{"grep", "-r", "--include=*", "TOKEN", "."}, errs.SecretPathDenied},
+		{"deep glob of keys", []string{"rg", "-g", "**/*.pem", "BEGIN"}, errs.SecretPathDenied},
+		{"glob in a dir", []string{"cat", "sub/.env*"}, errs.SecretPathDenied},
+		{"glob matching no secret", []string{"cat", "sub/*.go"}, ""},
+		{"deep glob of go files", []string{"rg", "-g", "**/*.go", "x"}, ""},
+
+		// values glued to short options
+		{"glued secret", []string{"date", "-f.env"}, errs.SecretPathDenied},
+		{"glued secret xargs", []string{"xargs", "-a.env", "echo"}, errs.SecretPathDenied},
+		{"glued outside", []string{"sort", "-o/etc/passwd", "a.txt"}, errs.PathOutsideRoot},
+		{"glued number", []string{"head", "-n5", "a.txt"}, ""},
+		{"glued word", []string{"cc", "-Wall", "-lpthread"}, ""},
+
+		// shell scripts
+		{"script cat", []string{"sh", "-c", "cat .env"}, errs.SecretPathDenied},
+		{"script glob", []string{"sh", "-c", "base64 -w0 .en?"}, errs.SecretPathDenied},
+		{"script redirect in", []string{"bash", "-c", "wc -l < .env"}, errs.SecretPathDenied},
+		{"script outside", []string{"sh", "-ec", "cat /etc/passwd"}, errs.PathOutsideRoot},
+		{"script through env", []string{"env", "X=1", "sh", "-c", "cat ../x"}, errs.PathOutsideRoot},
+		{"script through find", []string{"find", ".", "-maxdepth", "0", "-exec", "sh", "-c", "cat .envrc", ";"}, errs.SecretPathDenied},
+		{"script nested", []string{"sh", "-c", "bash -c 'cat .env'"}, errs.SecretPathDenied},
+		{"script for loop", []string{"sh", "-c", "for f in .env a.txt; do cat $f; done"}, errs.SecretPathDenied},
+		{"script expansion tail", []string{"sh", "-c", "cat \"$PWD/.env\""}, errs.SecretPathDenied},
+		{"script quoted", []string{"sh", "-c", "cat '.env'"}, errs.SecretPathDenied},
+		{"script home", []string{"sh", "-c", "cat ~/.profile"}, errs.PathOutsideRoot},
+		{"script unparsable", []string{"sh", "-c", "cat 'a.txt"}, errs.InvalidArgument},
+		{"script shell star skips dotfiles", []string{"sh", "-c", "wc -l *"}, ""},
+		{"script quoted star is the program's", []string{"sh", "-c", "rg -uuu -g '*' TOKEN"}, errs.SecretPathDenied},
+		{"script fine", []string{"sh", "-c", "cat a.txt | wc -l; ls sub"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

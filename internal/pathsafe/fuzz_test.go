@@ -1,6 +1,8 @@
 package pathsafe
 
 import (
+	"mvdan.cc/sh/v3/syntax"
+
 	"errors"
 	"path/filepath"
 	"strings"
@@ -109,5 +111,39 @@ func FuzzCheckArgv(f *testing.F) {
 				t.Fatalf("CheckArgv(%q): accepted home path %q", argv, arg)
 			}
 		}
+	})
+}
+
+// FuzzCheckArgvScript: any shell script gets a coded answer, never a panic,
+// and an accepted one names no secret file as a plain word.
+func FuzzCheckArgvScript(f *testing.F) {
+	fx := newFixture(f)
+	for _, s := range []string{"cat a.txt", "cat .env", "for f in *; do cat $f; done", "sh -c 'sh -c \"cat .env\"'",
+		"cat <<EOF\n.env\nEOF", "x=$(cat .env); echo $x", "a | b && c || d", "'unterminated", "$((1+2))", "{ cat .envrc; }"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, script string) {
+		err := fx.root.CheckArgv([]string{"sh", "-c", script})
+		if err != nil {
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code == errs.Internal {
+				t.Fatalf("CheckArgv(sh -c %q): got uncoded or internal error %v", script, err)
+			}
+			return
+		}
+		f, perr := syntax.NewParser().Parse(strings.NewReader(script), "")
+		if perr != nil {
+			t.Fatalf("CheckArgv(sh -c %q): accepted a script that does not parse: %v", script, perr)
+		}
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if c, ok := n.(*syntax.CallExpr); ok {
+				for _, w := range c.Args {
+					if lit, whole, _ := wordLit(w); whole && (lit == ".env" || lit == ".envrc") {
+						t.Fatalf("CheckArgv(sh -c %q): accepted a command that names %s", script, lit)
+					}
+				}
+			}
+			return true
+		})
 	})
 }

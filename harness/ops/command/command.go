@@ -180,6 +180,10 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		return nil, err
 	}
 	op.ApplyConfinement(&spec, prep)
+	if prep == nil {
+		// Unconfined, the runner's watchdog still bounds the process tree.
+		spec.PidsMax = sandbox.DefaultPidsFast
+	}
 	c.Mark(op.SegSandbox)
 	res, err := proc.Run(ctx, spec)
 	if prep != nil {
