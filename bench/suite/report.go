@@ -71,6 +71,9 @@ type Segments struct {
 	SnapshotMs  float64 `json:"snapshot_ms"`
 	ExecutionMs float64 `json:"execution_ms"`
 	ReceiptMs   float64 `json:"receipt_ms"`
+	// SandboxMs is the cost of confining the commands (the launcher or
+	// the forking thread's Landlock and seccomp).
+	SandboxMs float64 `json:"sandbox_ms"`
 }
 
 // summarize fills r's figures from the measured iterations.
@@ -96,7 +99,7 @@ func (r *Result) summarize(smps []sample, floorsMs []float64) {
 	r.ServerMs = &Med{Median: round3(Median(servers))}
 	r.SegmentsMs = &Segments{
 		RoutingMs: round3(Median(segs[0])), PolicyMs: round3(Median(segs[1])), SnapshotMs: round3(Median(segs[2])),
-		ExecutionMs: round3(Median(segs[3])), ReceiptMs: round3(Median(segs[4])),
+		ExecutionMs: round3(Median(segs[3])), ReceiptMs: round3(Median(segs[4])), SandboxMs: round3(Median(segs[5])),
 	}
 	r.FloorMs = &Med{Median: round3(floor)}
 	overhead := round3(total - floor)
@@ -136,7 +139,7 @@ func writeTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s, %.1f GiB; %s; commit %s\n\n",
 		m.OS, m.Arch, m.CPUs, m.CPUModel, float64(m.MemTotal)/(1<<30), rep.GoVersion, rep.Commit)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tSURFACE\tMEDIAN\tP90\tFLOOR\tOVERHEAD\tRATIO\tSERVER\tROUTING\tPOLICY\tSNAPSHOT\tEXEC\tRECEIPT\tNOTE")
+	fmt.Fprintln(tw, "CASE\tSURFACE\tMEDIAN\tP90\tFLOOR\tOVERHEAD\tRATIO\tSERVER\tROUTING\tPOLICY\tSNAPSHOT\tEXEC\tRECEIPT\tSANDBOX\tNOTE")
 	for _, r := range rep.Results {
 		if r.TotalMs == nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Case, r.Surface, r.note())
@@ -147,9 +150,9 @@ func writeTable(w io.Writer, rep *Report) error {
 			ratio = fmt.Sprintf("%.2fx", *r.Ratio)
 		}
 		s := r.SegmentsMs
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Case, r.Surface, f3(r.TotalMs.Median), f3(r.TotalMs.P90), f3(r.FloorMs.Median), f3(*r.OverheadMs), ratio,
-			f3(r.ServerMs.Median), f3(s.RoutingMs), f3(s.PolicyMs), f3(s.SnapshotMs), f3(s.ExecutionMs), f3(s.ReceiptMs), r.note())
+			f3(r.ServerMs.Median), f3(s.RoutingMs), f3(s.PolicyMs), f3(s.SnapshotMs), f3(s.ExecutionMs), f3(s.ReceiptMs), f3(s.SandboxMs), r.note())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -26,7 +26,7 @@ const (
 var AllSurfaces = []string{SurfaceInproc, SurfaceMCPStdio, SurfaceMCPHTTP}
 
 // numSegments is the number of latency segments a result reports.
-const numSegments = 5
+const numSegments = 6
 
 // sample is one measured call (or one iteration of calls, summed).
 type sample struct {
@@ -72,7 +72,7 @@ func register(ctx context.Context, s surface, root string) (string, error) {
 // latencyOf converts a reported latency to sample fields.
 func (s *sample) setLatency(l harness.Latency) {
 	s.server = l.TotalMs
-	for i, p := range []*float64{l.RoutingMs, l.PolicyMs, l.SnapshotMs, l.ExecutionMs, l.ReceiptMs} {
+	for i, p := range []*float64{l.RoutingMs, l.PolicyMs, l.SnapshotMs, l.ExecutionMs, l.ReceiptMs, l.SandboxMs} {
 		if p != nil {
 			s.seg[i] = *p
 		}
