@@ -24,11 +24,40 @@ type Secrets interface {
 }
 
 // secretSet returns the secret set of root; a nil Secrets knows none.
+// Within one call (see withSecretMemo) the set is revalidated once.
 func (e *Env) secretSet(ctx context.Context, root string) (secrets.Set, error) {
 	if e.Secrets == nil {
 		return secrets.Set{}, nil
 	}
-	return e.Secrets.Get(ctx, root)
+	m, _ := ctx.Value(secretMemoKey{}).(*secretMemo)
+	if m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if s, ok := m.sets[root]; ok {
+			return s, nil
+		}
+	}
+	s, err := e.Secrets.Get(ctx, root)
+	if err == nil && m != nil {
+		m.sets[root] = s
+	}
+	return s, err
+}
+
+// secretMemo holds the secret sets one call has looked up.
+type secretMemo struct {
+	mu   sync.Mutex // protects sets (a batch's lanes share the call's context)
+	sets map[string]secrets.Set
+}
+
+type secretMemoKey struct{}
+
+// withSecretMemo returns ctx with a memo of secret sets, unless it has one.
+func withSecretMemo(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(secretMemoKey{}).(*secretMemo); ok {
+		return ctx
+	}
+	return context.WithValue(ctx, secretMemoKey{}, &secretMemo{sets: map[string]secrets.Set{}})
 }
 
 // RedactorFor returns the redactor of a checkout: the rules and the exact
@@ -48,7 +77,8 @@ func (e *Env) KnownFor(ctx context.Context, root string) *redact.Redactor {
 	if err != nil || set.Known == nil {
 		return nil
 	}
-	return redact.New(nil).WithKnown(set.Known)
+	e.knownOnce.Do(func() { e.knownBase = redact.New(nil) })
+	return e.knownBase.WithKnown(set.Known)
 }
 
 // Policy returns the sandbox policy of profile in repository r: the

@@ -56,6 +56,9 @@ type Env struct {
 
 	receipts atomic.Uint64 // receipts stored, for the periodic prune
 	gens     sync.Map      // repo id -> *atomic.Uint64: harnessd's writes to the checkout
+
+	knownOnce sync.Once
+	knownBase *redact.Redactor // no rules: the base of KnownFor
 }
 
 // Generation counts harnessd's own writes to a checkout (mutations, writing

@@ -178,6 +178,7 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 		return nil, err
 	}
 	defer leave()
+	ctx = withSecretMemo(ctx) // one revalidation of the secrets per call
 	tr := c.trace
 	if o.repoOf != nil {
 		if err := c.resolve(o.repoOf(in)); err != nil {

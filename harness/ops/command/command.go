@@ -160,11 +160,7 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
 	}
 	argv := shieldArgv(args.Argv, env.Deny.Patterns())
-	cmdEnv, err := op.CommandEnv(dir)
-	if err != nil {
-		return nil, err
-	}
-	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout, Env: cmdEnv}
+	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout}
 	if filepath.Base(argv[0]) == "git" {
 		// Agent git commands get the same hardening as harnessd's own:
 		// no pager, hooks, fsmonitor, external diff or repo-defined drivers.
@@ -173,6 +169,12 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 			return nil, cmd.Err
 		}
 		spec.Argv, spec.Env = cmd.Args, append(gitx.StripGitEnv(proc.ScrubEnv(cmd.Env, nil)), configEnv(dir)...)
+	} else {
+		cmdEnv, err := op.CommandEnv(dir)
+		if err != nil {
+			return nil, err
+		}
+		spec.Env = cmdEnv
 	}
 	c.Mark(op.SegExecution)
 	prep, err := env.Confine(ctx, sandbox.Read, c.Repo, nil)
