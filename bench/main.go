@@ -4,11 +4,13 @@
 package main
 
 import (
+	"github.com/harnessd/harnessd/harness"
 	"os"
 
 	"github.com/harnessd/harnessd/bench/suite"
 )
 
 func main() {
+	harness.SandboxMain() // the in-process surface confines its jobs and checks in namespaces
 	os.Exit(suite.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

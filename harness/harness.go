@@ -61,6 +61,14 @@ type Config struct {
 	Sandbox string
 }
 
+// SandboxMain must be called first thing in main by a program that embeds
+// harnessd and wants its checks and jobs confined in namespaces: harnessd
+// re-executes the program itself as the sandbox's launcher, and in that
+// process SandboxMain confines it, runs the command and never returns.
+// Without it, checks and jobs are confined by Landlock and seccomp alone
+// (status says so).
+func SandboxMain() { sandbox.Main() }
+
 // DefaultDataDir returns $HARNESSD_DATA_DIR, else $XDG_STATE_HOME/harnessd,
 // else ~/.local/state/harnessd.
 func DefaultDataDir() string {

@@ -54,6 +54,7 @@ Exit codes: 0 ok, 1 operation failed, 2 usage, 3 daemon not running.
 `
 
 func main() {
+	harness.SandboxMain() // `harness bench` runs harnessd in process: its jobs and checks are confined in namespaces
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

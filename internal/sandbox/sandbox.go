@@ -204,9 +204,9 @@ func (s *Sandbox) Status() []Layers {
 			case s.cfg.NoNamespaces:
 				why = "namespaces disabled"
 			case !Linked():
-				why = "the program embedding harnessd does not link the launcher (call sandbox.Main at the start of main)"
+				why = "the program embedding harnessd does not link the launcher (call harness.SandboxMain at the start of main)"
 			}
-			l.Weakened = append(l.Weakened, "no namespaces ("+why+"): the data dir and $HOME are denied by Landlock but visible by name, secret files are closed by Landlock, escaped processes are swept by marker, and the network is denied by Landlock and seccomp rather than absent")
+			l.Weakened = append(l.Weakened, "no namespaces ("+why+"): the data dir and $HOME are denied by Landlock but visible by name, secret files are closed by Landlock, escaped processes are swept by marker, the network is denied by Landlock and seccomp rather than absent, and a job that writes in the checkout itself is refused (Landlock alone cannot keep .git read-only): use isolation=worktree")
 		}
 		if p == Read || p == Target {
 			l.Weakened = append(l.Weakened, "by design on the Fast Path: no namespaces (they cost milliseconds a command); Landlock and seccomp on the forking thread, rlimits, a process-count watchdog")
