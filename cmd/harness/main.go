@@ -301,6 +301,12 @@ func (c *cli) status(ctx context.Context) error {
 	}
 	fmt.Fprintf(tw, "actors\t%s\n", strings.Join(parts, " "))
 	fmt.Fprintf(tw, "goroutines\t%d\n", st.Goroutines)
+	for _, l := range st.Sandbox {
+		fmt.Fprintf(tw, "sandbox %s\t%s\n", l.Profile, l.String())
+		for _, w := range l.Weakened {
+			fmt.Fprintf(tw, "\t  weakened: %s\n", w)
+		}
+	}
 	for _, l := range st.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", l)
 	}
