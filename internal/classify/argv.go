@@ -242,8 +242,12 @@ options:
 	for i < len(args) {
 		a := args[i]
 		switch {
-		case a == "-" || a == "-i" || a == "--ignore-environment" || a == "-0" || a == "--null" ||
-			a == "-v" || a == "--debug":
+		case a == "-" || a == "-i" || a == "--ignore-environment":
+			// The command would run without the environment harnessd
+			// hardens git with (GIT_CONFIG_COUNT) and scrubs.
+			pre.raise(Unknown, "env -i drops the environment harnessd gives commands")
+			i++
+		case a == "-0" || a == "--null" || a == "-v" || a == "--debug":
 			i++
 		case a == "--":
 			i++
@@ -252,10 +256,22 @@ options:
 			name, attached := longName(a)
 			switch {
 			case abbrevOf(name, "unset", 1):
+				v := ""
+				if attached {
+					v = a[strings.IndexByte(a, '=')+1:]
+				} else if i+1 < len(args) {
+					v = args[i+1]
+				}
+				if dangerousEnv(v) {
+					pre.raise(Unknown, "env --unset "+v+": "+envReason(v))
+				}
 				i++
 				if !attached {
 					i++
 				}
+			case abbrevOf(name, "ignore-environment", 1):
+				pre.raise(Unknown, "env -i drops the environment harnessd gives commands")
+				i++
 			case abbrevOf(name, "chdir", 1):
 				pre.raise(Unknown, "env --chdir runs the command in another directory")
 				i++
@@ -277,11 +293,22 @@ options:
 					return result(Unknown, "unrecognised env option "+strconv.Quote(a))
 				}
 			}
+			if strings.IndexByte(letters, 'i') >= 0 {
+				pre.raise(Unknown, "env -i drops the environment harnessd gives commands")
+			}
 			switch last {
 			case 'S':
 				return result(Unknown, "env -S builds the command from a string")
 			case 'C':
 				pre.raise(Unknown, "env -C runs the command in another directory")
+			case 'u':
+				v := a[len(letters)+1:]
+				if next && i+1 < len(args) {
+					v = args[i+1]
+				}
+				if dangerousEnv(v) {
+					pre.raise(Unknown, "env -u "+v+": "+envReason(v))
+				}
 			}
 			i++
 			if next {

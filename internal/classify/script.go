@@ -243,7 +243,14 @@ func builtin(argv []string) (Result, bool) {
 	case "eval", "exec", "source", ".", "trap", "enable", "builtin", "alias", "fc", "bind",
 		"complete", "compgen", "compopt", "coproc", "mapfile", "readarray", "select":
 		return result(Shell, name+" runs code that cannot be classified"), true
-	case "cd", "pushd", "popd", "dirs", "set", "shopt", "unset", "shift", "exit", "return",
+	case "unset":
+		for _, a := range argv[1:] {
+			if dangerousEnv(a) {
+				return result(Unknown, "unset "+a+": "+envReason(a)), true
+			}
+		}
+		return result(Readonly, "unset is a shell builtin"), true
+	case "cd", "pushd", "popd", "dirs", "set", "shopt", "shift", "exit", "return",
 		"break", "continue", "wait", "jobs", "umask", "ulimit", "getopts", "type", ":", "times",
 		"history", "logout", "suspend", "disown", "caller":
 		return result(Readonly, name+" is a shell builtin"), true
