@@ -433,7 +433,7 @@ func confineThread(spec launchSpec) error {
 		}
 	}
 	if Probe().Seccomp {
-		if err := loadFilter(p.Network); err != nil {
+		if err := loadFilter(p.Network, false); err != nil { // the mount namespace hides the socket files
 			return fmt.Errorf("seccomp: %w", err)
 		}
 	}

@@ -429,7 +429,7 @@ func (c *Prepared) confineThread() error {
 		}
 	}
 	if c.s.kernel.Seccomp {
-		if err := loadFilter(c.p.Network); err != nil {
+		if err := loadFilter(c.p.Network, true); err != nil { // no mount namespace: no unix sockets
 			return errs.Wrap(errs.Internal, err, "sandbox: seccomp: %v", err)
 		}
 	}

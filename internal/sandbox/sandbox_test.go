@@ -16,6 +16,18 @@ import (
 
 func TestMain(m *testing.M) {
 	Main() // the test binary is the launcher of the namespace tests
+	if p := os.Getenv("SANDBOX_TEST_DIAL_UNIX"); p != "" {
+		// The test binary as an attacker's program: connect to a unix
+		// socket by its path and say whether it worked.
+		c, err := net.Dial("unix", p)
+		if err != nil {
+			fmt.Println("dial failed:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -294,6 +306,64 @@ func TestWorktreeInsideTheHiddenDataDir(t *testing.T) {
 			}
 			if s := out.String(); strings.Contains(s, "daemon-token") || strings.Contains(s, "other-job") || strings.Contains(s, "token\n") {
 				t.Fatalf("the data dir leaked: %q", s)
+			}
+		})
+	}
+}
+
+// A confined command cannot connect to the daemon's unix socket: in
+// namespaces the data dir is not there; without them seccomp denies unix
+// sockets (Landlock does not check connect).
+func TestConfinedCommandsCannotReachTheDaemonSocket(t *testing.T) {
+	requireLandlock(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		name    string
+		noNS    bool
+		profile Profile
+	}{{"read", true, Read}, {"landlock job", true, Job}, {"namespaces job", false, Job}} {
+		t.Run(m.name, func(t *testing.T) {
+			f := newFixture(t, m.noNS)
+			if !m.noNS && !f.sb.namespaces(m.profile) {
+				t.Skip("no user namespaces here")
+			}
+			sock := filepath.Join(f.data, "d.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan struct{}, 1)
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					c.Close()
+					accepted <- struct{}{}
+				}
+			}()
+			// Control: unconfined, the same program connects.
+			ctl := exec.Command(exe)
+			ctl.Env = append(os.Environ(), "SANDBOX_TEST_DIAL_UNIX="+sock)
+			if out, err := ctl.CombinedOutput(); err != nil || !strings.Contains(string(out), "connected") {
+				t.Fatalf("control: %v %q", err, out)
+			}
+			<-accepted
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					c.Close()
+					accepted <- struct{}{}
+				}
+			}()
+			out, code := f.run(t, f.policy(m.profile), "SANDBOX_TEST_DIAL_UNIX="+sock+" "+exe)
+			if code == 0 || strings.Contains(out, "connected") {
+				t.Fatalf("a confined command connected to the daemon socket: exit %d %q", code, out)
+			}
+			select {
+			case <-accepted:
+				t.Fatal("the socket accepted a connection from a confined command")
+			default:
 			}
 		})
 	}

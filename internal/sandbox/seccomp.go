@@ -24,26 +24,40 @@ func deniedSyscalls() []string {
 
 // filterPolicy is the seccomp policy of a profile: the denied syscalls and,
 // without network, sockets of any family but AF_UNIX (Landlock covers TCP
-// only; this covers UDP, raw, netlink, packet and the rest).
-func filterPolicy(network bool) seccomp.Policy {
-	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: deniedSyscalls()}}
-	if !network {
-		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
-			{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: syscall.AF_UNIX}}},
-			{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: syscall.AF_UNIX}}},
-		}})
+// only; this covers UDP, raw, netlink, packet and the rest). Without a
+// mount namespace (noUnix) a unix socket could connect to any socket file
+// by its path, the daemon's own included (Landlock does not check
+// connect): socket(AF_UNIX) is denied too; socketpair stays allowed.
+func filterPolicy(network, noUnix bool) seccomp.Policy {
+	denied := deniedSyscalls()
+	var conds []seccomp.NameWithConditions
+	switch {
+	case !network && noUnix:
+		denied = append(denied, "socket")
+		conds = append(conds,
+			seccomp.NameWithConditions{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: syscall.AF_UNIX}}})
+	case !network:
+		conds = append(conds,
+			seccomp.NameWithConditions{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: syscall.AF_UNIX}}},
+			seccomp.NameWithConditions{Name: "socketpair", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.NotEqual, Value: syscall.AF_UNIX}}})
+	case noUnix:
+		conds = append(conds, seccomp.NameWithConditions{Name: "socket", Conditions: []seccomp.Condition{{Argument: 0, Operation: seccomp.Equal, Value: syscall.AF_UNIX}}})
+	}
+	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: denied}}
+	if len(conds) > 0 {
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: conds})
 	}
 	return seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups}
 }
 
 // filterFor returns the seccomp filter of a network setting, for the
 // calling thread only (no TSYNC): it sets no_new_privs first.
-func filterFor(network bool) seccomp.Filter {
-	return seccomp.Filter{NoNewPrivs: true, Policy: filterPolicy(network)}
+func filterFor(network, noUnix bool) seccomp.Filter {
+	return seccomp.Filter{NoNewPrivs: true, Policy: filterPolicy(network, noUnix)}
 }
 
 // loadFilter loads the filter on the calling thread only: the caller is a
 // locked thread about to fork the command.
-func loadFilter(network bool) error { return loadSeccomp(filterFor(network)) }
+func loadFilter(network, noUnix bool) error { return loadSeccomp(filterFor(network, noUnix)) }
 
 func loadSeccomp(f seccomp.Filter) error { return seccomp.LoadFilter(f) }
