@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"context"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {

@@ -4,10 +4,10 @@
 package main
 
 import (
-	"github.com/harnessd/harnessd/harness"
 	"os"
 
 	"github.com/harnessd/harnessd/bench/suite"
+	"github.com/harnessd/harnessd/harness"
 )
 
 func main() {

@@ -189,7 +189,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	git := &gitx.Git{}
 	h.env = &op.Env{
 		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
-		Git: git, Deny: deny, Secrets: h.secrets, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
+		Git: git, Deny: deny, Secrets: h.secrets, Hidden: hidden, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 	}

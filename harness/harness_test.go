@@ -3,9 +3,9 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
@@ -172,3 +173,22 @@ func TestPersistentReopen(t *testing.T) {
 }
 
 func testNow() time.Time { return time.Now() }
+
+// A checkout that holds harnessd's data dir (a dotfiles repository that is
+// $HOME) is refused: its commands could read the token and the store.
+func TestRegisterRefusesACheckoutHoldingTheDataDir(t *testing.T) {
+	ctx := context.Background()
+	root := testutil.Repo(t, map[string]string{"README.md": "dotfiles\n"})
+	data := filepath.Join(root, ".local", "state", "harnessd")
+	h, err := harness.Open(ctx, harness.Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	if _, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root}); errs.CodeOf(err) != errs.PathNotAllowed || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("register a checkout holding the data dir: %v, want PATH_NOT_ALLOWED naming --data-dir", err)
+	}
+	if _, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: filepath.Join(root, ".local")}); errs.CodeOf(err) != errs.PathNotAllowed {
+		t.Fatalf("register a subdirectory of it that still holds the data dir: %v, want PATH_NOT_ALLOWED", err)
+	}
+}

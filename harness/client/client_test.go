@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	"github.com/harnessd/harnessd/internal/testutil"
 )

@@ -44,6 +44,9 @@ type Env struct {
 	Sandbox *sandbox.Sandbox
 	// Secrets knows the secret paths and values of checkouts (nil = none).
 	Secrets Secrets
+	// Hidden are the directories no confined process may see (the data
+	// dir, the runtime's job logs and worktrees): no checkout may hold one.
+	Hidden []string
 
 	Logger         *zap.Logger
 	Now            func() time.Time

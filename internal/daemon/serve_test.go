@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"errors"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"io/fs"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {

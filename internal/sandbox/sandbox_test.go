@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
-	"github.com/harnessd/harnessd/harness/errs"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/harnessd/harnessd/harness/errs"
 )
 
 func TestMain(m *testing.M) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
@@ -66,6 +67,10 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 		if err != nil {
 			return nil, err
 		}
+		if d, ok := holdsHidden(root, c.Env.Hidden); ok {
+			return nil, errs.New(errs.PathNotAllowed, "harnessd's data dir %s is inside %s: commands run in the checkout could read its token and store; "+
+				"move the data dir (harnessd serve --data-dir DIR) or register a directory that does not hold it", d, root).With("path", args.Path)
+		}
 		r, err := c.Env.RT.Registry.Register(ctx, root, common, c.Env.Now())
 		if err != nil {
 			return nil, err
@@ -122,4 +127,21 @@ func unregister(_ context.Context, c *op.Call, args UnregisterArgs) (*op.Plan, e
 		c.Env.Forget(args.RepoID)
 		return &UnregisterResult{Repository: r.Repo}, nil
 	}}, nil
+}
+
+// holdsHidden returns the first of hidden (the data dirs no confined
+// process may see) that lies inside root, symlinks resolved.
+func holdsHidden(root string, hidden []string) (string, bool) {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	for _, h := range hidden {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		if h == root || strings.HasPrefix(h, strings.TrimSuffix(root, "/")+"/") {
+			return h, true
+		}
+	}
+	return "", false
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	"github.com/harnessd/harnessd/internal/testutil"
 )

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/harnessd/harnessd/internal/sandbox"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
