@@ -2,6 +2,7 @@ package classify
 
 import (
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -458,6 +459,9 @@ func classifyXargs(prog string, args []string, depth int) Result {
 	if i < len(args) {
 		inner = args[i:]
 	}
+	if repl, ok := xargsReplace(args[:i]); ok && shellSubstitutes(inner, repl) {
+		return result(Shell, "xargs -I puts its input into a shell script: a crafted line becomes code")
+	}
 	inner = append(inner[:len(inner):len(inner)], dynamicArg)
 	r := classifyArgv(inner, depth+1)
 	reasons := make([]string, 0, len(r.Reasons))
@@ -466,6 +470,46 @@ func classifyXargs(prog string, args []string, depth int) Result {
 	}
 	r.Reasons = reasons
 	return r
+}
+
+// xargsReplace returns the replace string of xargs options (-I R, -IR,
+// --replace[=R], -i[R]; "{}" by default).
+func xargsReplace(opts []string) (string, bool) {
+	for k := 0; k < len(opts); k++ {
+		a := opts[k]
+		switch {
+		case a == "-I" && k+1 < len(opts):
+			return opts[k+1], true
+		case strings.HasPrefix(a, "-I") && len(a) > 2:
+			return a[2:], true
+		case a == "--replace" || a == "-i":
+			return "{}", true
+		case strings.HasPrefix(a, "--replace="):
+			return strings.TrimPrefix(a, "--replace="), true
+		case strings.HasPrefix(a, "-i") && len(a) > 2 && !strings.HasPrefix(a, "--"):
+			return a[2:], true
+		}
+	}
+	return "", false
+}
+
+// shellSubstitutes reports whether argv runs a shell whose arguments carry
+// repl inside a word (not as a whole word): the text substituted there is
+// parsed as shell code.
+func shellSubstitutes(argv []string, repl string) bool {
+	if repl == "" || len(argv) == 0 {
+		return false
+	}
+	shell := false
+	for _, a := range argv {
+		if isShell(filepath.Base(a)) {
+			shell = true
+		}
+		if shell && a != repl && strings.Contains(a, repl) {
+			return true
+		}
+	}
+	return false
 }
 
 func classifyCommandBuiltin(prog string, args []string, depth int) Result {

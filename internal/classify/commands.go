@@ -159,8 +159,16 @@ func classifyGofmt(_ string, args []string, _ int) Result {
 		if a == "--" {
 			break
 		}
-		if a == "-w" || a == "--w" || a == "-w=true" || a == "--w=true" {
+		if a == "-w" || a == "--w" {
 			return result(WorkspaceWrite, "gofmt -w rewrites files")
+		}
+		if v, ok := strings.CutPrefix(strings.TrimPrefix(a, "-"), "-w="); ok || strings.HasPrefix(a, "-w=") {
+			if !ok {
+				v = strings.TrimPrefix(a, "-w=")
+			}
+			if b, err := strconv.ParseBool(v); err != nil || b {
+				return result(WorkspaceWrite, "gofmt -w="+v+" rewrites files")
+			}
 		}
 	}
 	return result(Readonly, "gofmt without -w only prints")
@@ -195,7 +203,7 @@ func classifySort(_ string, args []string, _ int) Result {
 			switch {
 			case abbrevOf(name, "output", 1):
 				return result(WorkspaceWrite, "sort --output writes a file")
-			case abbrevOf(name, "compress-program", 3):
+			case abbrevOf(name, "compress-program", 2): // GNU takes "--co"
 				return result(Unknown, "sort --compress-program runs a program")
 			}
 			continue
@@ -303,6 +311,11 @@ func classifyFind(prog string, args []string, depth int) Result {
 			}
 			if j == i+1 {
 				r.raise(Unknown, "find "+a+" without a command")
+				i = j
+				continue
+			}
+			if shellSubstitutes(args[i+1:j], "{}") {
+				r.raise(Shell, "find "+a+" puts file names into a shell script: a crafted name becomes code")
 				i = j
 				continue
 			}
@@ -479,6 +492,14 @@ func classifyYarn(prog string, args []string, depth int) Result {
 }
 
 func classifyPip(prog string, args []string, _ int) Result {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "--py") { // --python (and its abbreviations) re-executes pip under another program
+			return result(Unknown, prog+" "+a+" runs pip under another interpreter")
+		}
+	}
 	sub, _ := firstOperand(args)
 	switch sub {
 	case "install", "uninstall", "download", "wheel":

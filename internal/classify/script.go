@@ -243,6 +243,11 @@ func builtin(argv []string) (Result, bool) {
 	case "eval", "exec", "source", ".", "trap", "enable", "builtin", "alias", "fc", "bind",
 		"complete", "compgen", "compopt", "coproc", "mapfile", "readarray", "select":
 		return result(Shell, name+" runs code that cannot be classified"), true
+	case "history":
+		if len(argv) > 1 {
+			return result(Shell, "history with options reads or writes history files"), true
+		}
+		return result(Readonly, "history lists the shell's history"), true
 	case "unset":
 		for _, a := range argv[1:] {
 			if dangerousEnv(a) {
@@ -252,7 +257,7 @@ func builtin(argv []string) (Result, bool) {
 		return result(Readonly, "unset is a shell builtin"), true
 	case "cd", "pushd", "popd", "dirs", "set", "shopt", "shift", "exit", "return",
 		"break", "continue", "wait", "jobs", "umask", "ulimit", "getopts", "type", ":", "times",
-		"history", "logout", "suspend", "disown", "caller":
+		"logout", "suspend", "disown", "caller":
 		return result(Readonly, name+" is a shell builtin"), true
 	case "hash":
 		for _, a := range argv[1:] {

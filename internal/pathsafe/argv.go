@@ -98,16 +98,14 @@ func (r *Root) checkArgGlob(a string, dots bool) error {
 		if allowedDevices[filepath.Clean(a)] {
 			return nil
 		}
-		_, _, _, err := r.resolve(a, modeArgv)
-		return err
+		return r.resolveArg(a)
 	}
 	c := path.Clean(a)
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return errs.New(errs.PathOutsideRoot, "argument %q escapes the repository root", a).With("path", a)
 	}
 	if strings.HasPrefix(a, "./") || a == "." {
-		_, _, _, err := r.resolve(a, modeArgv)
-		return err
+		return r.resolveArg(a)
 	}
 	if !hasGlobMeta(a) {
 		if err := r.checkSecretOnly(a, c); err != nil {
@@ -117,8 +115,24 @@ func (r *Root) checkArgGlob(a string, dots bool) error {
 		return err
 	}
 	if len(a) <= MaxPathLen && r.firstComponentExists(c) {
-		_, _, _, err := r.resolve(a, modeArgv)
+		return r.resolveArg(a)
+	}
+	return nil
+}
+
+// resolveArg resolves an argument that names a path under the root and
+// refuses a regular file with more than one link: a hard link is the same
+// file as its other names, which may be outside the root or secret, and
+// the kernel's rules follow the file, not the name.
+func (r *Root) resolveArg(a string) error {
+	abs, _, _, err := r.resolve(a, modeArgv)
+	if err != nil {
 		return err
+	}
+	var st syscall.Stat_t
+	if lstat(abs, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
+		return errs.New(errs.PathNotAllowed, "argument %q is a hard link (%d names for one file): harnessd does not let commands read through hard links", a, st.Nlink).
+			With("path", a)
 	}
 	return nil
 }

@@ -98,6 +98,9 @@ func TestCheckArgv(t *testing.T) {
 		{"script shell star skips dotfiles", []string{"sh", "-c", "wc -l *"}, ""},
 		{"script quoted star is the program's", []string{"sh", "-c", "rg -uuu -g '*' TOKEN"}, errs.SecretPathDenied},
 		{"script fine", []string{"sh", "-c", "cat a.txt | wc -l; ls sub"}, ""},
+		{"hard link", []string{"cat", "hardlink.txt"}, errs.PathNotAllowed},
+		{"hard link absolute", []string{"cat", "@/hardlink.txt"}, errs.PathNotAllowed},
+		{"hard link in a script", []string{"sh", "-c", "rev hardlink.txt"}, errs.PathNotAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

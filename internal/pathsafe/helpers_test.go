@@ -59,6 +59,10 @@ func newFixture(t testing.TB) fixture {
 	if err := os.WriteFile(filepath.Join(outside, "etc", "passwd"), []byte("root:x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A hard link inside the root to a file outside it.
+	if err := os.Link(filepath.Join(outside, "etc", "passwd"), filepath.Join(dir, "hardlink.txt")); err != nil {
+		t.Fatal(err)
+	}
 	links := map[string]string{
 		"link_in":           "sub",
 		"link_file":         "a.txt",

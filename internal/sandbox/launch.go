@@ -408,6 +408,12 @@ func confineThread(spec launchSpec) error {
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: nofile, Max: nofile}); err != nil {
 		return fmt.Errorf("rlimit nofile: %w", err)
 	}
+	// The kernel's own ceiling on the namespace's processes, counted per
+	// user namespace (it does not bind a daemon run by root, whose uid is
+	// the init user's; the init loop's count does).
+	if n := uint64(p.pidsMax()) + 1; n > 1 {
+		_ = unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n})
+	}
 	if cpu := p.cpuSeconds(); cpu > 0 {
 		_ = unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: cpu, Max: cpu + 5})
 	}
@@ -509,7 +515,7 @@ func runInit(spec launchSpec) int {
 		}
 	}()
 	max := spec.Policy.pidsMax()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -520,8 +526,16 @@ func runInit(spec launchSpec) int {
 		case <-tick.C:
 			if n := countProcs(); n > max+1 { // +1: this init
 				fmt.Fprintf(os.Stderr, "harnessd sandbox: %d processes, more than the limit of %d: killing them all\n", n-1, max)
-				if err := syscall.Kill(-1, syscall.SIGKILL); err != nil {
-					fmt.Fprintf(os.Stderr, "harnessd sandbox: kill: %v\n", err)
+				// A fork bomb forks while kill(-1) walks the namespace:
+				// kill until only this init is left.
+				for k := 0; k < 1000; k++ {
+					if err := syscall.Kill(-1, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+						fmt.Fprintf(os.Stderr, "harnessd sandbox: kill: %v\n", err)
+						break
+					}
+					if countProcs() <= 1 {
+						break
+					}
 				}
 			}
 		}
