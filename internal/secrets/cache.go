@@ -75,8 +75,9 @@ type Cache struct {
 	closed bool
 
 	// Tests: walkHook runs at the start of a background walk, walkDone
-	// after it published its result.
-	walkHook, walkDone func(root string)
+	// after it published its result; histDone after a learning of the
+	// history published its values.
+	walkHook, walkDone, histDone func(root string)
 }
 
 // entry is the state of one root.
@@ -98,6 +99,10 @@ type entry struct {
 	learnSt  []stamp   // their stamps before the last learning
 	learnAt  time.Time // when they were taken
 	values   []string  // what the last learning returned
+
+	histRunning bool     // a background learning of the history runs
+	histValues  []string // what the last one found
+	histNew     bool     // histValues changed since the last learning
 }
 
 // treeScan is the result of one walk.
@@ -222,6 +227,36 @@ func (c *Cache) startWalk(root string, e *entry, now time.Time) {
 	}()
 }
 
+// startHistory starts learning the values of the secret paths in the
+// repository's history, in the background (a big history takes a while):
+// the next Get after it finished adds them. e.mu is held.
+func (c *Cache) startHistory(root string, e *entry) {
+	if e.histRunning {
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	e.histRunning = true
+	go func() {
+		defer c.wg.Done()
+		vals, _ := learnHistory(c.ctx, c.cfg.Git, root, c.cfg.Deny)
+		e.mu.Lock()
+		e.histRunning = false
+		if !slices.Equal(vals, e.histValues) && (len(vals) > 0 || c.ctx.Err() == nil) {
+			e.histValues, e.histNew = vals, true
+		}
+		e.mu.Unlock()
+		if c.histDone != nil {
+			c.histDone(root)
+		}
+	}()
+}
+
 // scan walks root: the secret paths, and the files below secret dirs.
 func (c *Cache) scan(ctx context.Context, root string) (treeScan, error) {
 	f, err := find(ctx, root, c.cfg.Deny, c.cfg.Limit)
@@ -244,6 +279,9 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	gitChanged := !slices.Equal(gitPaths, e.gitPaths) || !slices.Equal(gitSt, e.gitSt)
 	tracked := e.set.Tracked
 	if (gitChanged || !e.ready) && c.cfg.Git != nil {
+		c.startHistory(root, e)
+	}
+	if (gitChanged || !e.ready) && c.cfg.Git != nil {
 		t, err := listTracked(ctx, c.cfg.Git, root, c.cfg.Deny)
 		if err != nil {
 			return err
@@ -256,7 +294,7 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	}
 	learnSt := fileStamps(root, learn)
 	if e.ready && !e.dirty && !gitChanged && slices.Equal(learn, e.learned) && slices.Equal(learnSt, e.learnSt) &&
-		!racy(e.learnAt, e.learnSt) && !racy(e.learnAt, e.gitSt) {
+		!racy(e.learnAt, e.learnSt) && !racy(e.learnAt, e.gitSt) && !e.histNew {
 		return nil
 	}
 	learnAt := time.Now()
@@ -264,6 +302,8 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	if err != nil {
 		return err
 	}
+	values = union(values, e.histValues)
+	e.histNew = false
 	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learn, learnSt, learnAt, false
 	s := Set{
 		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Tracked: tracked,

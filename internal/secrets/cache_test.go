@@ -243,3 +243,33 @@ func TestRacy(t *testing.T) {
 		t.Error("racy: an old stamp is racy, or a fresh one is not")
 	}
 }
+
+// A value rotated out of HEAD (and a secret file deleted since) is still in
+// the history, where `git log -p` or `git cat-file` of the old blob shows
+// it: the cache learns it in the background.
+func TestCacheLearnsValuesFromHistory(t *testing.T) {
+	old, gone, cur := "rotated-"+fake(60, 16), "deleted-"+fake(61, 16), "current-"+fake(62, 16)
+	root := testutil.Repo(t, map[string]string{".env": "K=" + old + "\n", "deploy/prod.key": gone + "\n", "main.go": "package main\n"})
+	writeFile(t, root, ".env", "K="+cur+"\n")
+	testutil.Git(t, root, "rm", "-q", "deploy/prod.key")
+	testutil.Git(t, root, "commit", "-q", "-am", "rotate")
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour})
+	t.Cleanup(func() { c.Close() })
+	done := make(chan struct{}, 4)
+	c.histDone = func(string) { done <- struct{}{} }
+	ctx := testCtx(t)
+	s, err := c.Get(ctx, root)
+	if err != nil || !redacts(s.Known, cur) {
+		t.Fatalf("first Get: %v, redacts the current value %v", err, redacts(s.Known, cur))
+	}
+	<-done
+	s, err = c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{old, gone, cur} {
+		if !redacts(s.Known, v) {
+			t.Errorf("after the history was learned, %q is not known", v)
+		}
+	}
+}

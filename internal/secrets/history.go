@@ -1,0 +1,88 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"strings"
+
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+)
+
+// History bounds: the blobs of secret paths read from the repository's
+// history, and their bytes together.
+const (
+	maxHistoryBlobs = 256
+	maxHistoryBytes = 16 << 20
+	maxHistoryLog   = 8 << 20 // output of the git log that finds them
+)
+
+// historyPathspecs turns the denylist into git pathspecs matching the same
+// paths at any depth, case-insensitively (patterns git's globs cannot say,
+// such as braces, are left out).
+func historyPathspecs(deny *pathsafe.Denylist) []string {
+	var out []string
+	for _, p := range deny.Patterns() {
+		if strings.ContainsAny(p, "{}") {
+			continue
+		}
+		p = strings.Trim(p, "/")
+		out = append(out, ":(glob,icase)**/"+p)
+		if !strings.HasSuffix(p, "**") {
+			out = append(out, ":(glob,icase)**/"+p+"/**") // a directory of that name
+		}
+	}
+	return out
+}
+
+// learnHistory returns the values held by the secret paths anywhere in the
+// repository's history (every ref, the stash included): a value rotated
+// out of HEAD still comes back through `git log -p` or `git cat-file` of
+// its old blob. It reads at most maxHistoryBlobs blobs.
+func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) ([]string, error) {
+	specs := historyPathspecs(deny)
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	args := append([]string{"log", "--all", "--no-renames", "--format=", "--raw", "--no-abbrev", "-z", "--"}, specs...)
+	out, _, err := git.Run(ctx, root, maxHistoryLog, args...)
+	if err != nil {
+		return nil, err
+	}
+	// Records: ":<mode> <mode> <old> <new> <status>\0<path>\0".
+	type blob struct{ oid, path string }
+	var blobs []blob
+	seen := map[string]bool{}
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+1 < len(fields) && len(blobs) < maxHistoryBlobs; i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(string(fields[i]), ":"))
+		if len(meta) < 5 {
+			break
+		}
+		path := string(fields[i+1])
+		for _, oid := range meta[2:4] {
+			if validOID(oid) && strings.Trim(oid, "0") != "" && !seen[oid] && (isFileMode(meta[0]) || isFileMode(meta[1])) {
+				seen[oid] = true
+				blobs = append(blobs, blob{oid: oid, path: path})
+			}
+		}
+	}
+	vs := newValueSet()
+	budget := maxHistoryBytes
+	var first error
+	for _, b := range blobs {
+		if budget <= 0 || ctx.Err() != nil {
+			break
+		}
+		content, _, err := git.Run(ctx, root, min(MaxFileBytes, budget), "cat-file", "blob", b.oid)
+		if err != nil {
+			if first == nil && ctx.Err() == nil {
+				first = err
+			}
+			continue
+		}
+		budget -= len(content)
+		extract(b.path, string(content), vs)
+	}
+	return vs.sorted(), first
+}
