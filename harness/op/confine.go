@@ -95,8 +95,30 @@ func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.Rep
 		return p, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)
 	}
 	p.Secrets = append(append(p.Secrets, set.Files...), set.Dirs...)
+	p.Secrets = append(p.Secrets, looseObjects(root, set.Blobs)...)
 	p.Caches = sandbox.CacheDirs(os.Getenv("HOME"), os.Environ())
 	return p, nil
+}
+
+// looseObjects returns the loose objects of blobs in the checkout's own
+// .git (relative paths): the contents of secret files, which a confined
+// process reading .git/objects would otherwise get past the work tree's
+// closed file. Packed objects cannot be closed one by one.
+func looseObjects(root string, blobs []string) []string {
+	if fi, err := os.Lstat(filepath.Join(root, ".git")); err != nil || !fi.IsDir() {
+		return nil
+	}
+	var out []string
+	for _, oid := range blobs {
+		if len(oid) < 4 {
+			continue
+		}
+		rel := ".git/objects/" + oid[:2] + "/" + oid[2:]
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+			out = append(out, rel)
+		}
+	}
+	return out
 }
 
 // gitDirsOutside returns the git directories of a work tree that lie outside

@@ -474,6 +474,9 @@ func dropCaps() error {
 	return unix.Capset(&hdr, &data[0])
 }
 
+// jobNice is the niceness of the commands in namespaces (checks and jobs).
+const jobNice = 19
+
 // runInit starts the command and serves as the namespace's init until it
 // exits: signals forwarded to the command's process group, orphans reaped,
 // the pids ceiling enforced. It returns the exit status to exit with
@@ -491,6 +494,10 @@ func runInit(spec launchSpec) int {
 		}
 		return 126
 	}
+	// The command and what it starts run at a lower priority than this
+	// init (nice +10): under a fork bomb the init still gets the CPU to
+	// count and kill, and the host keeps its share.
+	_ = unix.Setpriority(unix.PRIO_PROCESS, pid, jobNice)
 	done := make(chan int, 1)
 	go func() {
 		// Reap every child; the command's status is the answer.

@@ -50,6 +50,10 @@ type Set struct {
 	// Dirs, and Tracked (work tree, index and HEAD), for
 	// [redact.Redactor.WithKnown]. It is never nil.
 	Known *redact.Known
+	// Blobs are the object ids of the secret files' contents in the index,
+	// HEAD and the history: their loose objects are closed to confined
+	// processes (a packed object cannot be closed alone).
+	Blobs []string
 	// Gen increases whenever the Set of the root changes; 1 is the first.
 	Gen uint64
 }
@@ -102,6 +106,8 @@ type entry struct {
 
 	histRunning bool     // a background learning of the history runs
 	histValues  []string // what the last one found
+	histOids    []string // and the blobs it found them in
+	trackedOids []string // the blobs of the tracked secret paths (index, HEAD)
 	histNew     bool     // histValues changed since the last learning
 }
 
@@ -244,11 +250,12 @@ func (c *Cache) startHistory(root string, e *entry) {
 	e.histRunning = true
 	go func() {
 		defer c.wg.Done()
-		vals, _ := learnHistory(c.ctx, c.cfg.Git, root, c.cfg.Deny)
+		vals, oids, _ := learnHistory(c.ctx, c.cfg.Git, root, c.cfg.Deny)
+		slices.Sort(oids)
 		e.mu.Lock()
 		e.histRunning = false
-		if !slices.Equal(vals, e.histValues) && (len(vals) > 0 || c.ctx.Err() == nil) {
-			e.histValues, e.histNew = vals, true
+		if (!slices.Equal(vals, e.histValues) || !slices.Equal(oids, e.histOids)) && (len(vals) > 0 || c.ctx.Err() == nil) {
+			e.histValues, e.histOids, e.histNew = vals, oids, true
 		}
 		e.mu.Unlock()
 		if c.histDone != nil {
@@ -287,6 +294,14 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 			return err
 		}
 		tracked = t
+		bl, err := trackedBlobs(ctx, c.cfg.Git, root, tracked)
+		if err != nil {
+			return err
+		}
+		e.trackedOids = nil
+		for _, b := range bl {
+			e.trackedOids = append(e.trackedOids, b.oid)
+		}
 	}
 	learn := e.learned
 	if e.dirty || gitChanged || !e.ready {
@@ -308,12 +323,14 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	s := Set{
 		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Tracked: tracked,
 		Truncated: e.tree.found.Truncated || e.tree.trunc, Known: e.set.Known, Gen: e.set.Gen,
+		Blobs: union(e.trackedOids, e.histOids),
 	}
 	if s.Known == nil || !slices.Equal(values, e.values) {
 		s.Known, e.values = redact.NewKnown(values), values
 	}
 	if s.Gen == 0 || s.Known != e.set.Known || s.Truncated != e.set.Truncated ||
-		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Tracked, e.set.Tracked) {
+		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Tracked, e.set.Tracked) ||
+		!slices.Equal(s.Blobs, e.set.Blobs) {
 		s.Gen++
 	}
 	e.set = s

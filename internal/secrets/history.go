@@ -36,18 +36,19 @@ func historyPathspecs(deny *pathsafe.Denylist) []string {
 }
 
 // learnHistory returns the values held by the secret paths anywhere in the
-// repository's history (every ref, the stash included): a value rotated
-// out of HEAD still comes back through `git log -p` or `git cat-file` of
-// its old blob. It reads at most maxHistoryBlobs blobs.
-func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) ([]string, error) {
+// repository's history (every ref, the stash included), and the ids of
+// their blobs: a value rotated out of HEAD still comes back through
+// `git log -p` or `git cat-file` of its old blob. It reads at most
+// maxHistoryBlobs blobs.
+func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) (values, oids []string, err error) {
 	specs := historyPathspecs(deny)
 	if len(specs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	args := append([]string{"log", "--all", "--no-renames", "--format=", "--raw", "--no-abbrev", "-z", "--"}, specs...)
 	out, _, err := git.Run(ctx, root, maxHistoryLog, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Records: ":<mode> <mode> <old> <new> <status>\0<path>\0".
 	type blob struct{ oid, path string }
@@ -67,6 +68,9 @@ func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsaf
 			}
 		}
 	}
+	for _, b := range blobs {
+		oids = append(oids, b.oid)
+	}
 	vs := newValueSet()
 	budget := maxHistoryBytes
 	var first error
@@ -84,5 +88,5 @@ func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsaf
 		budget -= len(content)
 		extract(b.path, string(content), vs)
 	}
-	return vs.sorted(), first
+	return vs.sorted(), oids, first
 }
