@@ -76,10 +76,9 @@ func (c *Prepared) toLauncher(cmd *exec.Cmd) error {
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "sandbox: spec pipe: %v", err)
 	}
-	go func() {
-		_, _ = w.Write(b)
-		_ = w.Close()
-	}()
+	// The spec is written once the launcher started (and was put in its
+	// pids group): it waits for it before anything else.
+	c.specW, c.spec = w, b
 	cmd.Path = exe
 	cmd.Args = []string{exe, LaunchArg}
 	cmd.Dir = "/"
@@ -533,17 +532,10 @@ func runInit(spec launchSpec) int {
 		case <-tick.C:
 			if n := countProcs(); n > max+1 { // +1: this init
 				fmt.Fprintf(os.Stderr, "harnessd sandbox: %d processes, more than the limit of %d: killing them all\n", n-1, max)
-				// A fork bomb forks while kill(-1) walks the namespace:
-				// kill until only this init is left.
-				for k := 0; k < 1000; k++ {
-					if err := syscall.Kill(-1, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-						fmt.Fprintf(os.Stderr, "harnessd sandbox: kill: %v\n", err)
-						break
-					}
-					if countProcs() <= 1 {
-						break
-					}
-				}
+				// Exit: the kernel kills everything in a pid namespace whose
+				// init is gone, and no process can fork into it meanwhile
+				// (kill(-1) would race a fork bomb's forks).
+				return 128 + int(syscall.SIGKILL)
 			}
 		}
 	}

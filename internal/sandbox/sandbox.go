@@ -181,6 +181,9 @@ func (s *Sandbox) Status() []Layers {
 		if s.namespaces(p) {
 			l.Mode, l.UserNS, l.MountNS, l.PidNS, l.NetNS = "namespaces", true, true, true, true
 			l.PidsLimit = "counted in the pid namespace by its init"
+			if pidsV1Base() != "" {
+				l.PidsLimit = "counted in the pid namespace by its init; cgroup v1 pids.max (about 2 tasks a process) as the kernel's hard stop"
+			}
 		} else if k.LandlockABI > 0 {
 			l.Mode = "landlock"
 			l.PidsLimit = "watchdog over the command's process tree"
@@ -226,6 +229,9 @@ type Prepared struct {
 	launch bool
 	fk     *forker      // the Fast Path's confined thread, from the pool
 	cost   atomic.Int64 // ns spent confining in Start
+	specW  *os.File     // the launcher's spec pipe, written after it started
+	spec   []byte
+	pidsCg string // the cgroup v1 pids group of the launcher, "" = none
 }
 
 // Cost is the time Start spent confining: the thread's no_new_privs,
@@ -347,6 +353,12 @@ func (c *Prepared) Start(cmd *exec.Cmd, exited <-chan struct{}) error {
 		}
 		c.cost.Add(int64(time.Since(t0)))
 	}
+	if c.launch {
+		// pids.max counts threads too (a build's compilers have many): it
+		// is the kernel's hard stop at about two tasks a process, the init's
+		// count keeps the processes to the policy's ceiling.
+		c.pidsCg = newPidsGroup(filepath.Base(filepath.Dir(c.tmp)), 2*c.p.pidsMax()+64)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		// Never unlocked: the thread is confined (or holds the launcher's
@@ -375,6 +387,23 @@ func (c *Prepared) Start(cmd *exec.Cmd, exited <-chan struct{}) error {
 			_ = f.Close()
 		}
 	}
+	if c.specW != nil {
+		w, b := c.specW, c.spec
+		c.specW, c.spec = nil, nil
+		if err != nil {
+			_ = w.Close()
+			return err
+		}
+		if c.pidsCg != "" {
+			if aerr := addToPidsGroup(c.pidsCg, cmd.Process.Pid); aerr != nil {
+				c.pidsCg = "" // the launcher's count still holds
+			}
+		}
+		go func() {
+			_, _ = w.Write(b)
+			_ = w.Close()
+		}()
+	}
 	return err
 }
 
@@ -394,6 +423,10 @@ func (c *Prepared) Done() {
 		root = filepath.Dir(c.tmp)
 	}
 	_ = os.RemoveAll(root)
+	if c.pidsCg != "" {
+		removePidsGroup(c.pidsCg)
+		c.pidsCg = ""
+	}
 }
 
 // confineThread confines the calling (locked) thread: no_new_privs, the
