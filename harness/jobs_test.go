@@ -121,27 +121,12 @@ func grandchildPid(t *testing.T, h *harness.Harness, id string) int {
 	})
 	var pid int
 	waitFor(t, "the grandchild process", func() bool {
-		pid = pidByCmdline("sleep\x00300\x00" + marker + "\x00")
+		pid = testutil.PidByCmdline("sleep\x00300\x00" + marker + "\x00")
 		return pid > 0
 	})
 	return pid
 }
 
-// pidByCmdline returns the host pid of the process whose command line is
-// cmdline (NUL-separated, as in /proc), or 0.
-func pidByCmdline(cmdline string) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
-			return pid
-		}
-	}
-	return 0
-}
 
 func TestJobSucceedsWithLogs(t *testing.T) {
 	h, _, repo := jobFixture(t)

@@ -97,7 +97,7 @@ func TestJobsSurviveKill9(t *testing.T) {
 		}
 		jobCall(t, c, "job_logs", map[string]any{"job_id": plain.JobID}, &logs)
 		if m, ok := strings.CutPrefix(strings.TrimSpace(logs.Data), "grandchild "); ok && m != "" {
-			grandchild = pidByCmdline("sleep\x00300\x00" + m + "\x00")
+			grandchild = testutil.PidByCmdline("sleep\x00300\x00" + m + "\x00")
 		}
 		return plain.Pid > 0 && retried.Pid > 0 && grandchild > 0
 	})
@@ -146,18 +146,3 @@ func TestJobsSurviveKill9(t *testing.T) {
 	}
 }
 
-// pidByCmdline returns the pid of the process whose command line is
-// cmdline (NUL-separated, as in /proc), or 0.
-func pidByCmdline(cmdline string) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
-			return pid
-		}
-	}
-	return 0
-}

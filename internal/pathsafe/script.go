@@ -120,27 +120,13 @@ func (r *Root) checkScript(src string, depth int) error {
 			if n.Word == nil {
 				return true
 			}
-			lit, whole, unquotedGlob := wordLit(n.Word)
-			var err error
-			if whole {
-				err = r.checkWord(lit, !unquotedGlob)
-			} else {
-				err = r.checkTail(lit)
-			}
-			if err != nil {
+			if err := r.checkScriptWord(n.Word); err != nil {
 				firstErr = err
 				return false
 			}
 		case *syntax.WordIter:
 			for _, w := range n.Items {
-				lit, whole, unquotedGlob := wordLit(w)
-				var err error
-				if whole {
-					err = r.checkWord(lit, !unquotedGlob)
-				} else {
-					err = r.checkTail(lit)
-				}
-				if err != nil {
+				if err := r.checkScriptWord(w); err != nil {
 					firstErr = err
 					return false
 				}
@@ -149,6 +135,16 @@ func (r *Root) checkScript(src string, depth int) error {
 		return true
 	})
 	return firstErr
+}
+
+// checkScriptWord checks a word of a script that is not a command's
+// argument (a redirection target, a loop item).
+func (r *Root) checkScriptWord(w *syntax.Word) error {
+	lit, whole, unquotedGlob := wordLit(w)
+	if whole {
+		return r.checkWord(lit, !unquotedGlob)
+	}
+	return r.checkTail(lit)
 }
 
 // wordLit returns the literal value of w and whether w is all literal; for

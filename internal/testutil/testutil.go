@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,3 +87,21 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
+
+// PidByCmdline returns the pid of the process whose command line is
+// cmdline (NUL-separated, as in /proc/<pid>/cmdline), or 0. Tests find a
+// job's processes by it: in a pid namespace the pid a process prints means
+// nothing outside.
+func PidByCmdline(cmdline string) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == cmdline {
+			return pid
+		}
+	}
+	return 0
+}
