@@ -127,7 +127,6 @@ func grandchildPid(t *testing.T, h *harness.Harness, id string) int {
 	return pid
 }
 
-
 func TestJobSucceedsWithLogs(t *testing.T) {
 	h, _, repo := jobFixture(t)
 	r := startJob(t, h, harness.JobStartArgs{RepoID: repo, Argv: []string{"cat", "README.md"}})

@@ -18,13 +18,17 @@ import (
 // cross a process or a node.
 func TestMessagesAreData(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	ents, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files []*ast.File
-	for _, p := range pkgs {
-		for _, f := range p.Files {
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			f, err := parser.ParseFile(fset, n, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			files = append(files, f)
 		}
 	}

@@ -145,4 +145,3 @@ func TestJobsSurviveKill9(t *testing.T) {
 		t.Fatalf("got %s, pid %d alive %v; want cancelled and gone", cancelled.State, r.Pid, alive(r.Pid))
 	}
 }
-

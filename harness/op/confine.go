@@ -87,9 +87,7 @@ func (e *Env) KnownFor(ctx context.Context, root string) *redact.Redactor {
 func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.RepoEntry) (sandbox.Policy, error) {
 	root := r.Repo.Root
 	p := sandbox.Policy{Profile: profile, Root: root}
-	for _, d := range gitDirsOutside(root, r.Repo.CommonDir) {
-		p.GitDirs = append(p.GitDirs, d)
-	}
+	p.GitDirs = append(p.GitDirs, gitDirsOutside(root, r.Repo.CommonDir)...)
 	set, err := e.secretSet(ctx, root)
 	if err != nil {
 		return p, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)

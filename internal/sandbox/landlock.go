@@ -28,7 +28,7 @@ func landlockConfig(network bool) landlock.Config {
 	c := landlock.V7.BestEffort()
 	if network {
 		// Handle the file system and the scopes only: TCP stays open.
-		c = landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.V7.Scoped).BestEffort()
+		c = landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
 	}
 	return c
 }

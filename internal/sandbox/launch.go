@@ -138,7 +138,7 @@ func launcher() int {
 // mountSpec is one mount of the new root.
 type mountSpec struct {
 	src, dst string
-	ro, file bool
+	ro       bool
 }
 
 // buildRoot builds the new root in spec.Stage and pivots into it: the
