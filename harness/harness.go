@@ -251,6 +251,10 @@ func (h *Harness) Registry() *op.Registry { return h.pipe.Registry() }
 // and what a missing one weakens.
 func (h *Harness) SandboxStatus() []sandbox.Layers { return h.sb.Status() }
 
+// SandboxThreads returns the confined threads the Fast Path keeps for its
+// next commands (each a goroutine).
+func (h *Harness) SandboxThreads() int { return h.sb.Pooled() }
+
 // Runtime returns the actor runtime (tests and tools).
 func (h *Harness) Runtime() *runtime.Runtime { return h.rt }
 

@@ -55,6 +55,9 @@ type StatusResult struct {
 	StoreBytes   int64          `json:"store_bytes"`
 	Actors       map[string]int `json:"actors"`
 	Goroutines   int            `json:"goroutines"`
+	// SandboxThreads are the confined threads the Fast Path keeps for its
+	// next commands (each a goroutine of Goroutines; they end when idle).
+	SandboxThreads int `json:"sandbox_threads"`
 	// Sandbox says, per profile, which confinement layers are active and
 	// what a missing one weakens.
 	Sandbox []sandbox.Layers `json:"sandbox"`
@@ -87,7 +90,7 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
 		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
 		Repositories: h.rt.Index().Len(), StoreBytes: lsm + vlog, Actors: rs.Actors,
-		Goroutines: goruntime.NumGoroutine(), Sandbox: h.sb.Status(),
+		Goroutines: goruntime.NumGoroutine(), SandboxThreads: h.sb.Pooled(), Sandbox: h.sb.Status(),
 		Extra: map[string]any{"lanes": rs.Lanes, "durable_leases": rs.DurableLeases},
 	}
 	if rs.Checks != nil {

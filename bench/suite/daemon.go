@@ -237,12 +237,13 @@ func (d *daemonProc) Goroutines(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var st struct {
-		Goroutines int `json:"goroutines"`
+		Goroutines     int `json:"goroutines"`
+		SandboxThreads int `json:"sandbox_threads"`
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return 0, fmt.Errorf("decode /v1/status: %w", err)
 	}
-	return st.Goroutines, nil
+	return st.Goroutines - st.SandboxThreads, nil // the pooled confined threads are not a leak
 }
 
 // stdio connects through `harnessd mcp --data-dir D` (which bridges to this

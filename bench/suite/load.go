@@ -405,7 +405,8 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTa
 		if err != nil {
 			return nil, err
 		}
-		count := func(context.Context) (int, error) { return runtime.NumGoroutine(), nil }
+		// The Fast Path's pooled confined threads are not a leak.
+		count := func(context.Context) (int, error) { return runtime.NumGoroutine() - s.h.SandboxThreads(), nil }
 		base, err := settledGoroutines(ctx, count, -1)
 		if err != nil {
 			return nil, errors.Join(err, s.Close())

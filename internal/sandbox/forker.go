@@ -31,7 +31,8 @@ type forker struct {
 	tmp  string
 	reqs chan forkReq
 	quit chan struct{}
-	idle time.Time // when it went back to the pool
+	done chan struct{} // closed when its goroutine (and thread) ended
+	idle time.Time     // when it went back to the pool
 }
 
 type forkReq struct {
@@ -46,7 +47,7 @@ func (s *Sandbox) newForker(key string, p Policy) (*forker, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "create the command's private tmp: %v", err)
 	}
-	f := &forker{key: key, tmp: tmp, reqs: make(chan forkReq), quit: make(chan struct{})}
+	f := &forker{key: key, tmp: tmp, reqs: make(chan forkReq), quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error, 1)
 	c := &Prepared{s: s, p: p, tmp: tmp}
 	go func() {
@@ -54,6 +55,7 @@ func (s *Sandbox) newForker(key string, p Policy) (*forker, error) {
 		// goroutine (and with it the Pdeathsig of what it forked, which
 		// the runner has killed by then).
 		runtime.LockOSThread()
+		defer close(f.done)
 		if err := c.confineThread(); err != nil {
 			ready <- err
 			return
@@ -82,9 +84,10 @@ func (f *forker) start(cmd *exec.Cmd) error {
 	return <-errc
 }
 
-// stop ends the forker's thread and removes its tmp.
+// stop ends the forker's thread, waits for it, and removes its tmp.
 func (f *forker) stop() {
 	close(f.quit)
+	<-f.done
 	_ = os.RemoveAll(f.tmp)
 }
 
@@ -170,4 +173,15 @@ func emptyDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// Pooled returns the number of idle forkers: confined threads, each a
+// goroutine, kept for the next Fast Path commands.
+func (s *Sandbox) Pooled() int {
+	if s == nil {
+		return 0
+	}
+	s.poolMu.Lock()
+	defer s.poolMu.Unlock()
+	return s.idle
 }
