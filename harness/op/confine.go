@@ -92,6 +92,11 @@ func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.Rep
 	if err != nil {
 		return p, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)
 	}
+	if set.HistoryPending {
+		// An old blob of a secret file would come back through git
+		// cat-file or git log -p, unredacted.
+		return p, errs.New(errs.Unavailable, "still learning the secret values in the history of %s; retry in a few seconds", root)
+	}
 	p.Secrets = append(append(p.Secrets, set.Files...), set.Dirs...)
 	p.Secrets = append(p.Secrets, looseObjects(root, set.Blobs)...)
 	p.Caches = sandbox.CacheDirs(os.Getenv("HOME"), os.Environ())

@@ -5,12 +5,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/secrets"
+	"github.com/harnessd/harnessd/messages"
 )
 
 func TestMain(m *testing.M) {
@@ -72,5 +77,35 @@ func TestConfineGitAsAnAttacker(t *testing.T) {
 		if _, err := os.Stat(m); err == nil {
 			t.Fatalf("%s was written", m)
 		}
+	}
+}
+
+type fakeSecrets struct{ set secrets.Set }
+
+func (f fakeSecrets) Get(context.Context, string) (secrets.Set, error) { return f.set, nil }
+
+// A process may start only once the values of the history are known: while
+// they are not, git cat-file of a rotated secret's blob would print it.
+func TestPolicyFailsClosedWhileTheHistoryIsLearned(t *testing.T) {
+	root := t.TempDir()
+	r := runtime.RepoEntry{Repo: messages.Repository{Root: root}}
+	for _, tc := range []struct {
+		name    string
+		set     secrets.Set
+		wantErr errs.Code
+	}{
+		{"learned", secrets.Set{Files: []string{".env"}, Gen: 2}, ""},
+		{"pending", secrets.Set{Files: []string{".env"}, HistoryPending: true, Gen: 1}, errs.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &Env{Secrets: fakeSecrets{tc.set}}
+			p, err := env.Policy(context.Background(), sandbox.Read, r)
+			if errs.CodeOf(err) != tc.wantErr {
+				t.Fatalf("Policy: %v, want code %q", err, tc.wantErr)
+			}
+			if err == nil && !slices.Contains(p.Secrets, ".env") {
+				t.Errorf("Policy.Secrets = %q, want .env closed", p.Secrets)
+			}
+		})
 	}
 }

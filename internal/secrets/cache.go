@@ -32,7 +32,15 @@ type Config struct {
 	Rewalk time.Duration
 	// Limit is the number of entries a walk visits; 0 means [DefaultLimit].
 	Limit int
+	// HistoryWait bounds how long a Get waits for the first learning of a
+	// root's history; past it the Set says HistoryPending. 0 means
+	// [DefaultHistoryWait].
+	HistoryWait time.Duration
 }
+
+// DefaultHistoryWait is how long a Get waits, at most, for the first
+// learning of a checkout's history.
+const DefaultHistoryWait = 5 * time.Second
 
 // Set is what the cache knows of one checkout. It is shared: do not modify
 // its slices.
@@ -54,6 +62,11 @@ type Set struct {
 	// HEAD and the history: their loose objects are closed to confined
 	// processes (a packed object cannot be closed alone).
 	Blobs []string
+	// HistoryPending reports that the values of the history are not
+	// learned yet (the first learning outlasted Config.HistoryWait): Known
+	// and Blobs may miss a rotated value, so whoever starts a process that
+	// can read the object store should fail closed.
+	HistoryPending bool
 	// Gen increases whenever the Set of the root changes; 1 is the first.
 	Gen uint64
 }
@@ -79,9 +92,9 @@ type Cache struct {
 	closed bool
 
 	// Tests: walkHook runs at the start of a background walk, walkDone
-	// after it published its result; histDone after a learning of the
-	// history published its values.
-	walkHook, walkDone, histDone func(root string)
+	// after it published its result; histHook at the start of a learning
+	// of the history, histDone after it published its values.
+	walkHook, walkDone, histHook, histDone func(root string)
 }
 
 // entry is the state of one root.
@@ -104,11 +117,13 @@ type entry struct {
 	learnAt  time.Time // when they were taken
 	values   []string  // what the last learning returned
 
-	histRunning bool     // a background learning of the history runs
-	histValues  []string // what the last one found
-	histOids    []string // and the blobs it found them in
-	trackedOids []string // the blobs of the tracked secret paths (index, HEAD)
-	histNew     bool     // histValues changed since the last learning
+	histRunning bool          // a background learning of the history runs
+	histDone    bool          // the first one finished
+	histCh      chan struct{} // closed when the first one finished
+	histValues  []string      // what the last one found
+	histOids    []string      // and the blobs it found them in
+	trackedOids []string      // the blobs of the tracked secret paths (index, HEAD)
+	histNew     bool          // histValues changed since the last learning
 }
 
 // treeScan is the result of one walk.
@@ -128,26 +143,49 @@ func NewCache(cfg Config) *Cache {
 	if cfg.Rewalk <= 0 {
 		cfg.Rewalk = DefaultRewalk
 	}
+	if cfg.HistoryWait <= 0 {
+		cfg.HistoryWait = DefaultHistoryWait
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cache{cfg: cfg, ctx: ctx, cancel: cancel, roots: make(map[string]*entry)}
 }
 
 // Get returns the Set of the checkout at root, the top directory of a work
 // tree (where .git is; the path is cleaned but not resolved). The first Get of a root walks the tree and
-// learns synchronously. Later ones serve the last Set after revalidating
-// it, learning again if a stamp changed or a finished background walk
-// found different paths, and start a background walk when the last one is
-// older than Config.Rewalk (at most one per root at a time).
+// learns synchronously, and waits (at most Config.HistoryWait) for the
+// values of the repository's history, learned in the background. Later
+// ones serve the last Set after revalidating it, learning again if a stamp
+// changed or a finished background walk found different paths, and start a
+// background walk when the last one is older than Config.Rewalk (at most
+// one per root at a time).
 //
 // On an error, the Set returned is the last good one (the zero Set before
 // the first success); callers should fail closed. Concurrent Gets of one
 // root wait for each other's learning.
 func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
+	s, hist, err := c.get(ctx, root)
+	if err != nil || hist == nil {
+		return s, err
+	}
+	t := time.NewTimer(c.cfg.HistoryWait)
+	defer t.Stop()
+	select {
+	case <-hist:
+		s, _, err = c.get(ctx, root)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return s, err
+}
+
+// get is Get without the wait: it also returns, while the first learning
+// of the history runs, a channel closed when it finished.
+func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, error) {
 	root = filepath.Clean(root)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return Set{}, errs.New(errs.Unavailable, "secrets cache is closed")
+		return Set{}, nil, errs.New(errs.Unavailable, "secrets cache is closed")
 	}
 	e := c.roots[root]
 	if e == nil {
@@ -162,14 +200,14 @@ func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
 	if !e.ready {
 		t, err := c.scan(ctx, root)
 		if err != nil {
-			return Set{}, err
+			return Set{}, nil, err
 		}
 		e.tree, e.walkedAt, e.dirty = t, now, true
 		if err := c.refresh(ctx, root, e); err != nil {
-			return Set{}, err
+			return Set{}, nil, err
 		}
 		e.ready = true
-		return e.set, nil
+		return e.set, e.pendingHistory(), nil
 	}
 	if e.next != nil {
 		if !e.next.equal(&e.tree) {
@@ -181,9 +219,18 @@ func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
 		c.startWalk(root, e, now)
 	}
 	if err := c.refresh(ctx, root, e); err != nil {
-		return e.set, err
+		return e.set, nil, err
 	}
-	return e.set, nil
+	return e.set, e.pendingHistory(), nil
+}
+
+// pendingHistory returns the channel closed when the first learning of the
+// history finished, or nil when it did (or none runs). e.mu is held.
+func (e *entry) pendingHistory() <-chan struct{} {
+	if e.histDone || !e.histRunning {
+		return nil
+	}
+	return e.histCh
 }
 
 // Forget drops what the cache knows of root. A background walk of it may
@@ -248,14 +295,24 @@ func (c *Cache) startHistory(root string, e *entry) {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	e.histRunning = true
+	if e.histCh == nil {
+		e.histCh = make(chan struct{})
+	}
 	go func() {
 		defer c.wg.Done()
+		if c.histHook != nil {
+			c.histHook(root)
+		}
 		vals, oids, _ := learnHistory(c.ctx, c.cfg.Git, root, c.cfg.Deny)
 		slices.Sort(oids)
 		e.mu.Lock()
 		e.histRunning = false
 		if (!slices.Equal(vals, e.histValues) || !slices.Equal(oids, e.histOids)) && (len(vals) > 0 || c.ctx.Err() == nil) {
 			e.histValues, e.histOids, e.histNew = vals, oids, true
+		}
+		if !e.histDone {
+			e.histDone, e.histNew = true, true // the next Get clears HistoryPending
+			close(e.histCh)
 		}
 		e.mu.Unlock()
 		if c.histDone != nil {
@@ -323,14 +380,15 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	s := Set{
 		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Tracked: tracked,
 		Truncated: e.tree.found.Truncated || e.tree.trunc, Known: e.set.Known, Gen: e.set.Gen,
-		Blobs: union(e.trackedOids, e.histOids),
+		Blobs:          union(e.trackedOids, e.histOids),
+		HistoryPending: c.cfg.Git != nil && !e.histDone,
 	}
 	if s.Known == nil || !slices.Equal(values, e.values) {
 		s.Known, e.values = redact.NewKnown(values), values
 	}
 	if s.Gen == 0 || s.Known != e.set.Known || s.Truncated != e.set.Truncated ||
 		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Tracked, e.set.Tracked) ||
-		!slices.Equal(s.Blobs, e.set.Blobs) {
+		!slices.Equal(s.Blobs, e.set.Blobs) || s.HistoryPending != e.set.HistoryPending {
 		s.Gen++
 	}
 	e.set = s

@@ -28,7 +28,7 @@ func TestCacheRelearnsChangedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !redacts(s1.Known, first) || s1.Gen != 1 || !slices.Equal(s1.Files, []string{".env"}) {
+	if !redacts(s1.Known, first) || s1.Gen == 0 || !slices.Equal(s1.Files, []string{".env"}) {
 		t.Fatalf("first Get: redacts %v, Gen %d, Files %q", redacts(s1.Known, first), s1.Gen, s1.Files)
 	}
 	s2, err := c.Get(ctx, root)
@@ -126,7 +126,7 @@ func TestCacheRewalk(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	s, err := c.Get(ctx, root)
-	if err != nil || s.Gen != 1 || len(s.Files) != 0 {
+	if err != nil || s.Gen == 0 || len(s.Files) != 0 {
 		t.Fatalf("first Get: %+v, %v", s, err)
 	}
 	v := "appeared-" + fake(57, 12)
@@ -223,8 +223,12 @@ func TestCacheConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	c.Forget(roots[0])
-	if s, err := c.Get(ctx, roots[0]); err != nil || s.Gen != 1 {
-		t.Errorf("Get after Forget: Gen %d, %v; want a fresh 1", s.Gen, err)
+	fresh, err := newTestCache(t, time.Hour).Get(ctx, roots[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Get(ctx, roots[0]); err != nil || s.Gen != fresh.Gen {
+		t.Errorf("Get after Forget: Gen %d, %v; want a fresh %d", s.Gen, err, fresh.Gen)
 	}
 }
 
@@ -246,30 +250,64 @@ func TestRacy(t *testing.T) {
 
 // A value rotated out of HEAD (and a secret file deleted since) is still in
 // the history, where `git log -p` or `git cat-file` of the old blob shows
-// it: the cache learns it in the background.
+// it: the cache learns it in the background, and the first Get of a root
+// waits for that learning (an agent's first command may be `git cat-file`
+// of the old blob).
 func TestCacheLearnsValuesFromHistory(t *testing.T) {
 	old, gone, cur := "rotated-"+fake(60, 16), "deleted-"+fake(61, 16), "current-"+fake(62, 16)
 	root := testutil.Repo(t, map[string]string{".env": "K=" + old + "\n", "deploy/prod.key": gone + "\n", "main.go": "package main\n"})
 	writeFile(t, root, ".env", "K="+cur+"\n")
 	testutil.Git(t, root, "rm", "-q", "deploy/prod.key")
 	testutil.Git(t, root, "commit", "-q", "-am", "rotate")
-	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour})
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour, HistoryWait: time.Minute})
 	t.Cleanup(func() { c.Close() })
-	done := make(chan struct{}, 4)
+	s, err := c.Get(testCtx(t), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HistoryPending {
+		t.Error("the first Get returned before the history was learned")
+	}
+	for _, v := range []string{old, gone, cur} {
+		if !redacts(s.Known, v) {
+			t.Errorf("the first Get does not know %q", v)
+		}
+	}
+	if len(s.Blobs) < 3 {
+		t.Errorf("Blobs = %v, want the blobs of both .env versions and the deleted key", s.Blobs)
+	}
+}
+
+// A history that takes longer to learn than Config.HistoryWait leaves the
+// Set HistoryPending (callers starting processes fail closed); the next Get
+// after the learning finished knows its values and clears it.
+func TestCacheHistoryPendingPastTheWait(t *testing.T) {
+	old, cur := "rotated-"+fake(63, 16), "current-"+fake(64, 16)
+	root := testutil.Repo(t, map[string]string{".env": "K=" + old + "\n", "main.go": "package main\n"})
+	writeFile(t, root, ".env", "K="+cur+"\n")
+	testutil.Git(t, root, "commit", "-q", "-am", "rotate")
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour, HistoryWait: 20 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	release, done := make(chan struct{}), make(chan struct{}, 4)
+	c.histHook = func(string) { <-release }
 	c.histDone = func(string) { done <- struct{}{} }
 	ctx := testCtx(t)
 	s, err := c.Get(ctx, root)
-	if err != nil || !redacts(s.Known, cur) {
-		t.Fatalf("first Get: %v, redacts the current value %v", err, redacts(s.Known, cur))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if !s.HistoryPending || redacts(s.Known, old) || !redacts(s.Known, cur) {
+		t.Fatalf("while the history is learned: pending %v, knows the old value %v, the current %v",
+			s.HistoryPending, redacts(s.Known, old), redacts(s.Known, cur))
+	}
+	gen := s.Gen
+	close(release)
 	<-done
 	s, err = c.Get(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{old, gone, cur} {
-		if !redacts(s.Known, v) {
-			t.Errorf("after the history was learned, %q is not known", v)
-		}
+	if s.HistoryPending || !redacts(s.Known, old) || s.Gen == gen {
+		t.Errorf("after the learning: pending %v, knows the old value %v, gen %d (was %d)", s.HistoryPending, redacts(s.Known, old), s.Gen, gen)
 	}
 }
