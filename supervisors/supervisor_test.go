@@ -30,14 +30,43 @@ type recorder struct {
 }
 
 type eventLog struct {
-	mu     sync.Mutex // protects events
-	events []string
+	mu      sync.Mutex // protects events and changed
+	events  []string
+	changed chan struct{} // closed and replaced by every add
 }
 
 func (l *eventLog) add(e string) {
 	l.mu.Lock()
 	l.events = append(l.events, e)
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	l.mu.Unlock()
+}
+
+// waitCount waits until e was logged n times.
+func (l *eventLog) waitCount(t *testing.T, e string, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		l.mu.Lock()
+		c := countOf(l.events, e)
+		if c >= n {
+			l.mu.Unlock()
+			return
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%q logged %d times, want %d: %v", e, c, n, l.list())
+		}
+	}
 }
 
 func (l *eventLog) list() []string {
@@ -137,17 +166,37 @@ func TestPermanentChildRestartsAfterStopTemporaryDoesNot(t *testing.T) {
 	if err := s.Root.StopFuture(perm).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	ping(t, s, sup) // the supervisor has handled Terminated and respawned
+	// The stop future completes before the supervisor handles Terminated:
+	// wait for the respawn itself.
+	l.waitCount(t, "perm:started", 2)
 	ping(t, s, perm)
 
 	temp := ChildPID(sup, "temp")
 	if err := s.Root.StopFuture(temp).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	ping(t, s, sup)
+	// Stop perm once more: once it is back, the supervisor has handled the
+	// temporary child's Terminated, sent before.
+	if err := s.Root.StopFuture(perm).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	l.waitCount(t, "perm:started", 3)
 	if _, err := s.Root.RequestFuture(temp, messages.Ping{}, 200*time.Millisecond).Result(); err == nil {
 		t.Fatal("temporary child came back after a stop")
 	}
+	if n := countOf(l.list(), "temp:started"); n != 1 {
+		t.Fatalf("temp started %d times, want 1", n)
+	}
+}
+
+func countOf(events []string, e string) int {
+	n := 0
+	for _, x := range events {
+		if x == e {
+			n++
+		}
+	}
+	return n
 }
 
 func TestCrashRestartsWithinIntensity(t *testing.T) {
