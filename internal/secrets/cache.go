@@ -103,19 +103,20 @@ type entry struct {
 	// learns, so that concurrent Gets of one root learn once; a background
 	// walk takes it only to publish its result.
 	mu       sync.Mutex
-	ready    bool      // the first walk and learning succeeded
-	set      Set       // served
-	tree     treeScan  // the walk set is built from
-	next     *treeScan // a finished background walk, not yet adopted
-	dirty    bool      // tree changed since the last learning
-	walking  bool      // a background walk runs
-	walkedAt time.Time // start of the last walk
-	gitPaths []string  // index, HEAD, ref files at the last learning
-	gitSt    []stamp   // their stamps then
-	learned  []string  // the files learned from
-	learnSt  []stamp   // their stamps before the last learning
-	learnAt  time.Time // when they were taken
-	values   []string  // what the last learning returned
+	ready    bool       // the first walk and learning succeeded
+	set      Set        // served
+	tree     treeScan   // the walk set is built from
+	next     *treeScan  // a finished background walk, not yet adopted
+	dirty    bool       // tree changed since the last learning
+	walking  bool       // a background walk runs
+	walkedAt time.Time  // start of the last walk
+	git      gitLocator // finds the index, HEAD and ref files
+	gitPaths []string   // index, HEAD, ref files at the last learning
+	gitSt    []stamp    // their stamps then
+	learned  []string   // the files learned from
+	learnSt  []stamp    // their stamps before the last learning
+	learnAt  time.Time  // when they were taken
+	values   []string   // what the last learning returned
 
 	histRunning bool          // a background learning of the history runs
 	histDone    bool          // the first one finished
@@ -338,7 +339,7 @@ func (c *Cache) scan(ctx context.Context, root string) (treeScan, error) {
 // index or HEAD changed, or a learned file changed, and updates e.set.
 // e.mu is held.
 func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
-	gitPaths := gitFiles(root)
+	gitPaths := e.git.find(root)
 	gitSt := fileStamps("", gitPaths)
 	gitChanged := !slices.Equal(gitPaths, e.gitPaths) || !slices.Equal(gitSt, e.gitSt)
 	tracked := e.set.Tracked

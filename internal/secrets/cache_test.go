@@ -311,3 +311,39 @@ func TestCacheHistoryPendingPastTheWait(t *testing.T) {
 		t.Errorf("after the learning: pending %v, knows the old value %v, gen %d (was %d)", s.HistoryPending, redacts(s.Known, old), s.Gen, gen)
 	}
 }
+
+// The locator answers as gitFiles does, across a branch switch, a HEAD
+// rewritten in place within the racy window, and a .git that becomes a
+// gitdir file.
+func TestGitLocatorAgreesWithGitFiles(t *testing.T) {
+	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	var l gitLocator
+	check := func(step string) {
+		t.Helper()
+		for range 2 { // a fresh find, then the remembered answer
+			if got, want := l.find(root), gitFiles(root); !slices.Equal(got, want) {
+				t.Fatalf("%s: find = %q, gitFiles = %q", step, got, want)
+			}
+		}
+	}
+	check("start")
+	testutil.Git(t, root, "checkout", "-q", "-b", "other")
+	check("branch switch")
+	// Same size, same second: only the racy rule tells it apart.
+	head := filepath.Join(root, ".git", "HEAD")
+	if err := os.WriteFile(head, []byte("ref: refs/heads/abcde\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("HEAD rewritten in place")
+	moved := filepath.Join(t.TempDir(), "gitdir")
+	if err := os.Rename(filepath.Join(root, ".git"), moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: "+moved+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(".git became a gitdir file")
+	if got := l.find(root); !slices.Contains(got, filepath.Join(moved, "index")) {
+		t.Fatalf("find = %q, want the moved git dir's index", got)
+	}
+}

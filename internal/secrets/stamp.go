@@ -4,7 +4,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // stamp is what revalidation compares of one file: a change of content
@@ -41,7 +43,13 @@ func fileStamps(root string, rel []string) []stamp {
 // the branch's ref file and packed-refs. A .git file ("gitdir: ...", in
 // linked worktrees and submodules) and a commondir file are followed.
 func gitFiles(root string) []string {
-	gitDir := filepath.Join(root, ".git")
+	files, _ := gitFilesDir(root)
+	return files
+}
+
+// gitFilesDir is gitFiles, and the git dir it found.
+func gitFilesDir(root string) (files []string, gitDir string) {
+	gitDir = filepath.Join(root, ".git")
 	if fi, err := os.Lstat(gitDir); err == nil && fi.Mode().IsRegular() {
 		if d, ok := strings.CutPrefix(readSmall(gitDir), "gitdir:"); ok {
 			gitDir = absUnder(root, strings.TrimSpace(d))
@@ -51,13 +59,54 @@ func gitFiles(root string) []string {
 	if c := strings.TrimSpace(readSmall(filepath.Join(gitDir, "commondir"))); c != "" {
 		common = absUnder(gitDir, c)
 	}
-	files := []string{filepath.Join(gitDir, "index"), filepath.Join(gitDir, "HEAD")}
+	files = []string{filepath.Join(gitDir, "index"), filepath.Join(gitDir, "HEAD")}
 	if ref, ok := strings.CutPrefix(strings.TrimSpace(readSmall(filepath.Join(gitDir, "HEAD"))), "ref:"); ok {
 		ref = strings.TrimSpace(ref)
 		if strings.HasPrefix(ref, "refs/") && filepath.IsLocal(ref) {
 			files = append(files, filepath.Join(common, filepath.FromSlash(ref)), filepath.Join(common, "packed-refs"))
 		}
 	}
+	return files, gitDir
+}
+
+// gitLocator remembers what gitFiles found for one checkout, with the
+// stamps of the files it read to find it (.git, HEAD, commondir): while
+// they are unchanged, and were not racy when taken, the answer is the same,
+// and finding it costs three lstats instead of two reads.
+type gitLocator struct {
+	files  []string
+	gitDir string
+	key    []stamp
+	at     time.Time
+}
+
+func (l *gitLocator) keyPaths(root string) []string {
+	return []string{filepath.Join(root, ".git"), filepath.Join(l.gitDir, "HEAD"), filepath.Join(l.gitDir, "commondir")}
+}
+
+// find returns gitFiles(root), reusing the last answer when it still holds.
+func (l *gitLocator) find(root string) []string {
+	if l.gitDir != "" {
+		key := fileStamps("", l.keyPaths(root))
+		if slices.Equal(key, l.key) && !racy(l.at, l.key) {
+			return l.files
+		}
+	}
+	at := time.Now()
+	// The stamps are taken before the reads: a change during them shows
+	// as a different key next time.
+	prev := l.gitDir
+	if prev == "" {
+		prev = filepath.Join(root, ".git")
+	}
+	l.gitDir = prev
+	key := fileStamps("", l.keyPaths(root))
+	files, gitDir := gitFilesDir(root)
+	if gitDir != prev {
+		l.gitDir = gitDir
+		key = nil // taken on another git dir: find again next time
+	}
+	l.files, l.key, l.at = files, key, at
 	return files
 }
 
