@@ -396,18 +396,36 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	return nil
 }
 
-// racySlack covers the granularity of file timestamps: a file modified
-// within it of a learning may have changed again since without changing its
-// stamp (same size, same mtime tick, rewritten in place).
-const racySlack = time.Second
+// The racy slack covers the granularity of file timestamps: a file
+// modified within it of a learning may have changed again since without
+// changing its stamp (same size, same timestamp tick, rewritten in place).
+//
+// A file system with fine timestamps (sub-second parts that are not all
+// zero) stamps files from the kernel's coarse clock, which lags real time
+// by at most one tick (≤ 10 ms at HZ=100): a change after a learning at t
+// gets a timestamp after t - tick, so racySlackFine covers it with margin.
+// Timestamps without a sub-second part may come from a file system of
+// whole (FAT: two) seconds: racySlackCoarse.
+const (
+	racySlackFine   = 50 * time.Millisecond
+	racySlackCoarse = 3 * time.Second
+)
 
 // racy reports whether a stamp of sts is too recent, when the stamps were
 // taken at, to prove that its file did not change after the learning: then
-// it is learned once more, when it is old enough ("racy git").
+// it is learned once more, when it is old enough ("racy git"). Both mtime
+// and ctime count (ctime cannot be set back by utimensat).
 func racy(at time.Time, sts []stamp) bool {
-	limit := at.Add(-racySlack).UnixNano()
 	for _, st := range sts {
-		if st.exists && st.mtime >= limit {
+		if !st.exists {
+			continue
+		}
+		slack := racySlackCoarse
+		if st.mtime%int64(time.Second) != 0 || st.ctime%int64(time.Second) != 0 {
+			slack = racySlackFine
+		}
+		limit := at.Add(-slack).UnixNano()
+		if st.mtime >= limit || st.ctime >= limit {
 			return true
 		}
 	}

@@ -240,11 +240,24 @@ func TestCacheErrors(t *testing.T) {
 }
 
 func TestRacy(t *testing.T) {
-	now := time.Now()
-	old := stamp{exists: true, mtime: now.Add(-2 * racySlack).UnixNano()}
-	fresh := stamp{exists: true, mtime: now.Add(-racySlack / 2).UnixNano()}
-	if racy(now, []stamp{old, {}}) || !racy(now, []stamp{old, fresh}) {
-		t.Error("racy: an old stamp is racy, or a fresh one is not")
+	at := time.Unix(1_700_000_000, 500_000_000)
+	ns := func(d time.Duration) int64 { return at.Add(d).UnixNano() }
+	for _, tc := range []struct {
+		name string
+		st   stamp
+		want bool
+	}{
+		{"absent", stamp{}, false},
+		{"fine, old", stamp{exists: true, mtime: ns(-time.Second), ctime: ns(-time.Second)}, false},
+		{"fine, within a tick", stamp{exists: true, mtime: ns(-10 * time.Millisecond), ctime: ns(-10 * time.Millisecond)}, true},
+		{"fine mtime set back, fresh ctime", stamp{exists: true, mtime: ns(-time.Hour), ctime: ns(-time.Millisecond)}, true},
+		{"fine, after the learning", stamp{exists: true, mtime: ns(time.Millisecond), ctime: ns(time.Millisecond)}, true},
+		{"whole seconds, 2 s old", stamp{exists: true, mtime: time.Unix(1_699_999_998, 0).UnixNano(), ctime: time.Unix(1_699_999_998, 0).UnixNano()}, true},
+		{"whole seconds, 4 s old", stamp{exists: true, mtime: time.Unix(1_699_999_996, 0).UnixNano(), ctime: time.Unix(1_699_999_996, 0).UnixNano()}, false},
+	} {
+		if got := racy(at, []stamp{{}, tc.st}); got != tc.want {
+			t.Errorf("%s: racy = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
