@@ -803,6 +803,10 @@ func TestAttackSecrets(t *testing.T) {
 		{name: "sh-hardlink-out-rev", argv: []string{"sh", "-c", "rev docs/notes.txt"}, skip: skipIf(!s.hardOut, "no hard link across file systems")},
 		{name: "hardlink-env", argv: []string{"cat", "docs/env-copy.txt"}, skip: skipIf(!s.hardEnv, "no hard link")},
 		{name: "sh-hardlink-env-rev", argv: []string{"sh", "-c", "rev docs/env-copy.txt"}, skip: skipIf(!s.hardEnv, "no hard link")},
+		// A directory walk names no link: only the sandbox can close it.
+		{name: "sh-grep-r-hardlink-env-rev", argv: []string{"sh", "-c", "grep -r -a -h = docs | rev"}, skip: skipIf(!s.hardEnv, "no hard link")},
+		{name: "sh-cat-glob-hardlink-env-rev", argv: []string{"sh", "-c", "cat docs/env* | rev"}, skip: skipIf(!s.hardEnv, "no hard link")},
+		{name: "find-exec-hardlink-env-rev", argv: []string{"sh", "-c", "find docs -name 'env*' -exec cat {} + | rev"}, skip: skipIf(!s.hardEnv, "no hard link")},
 		{name: "cat-home", argv: []string{"cat", s.homeFile}, skip: skipIf(s.homeFile == "", "HOME not writable")},
 		{name: "sh-cat-home-glob", argv: []string{"sh", "-c", "cat " + filepath.Dir(s.homeFile) + "/cred*"}, skip: skipIf(s.homeFile == "", "HOME not writable")},
 		// The daemon's own files.

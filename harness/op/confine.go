@@ -97,7 +97,7 @@ func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.Rep
 		// cat-file or git log -p, unredacted.
 		return p, errs.New(errs.Unavailable, "still learning the secret values in the history of %s; retry in a few seconds", root)
 	}
-	p.Secrets = append(append(p.Secrets, set.Files...), set.Dirs...)
+	p.Secrets = append(append(append(p.Secrets, set.Files...), set.Dirs...), set.Links...)
 	p.Secrets = append(p.Secrets, looseObjects(root, set.Blobs)...)
 	p.Caches = sandbox.CacheDirs(os.Getenv("HOME"), os.Environ())
 	return p, nil

@@ -94,7 +94,7 @@ func TestPolicyFailsClosedWhileTheHistoryIsLearned(t *testing.T) {
 		set     secrets.Set
 		wantErr errs.Code
 	}{
-		{"learned", secrets.Set{Files: []string{".env"}, Gen: 2}, ""},
+		{"learned", secrets.Set{Files: []string{".env"}, Links: []string{"docs/env-copy.txt"}, Gen: 2}, ""},
 		{"pending", secrets.Set{Files: []string{".env"}, HistoryPending: true, Gen: 1}, errs.Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,8 +103,8 @@ func TestPolicyFailsClosedWhileTheHistoryIsLearned(t *testing.T) {
 			if errs.CodeOf(err) != tc.wantErr {
 				t.Fatalf("Policy: %v, want code %q", err, tc.wantErr)
 			}
-			if err == nil && !slices.Contains(p.Secrets, ".env") {
-				t.Errorf("Policy.Secrets = %q, want .env closed", p.Secrets)
+			if err == nil && (!slices.Contains(p.Secrets, ".env") || !slices.Contains(p.Secrets, "docs/env-copy.txt")) {
+				t.Errorf("Policy.Secrets = %q, want .env and its hard link closed", p.Secrets)
 			}
 		})
 	}

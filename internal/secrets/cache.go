@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,9 @@ type Set struct {
 	// Files and Dirs are the secret paths of the work tree, as [Find]
 	// returns them.
 	Files, Dirs []string
+	// Links are the other names, in the work tree, of secret files that
+	// have several hard links: closed like the secret files.
+	Links []string
 	// Tracked are the secret paths in the index or in HEAD, whether or not
 	// the work tree still has them.
 	Tracked []string
@@ -132,11 +136,13 @@ type treeScan struct {
 	found Found
 	inner []string // regular files below found.Dirs
 	trunc bool     // the walk below found.Dirs stopped at maxInner
+	links []string // other names of linked secret files
 }
 
 func (t *treeScan) equal(o *treeScan) bool {
 	return slices.Equal(t.found.Files, o.found.Files) && slices.Equal(t.found.Dirs, o.found.Dirs) &&
-		t.found.Truncated == o.found.Truncated && slices.Equal(t.inner, o.inner) && t.trunc == o.trunc
+		t.found.Truncated == o.found.Truncated && slices.Equal(t.inner, o.inner) && t.trunc == o.trunc &&
+		slices.Equal(t.links, o.links)
 }
 
 // NewCache returns an empty cache. Close it to stop its background walks.
@@ -332,7 +338,11 @@ func (c *Cache) scan(ctx context.Context, root string) (treeScan, error) {
 	if err != nil {
 		return treeScan{}, err
 	}
-	return treeScan{found: f, inner: inner, trunc: trunc}, nil
+	links, err := hardLinks(ctx, root, union(f.Files, inner), f.Dirs, cmp.Or(c.cfg.Limit, DefaultLimit))
+	if err != nil {
+		return treeScan{}, err
+	}
+	return treeScan{found: f, inner: inner, trunc: trunc, links: links}, nil
 }
 
 // refresh learns again if the tree changed (e.dirty), the repository's
@@ -379,7 +389,7 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	e.histNew = false
 	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learn, learnSt, learnAt, false
 	s := Set{
-		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Tracked: tracked,
+		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Links: e.tree.links, Tracked: tracked,
 		Truncated: e.tree.found.Truncated || e.tree.trunc, Known: e.set.Known, Gen: e.set.Gen,
 		Blobs:          union(e.trackedOids, e.histOids),
 		HistoryPending: c.cfg.Git != nil && !e.histDone,
@@ -388,7 +398,7 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 		s.Known, e.values = redact.NewKnown(values), values
 	}
 	if s.Gen == 0 || s.Known != e.set.Known || s.Truncated != e.set.Truncated ||
-		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Tracked, e.set.Tracked) ||
+		!slices.Equal(s.Files, e.set.Files) || !slices.Equal(s.Dirs, e.set.Dirs) || !slices.Equal(s.Links, e.set.Links) || !slices.Equal(s.Tracked, e.set.Tracked) ||
 		!slices.Equal(s.Blobs, e.set.Blobs) || s.HistoryPending != e.set.HistoryPending {
 		s.Gen++
 	}

@@ -360,3 +360,27 @@ func TestGitLocatorAgreesWithGitFiles(t *testing.T) {
 		t.Fatalf("find = %q, want the moved git dir's index", got)
 	}
 }
+
+// A secret file with another name in the tree: the other name is closed
+// like the file (a grep -r names no link); a file linked to something that
+// is not a secret is not.
+func TestCacheFindsHardLinksOfSecretFiles(t *testing.T) {
+	root := testutil.Repo(t, map[string]string{"main.go": "package main\n"})
+	writeFile(t, root, ".env", "K="+fake(65, 16)+"\n")
+	writeFile(t, root, "docs/plain.txt", "plain\n")
+	for _, l := range [][2]string{{".env", "docs/copy.txt"}, {".env", "a/b/again"}, {"docs/plain.txt", "docs/plain-link.txt"}} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, l[1])), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(root, l[0]), filepath.Join(root, l[1])); err != nil {
+			t.Skipf("no hard links here: %v", err)
+		}
+	}
+	s, err := newTestCache(t, time.Hour).Get(testCtx(t), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a/b/again", "docs/copy.txt"}; !slices.Equal(s.Links, want) {
+		t.Errorf("Links = %q, want %q", s.Links, want)
+	}
+}

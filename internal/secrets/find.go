@@ -158,3 +158,64 @@ func relPath(root, p string) string {
 	rel = strings.TrimLeft(rel, string(filepath.Separator))
 	return filepath.ToSlash(rel)
 }
+
+// hardLinks returns the other names, in the work tree at root, of the
+// secret files (slash-separated, relative to root) that have more than one
+// link: a directory walk (grep -r) by a confined process would read a
+// secret's content through them, since the sandbox closes names. It costs
+// one lstat per secret file, and a walk that stats the tree's regular
+// files only when one of them has links. It skips .git, the directories
+// in skip (already closed) and visits at most limit entries.
+func hardLinks(ctx context.Context, root string, secretFiles, skip []string, limit int) ([]string, error) {
+	ids := map[[2]uint64]bool{}
+	isSecret := map[string]bool{}
+	for _, rel := range secretFiles {
+		isSecret[rel] = true
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+			if id, ok := fileID(fi); ok {
+				ids[id] = true
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	skipped := map[string]bool{}
+	for _, d := range skip {
+		skipped[d] = true
+	}
+	var links []string
+	visited := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return nil
+		}
+		if visited++; visited > limit {
+			return fs.SkipAll
+		}
+		if visited%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rel := relPath(root, p)
+		if d.IsDir() {
+			if d.Name() == ".git" || skipped[rel] {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || isSecret[rel] {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if id, ok := fileID(fi); ok && ids[id] {
+				links = append(links, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, walkError(err, root)
+	}
+	slices.Sort(links)
+	return links, nil
+}
