@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -165,6 +166,11 @@ func carve(root string, closed []string, rights landlock.AccessFSSet) []landlock
 				if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 					continue
 				}
+				if linkedFile(fi) && !inObjects(dir) {
+					// A rule binds the inode, not the name: it would open
+					// the file's other names too, outside the root.
+					continue
+				}
 				r := rights
 				if !fi.IsDir() {
 					r &= fileRights
@@ -175,6 +181,20 @@ func carve(root string, closed []string, rights landlock.AccessFSSet) []landlock
 	}
 	walk(root, top)
 	return rs
+}
+
+// linkedFile reports whether fi is a regular file with several hard links.
+func linkedFile(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode().IsRegular() && st.Nlink > 1
+}
+
+// inObjects reports whether dir is in a git object store, whose files are
+// content-addressed and immutable (a local clone hard-links them): their
+// other names hold the same objects.
+func inObjects(dir string) bool {
+	d := filepath.ToSlash(dir)
+	return strings.HasSuffix(d, "/.git/objects") || strings.Contains(d, "/.git/objects/")
 }
 
 // fileRights are the rights that apply to a file (Landlock refuses a file

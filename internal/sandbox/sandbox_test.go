@@ -59,6 +59,12 @@ func newFixture(t testing.TB, noNS bool) *fixture {
 	write(f.data+"/token", "daemon-token\n")
 	write(f.outside+"/file", "outside-content\n")
 	write(f.home+"/.netrc", "machine x password y\n")
+	// A hard link the user left in the checkout's top directory (carved
+	// around .env): a Landlock rule on it would bind the outside file's
+	// inode, readable then by its own path.
+	if err := os.Link(f.outside+"/file", f.root+"/notes.txt"); err != nil {
+		t.Fatal(err)
+	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home}
 	sb, err := New(Config{Hidden: []string{f.data}, TmpRoot: filepath.Join(base, "sbtmp"), Environ: env, NoNamespaces: noNS})
 	if err != nil {
