@@ -404,8 +404,17 @@ func (a *jobActor) makeWorktree(ctx actor.Context) {
 	}
 	self, root, g := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Git
 	rctx, repoRoot, dest := a.runCtx, a.job.Root, a.worktreeDest()
+	skipper := a.cfg.WorktreeSkip
 	a.cfg.Tasks.Go(func() {
-		wt, err := worktree.Create(rctx, g, repoRoot, dest)
+		var skip worktree.Skip
+		if skipper != nil {
+			var err error
+			if skip, err = skipper(rctx, repoRoot); err != nil {
+				root.Send(self, jobWorktreeMade{err: errs.Wrap(errs.CodeOf(err), err, "find the secret files not to copy: %v", errs.From(err).Message)})
+				return
+			}
+		}
+		wt, err := worktree.CreateSkipping(rctx, g, repoRoot, dest, skip)
 		root.Send(self, jobWorktreeMade{wt: wt, err: err})
 	})
 }

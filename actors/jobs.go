@@ -68,6 +68,9 @@ type JobsConfig struct {
 	// Confiner confines each job's process (the sandbox's job profile);
 	// nil = unconfined.
 	Confiner JobConfiner
+	// WorktreeSkip names the paths of a checkout its jobs' worktrees must
+	// not carry over (its secret files); nil = none.
+	WorktreeSkip WorktreeSkipper
 	// Audit records each job's start and end (kind job); nil = none. It
 	// must not block (the runtime's audit client sends a message).
 	Audit func(messages.AuditEntry)
@@ -75,6 +78,12 @@ type JobsConfig struct {
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
 }
+
+// WorktreeSkipper returns the paths of the checkout at repoRoot that a
+// job's worktree must not carry over (slash-separated, relative): a
+// dependency of the jobs actor, never part of a message. It runs off the
+// actor's goroutine.
+type WorktreeSkipper func(ctx context.Context, repoRoot string) (worktree.Skip, error)
 
 // JobConfiner returns the confinement of a job's process that runs in dir:
 // a dependency of the jobs actor, never part of a message.

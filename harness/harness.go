@@ -195,7 +195,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	}
 	git.Confine = h.env.ConfineGit
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
-	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env)}); err != nil {
+	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err
 	}
 	return h, nil

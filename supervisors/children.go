@@ -41,6 +41,8 @@ type Deps struct {
 	LaneRunner  actors.LaneRunner
 	// JobConfiner confines the processes of durable jobs.
 	JobConfiner actors.JobConfiner
+	// WorktreeSkip names what a job's worktree must not carry over.
+	WorktreeSkip actors.WorktreeSkipper
 	// Audit records what actors do on their own (a job's start and end).
 	Audit func(messages.AuditEntry)
 	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
@@ -105,7 +107,7 @@ func Jobs(d Deps) Child {
 	cfg := actors.JobsConfig{
 		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
 		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
-		Confiner: d.JobConfiner, Audit: d.Audit,
+		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))

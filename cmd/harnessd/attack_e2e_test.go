@@ -1159,6 +1159,16 @@ func TestAttackDurableJobs(t *testing.T) {
 		}, nil},
 		{"sh-cat-env", func(r *jobRepo) []string { return []string{"sh", "-c", "e=.en; cat ${e}v; base64 ${e}v; od -c ${e}v"} }, nil},
 		{"sh-cat-env-worktree", func(r *jobRepo) []string { return []string{"sh", "-c", "e=.en; cat ${e}v; rev ${e}v"} }, map[string]any{"isolation": "worktree"}},
+		// The worktree copies untracked files: not a hard link of .env (a
+		// plain file under a harmless name once copied), nor a secret file
+		// made just before the job, nor any secret into the data dir.
+		{"sh-cat-untracked-copies-worktree", func(r *jobRepo) []string {
+			_ = os.MkdirAll(filepath.Join(r.root, "docs"), 0o755)
+			_ = os.Link(filepath.Join(r.root, ".env"), filepath.Join(r.root, "docs", "env-copy.txt"))
+			_ = os.MkdirAll(filepath.Join(r.root, "config"), 0o755)
+			_ = os.WriteFile(filepath.Join(r.root, "config", ".env.local"), []byte("LOCAL_SIGNER="+r.envSecret+"\n"), 0o600)
+			return []string{"sh", "-c", "d=doc; e=.en; rev ${d}s/env-copy.txt; rev config/${e}v.local; ls -la ${d}s config; grep -r -a -h . . | rev"}
+		}, map[string]any{"isolation": "worktree"}},
 		{"sh-git-show-env", func(r *jobRepo) []string { return []string{"sh", "-c", "e=.en; git show HEAD:${e}v | rev"} }, nil},
 		{"sh-git-cat-file-rev", func(r *jobRepo) []string { return []string{"sh", "-c", "git cat-file -p " + r.headBlob + " | rev"} }, nil},
 		{"sh-git-loose-object", func(r *jobRepo) []string { return []string{"sh", "-c", "base64 -w0 " + objPath(r.headBlob)} }, nil},

@@ -40,6 +40,8 @@ type Runners struct {
 	Check actors.CheckRunner
 	Lane  actors.LaneRunner
 	Job   actors.JobConfiner
+	// WorktreeSkip names what a job's worktree must not carry over.
+	WorktreeSkip actors.WorktreeSkipper
 }
 
 // Runtime is a running actor system and the clients of its actors.
@@ -113,7 +115,7 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
-		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, Jobs: *r.cfg.Jobs,
+		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, Jobs: *r.cfg.Jobs,
 		Audit: func(e messages.AuditEntry) { r.Audit.Append(e) },
 	}
 	if err := supervisors.Boot(d); err != nil {

@@ -47,6 +47,24 @@ const maxStderr = 16 << 10
 // failure the half-made worktree is removed. A git lock conflict (another
 // Create running concurrently) is retried once.
 func Create(ctx context.Context, g *gitx.Git, repoRoot, dest string) (Worktree, error) {
+	return CreateSkipping(ctx, g, repoRoot, dest, Skip{})
+}
+
+// Skip is what CreateSkipping does not carry over.
+type Skip struct {
+	// Paths are slash-separated, relative to the repository root; a
+	// directory skips everything below it. Neither their dirty changes
+	// nor, untracked, the files themselves are carried.
+	Paths []string
+	// File, when set, is asked about every untracked entry (with its
+	// lstat): true leaves it out.
+	File func(rel string, fi fs.FileInfo) bool
+}
+
+// CreateSkipping is Create, but carries nothing skip names over. Jobs pass
+// a checkout's secret files, and leave out untracked hard links, which a
+// copy would turn into plain files under harmless names.
+func CreateSkipping(ctx context.Context, g *gitx.Git, repoRoot, dest string, skip Skip) (Worktree, error) {
 	if err := checkAbs("repository root", repoRoot); err != nil {
 		return Worktree{}, err
 	}
@@ -78,7 +96,7 @@ func Create(ctx context.Context, g *gitx.Git, repoRoot, dest string) (Worktree, 
 	mu.Lock()
 	defer mu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err = create(ctx, g, repoRoot, &wt)
+		err = create(ctx, g, repoRoot, &wt, skip)
 		if err == nil {
 			return wt, nil
 		}
@@ -113,15 +131,15 @@ func repoLock(root string) *sync.Mutex {
 }
 
 // create does one attempt of Create.
-func create(ctx context.Context, g *gitx.Git, repoRoot string, wt *Worktree) error {
+func create(ctx context.Context, g *gitx.Git, repoRoot string, wt *Worktree, skip Skip) error {
 	if _, _, err := g.Run(ctx, repoRoot, 0, "worktree", "add", "--detach", "--", wt.Path, wt.Base); err != nil {
 		return err
 	}
-	applied, err := carryTracked(ctx, g, repoRoot, wt.Path, wt.Base)
+	applied, err := carryTracked(ctx, g, repoRoot, wt.Path, wt.Base, skip.Paths)
 	if err != nil {
 		return err
 	}
-	copied, err := carryUntracked(ctx, g, repoRoot, wt.Path)
+	copied, err := carryUntracked(ctx, g, repoRoot, wt.Path, skip)
 	if err != nil {
 		return err
 	}
@@ -132,9 +150,16 @@ func create(ctx context.Context, g *gitx.Git, repoRoot string, wt *Worktree) err
 // carryTracked streams `git diff --binary <base>` of the main checkout into
 // `git apply --binary --index` in the worktree. It reports whether the
 // patch was non-empty.
-func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string) (bool, error) {
-	diff := g.Cmd(ctx, repoRoot, "diff", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
-		"--no-color", "--no-renames", "--ignore-submodules=all", base, "--")
+func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string, skip []string) (bool, error) {
+	args := []string{"diff", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
+		"--no-color", "--no-renames", "--ignore-submodules=all", base, "--"}
+	if len(skip) > 0 {
+		args = append(args, ":/")
+		for _, p := range skip {
+			args = append(args, ":(top,exclude,literal)"+p)
+		}
+	}
+	diff := g.Cmd(ctx, repoRoot, args...)
 	diffErr := &limitedBuffer{max: maxStderr}
 	diff.Stderr = diffErr
 	stdout, err := diff.StdoutPipe()
@@ -177,7 +202,7 @@ func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string)
 
 // carryUntracked copies the main checkout's untracked, non-ignored files
 // into the worktree. It reports whether any was copied.
-func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string) (bool, error) {
+func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string, skip Skip) (bool, error) {
 	out, truncated, err := g.Run(ctx, repoRoot, maxListOutput, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return false, err
@@ -207,7 +232,10 @@ func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string) (bo
 		if name == "" || strings.HasSuffix(name, "/") {
 			continue // a nested repository: not carried over
 		}
-		ok, err := copyEntry(src, dst, name)
+		if skipped(name, skip.Paths) {
+			continue
+		}
+		ok, err := copyEntry(src, dst, name, skip.File)
 		if err != nil {
 			return false, err
 		}
@@ -216,16 +244,29 @@ func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string) (bo
 	return copied, nil
 }
 
+// skipped reports whether name is one of skip or below one of them.
+func skipped(name string, skip []string) bool {
+	for _, p := range skip {
+		if name == p || strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // copyEntry copies one untracked path from src to dst (both roots, so no
 // symlink in a parent can lead outside). Sockets, fifos and devices are
 // skipped, as is a path that vanished meanwhile.
-func copyEntry(src, dst *os.Root, name string) (bool, error) {
+func copyEntry(src, dst *os.Root, name string, leaveOut func(string, fs.FileInfo) bool) (bool, error) {
 	info, err := src.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, errs.Wrap(errs.Internal, err, "untracked %q: %v", name, err)
+	}
+	if leaveOut != nil && leaveOut(name, info) {
+		return false, nil
 	}
 	if dir := filepath.Dir(name); dir != "." {
 		if err := mkdirLike(src, dst, dir); err != nil {

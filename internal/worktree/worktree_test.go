@@ -269,6 +269,40 @@ func TestCreateCarriesDirtyState(t *testing.T) {
 	}
 }
 
+// Skipped paths (a job's secret files and their other names) are carried
+// over neither as dirty changes nor as untracked files.
+func TestCreateSkipping(t *testing.T) {
+	repo := newRepo(t)
+	dirty(t, repo)
+	write(t, filepath.Join(repo, ".env"), "TOKEN=never-copied\n", 0o600)
+	if err := os.Link(filepath.Join(repo, ".env"), filepath.Join(repo, "env-copy.txt")); err != nil {
+		t.Skipf("no hard links: %v", err)
+	}
+	headA := git(t, repo, "show", "HEAD:a.txt")
+	dest := filepath.Join(t.TempDir(), "wt")
+	write(t, filepath.Join(repo, "left-out.txt"), "x\n", 0o644)
+	skip := Skip{Paths: []string{".env", "env-copy.txt", "a.txt", "tools"}, File: func(rel string, fi fs.FileInfo) bool {
+		return rel == "left-out.txt" && fi.Mode().IsRegular()
+	}}
+	if _, err := CreateSkipping(context.Background(), &gitx.Git{}, repo, dest, skip); err != nil {
+		t.Fatal(err)
+	}
+	got := snapshot(t, dest)
+	for _, p := range []string{".env", "env-copy.txt", "tools/gen.sh", "tools/link-to-a", "left-out.txt"} {
+		if _, ok := got[p]; ok {
+			t.Errorf("%s was carried into the worktree", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dest, "a.txt")); err != nil || string(b) != headA {
+		t.Errorf("a.txt = %q, %v; want HEAD's %q (its change skipped)", b, err, headA)
+	}
+	// Everything else is carried as Create carries it.
+	want := snapshot(t, repo, "debug.log", "build", ".env", "env-copy.txt", "a.txt", "tools", "left-out.txt")
+	if d := diffSnapshots(snapshot(t, dest, "a.txt"), want); len(d) > 0 {
+		t.Errorf("worktree differs from the checkout beyond the skipped paths:\n%s", strings.Join(d, "\n"))
+	}
+}
+
 func TestCreateRejects(t *testing.T) {
 	repo := newRepo(t)
 	g := &gitx.Git{}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/actors"
@@ -18,6 +20,7 @@ import (
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -177,6 +180,40 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	spec := Spec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: args.Network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
 	return &op.Plan{Gate: gate, Run: func(ctx context.Context) (any, error) { return Start(ctx, c, spec) }}, nil
+}
+
+// WorktreeSkip returns what a job's worktree must not carry over from its
+// checkout (a dependency of the jobs actor): the secret files and
+// directories (known to the secrets cache, or named like one now), the
+// other names of hard-linked secret files, and any untracked file with
+// several links. A copy would put the secrets in the data dir and, under a
+// harmless name, out of the sandbox's reach.
+func WorktreeSkip(env *op.Env) actors.WorktreeSkipper {
+	return func(ctx context.Context, root string) (worktree.Skip, error) {
+		skip := worktree.Skip{File: func(rel string, fi fs.FileInfo) bool {
+			if env.Deny != nil {
+				if _, ok := env.Deny.Match(rel); ok {
+					return true
+				}
+			}
+			return linked(fi)
+		}}
+		if env.Secrets == nil {
+			return skip, nil
+		}
+		set, err := env.Secrets.Get(ctx, root)
+		if err != nil {
+			return skip, err
+		}
+		skip.Paths = append(append(append([]string(nil), set.Files...), set.Dirs...), set.Links...)
+		return skip, nil
+	}
+}
+
+// linked reports whether fi is a regular file with several hard links.
+func linked(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode().IsRegular() && st.Nlink > 1
 }
 
 // Confiner returns the confinement of durable jobs (a dependency of the
