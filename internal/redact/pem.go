@@ -45,9 +45,10 @@ func matchPEM(c *scanCtx, at, _ int) (int, int, bool) {
 		}
 		return at, le, true
 	}
-	if n := inlineBody(rest); n > 0 {
+	inline := inlineBody(rest)
+	if inline > 0 && le == len(s) && c.final {
 		// A one-line block cut short: redact the body that is there.
-		return at, hdrEnd + n, true
+		return at, hdrEnd + inline, true
 	}
 	if le == len(s) {
 		c.pemOpenAt(at)
@@ -60,6 +61,15 @@ func matchPEM(c *scanCtx, at, _ int) (int, int, bool) {
 			return 0, 0, false
 		}
 		c.pemOpen = true
+	}
+	if inline > 0 {
+		// Text after the BEGIN marker that could be body: the block is
+		// what follows as well, if it is body (a marker with text glued
+		// on its line must not end it).
+		if body == 0 && st != pemEnded {
+			end = hdrEnd + inline
+		}
+		return at, max(end, hdrEnd+inline), true
 	}
 	if body == 0 && st != pemEnded {
 		return 0, 0, false
