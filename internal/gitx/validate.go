@@ -24,6 +24,8 @@ const MaxPathspecLen = 4096
 // Rejected with INVALID_ARGUMENT:
 //   - empty, longer than 256 bytes, or not valid UTF-8;
 //   - a leading '-' (it would be read as an option);
+//   - a file path: absolute, ".", "..", "./..." or "../..." (git diff of
+//     paths outside the work tree runs as diff --no-index);
 //   - NUL, whitespace or control characters;
 //   - ':' anywhere: "REV:path" names a blob or tree, ":path" and ":N:path"
 //     name index entries and ":/text" searches commit messages. Ref names can
@@ -42,6 +44,12 @@ func ValidateRev(rev string) error {
 	if rev[0] == '-' {
 		return errs.New(errs.InvalidArgument, "revision %q must not start with '-'", rev)
 	}
+	if looksLikePath(rev) {
+		// git diff of two paths, one outside the work tree, runs in its
+		// implicit --no-index mode (a file named "--" makes the second):
+		// a diff of any file. No ref name starts like this.
+		return errs.New(errs.InvalidArgument, "revision %q is a path, not a revision: give a branch, tag, commit id or range", rev)
+	}
 	for _, r := range rev {
 		switch {
 		case r == 0:
@@ -55,6 +63,13 @@ func ValidateRev(rev string) error {
 		}
 	}
 	return nil
+}
+
+// looksLikePath reports whether rev is spelled as a file path: absolute,
+// "." or "..", or starting with "./" or "../" (ranges such as "..main" are
+// revisions).
+func looksLikePath(rev string) bool {
+	return rev[0] == '/' || rev == "." || rev == ".." || strings.HasPrefix(rev, "./") || strings.HasPrefix(rev, "../")
 }
 
 // ValidatePathspec checks an agent-supplied path filter before it is passed
