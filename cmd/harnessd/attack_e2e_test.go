@@ -613,6 +613,9 @@ type secretRepo struct {
 	public                        string
 	headBlob, oldBlob, readmeBlob string
 	hardOut, hardEnv              bool // hard links made
+	// remote is a token in the remote URL of .git/config (readable: git
+	// needs it), redacted as a known value.
+	remote string
 }
 
 func objPath(blob string) string { return ".git/objects/" + blob[:2] + "/" + blob[2:] }
@@ -620,7 +623,7 @@ func objPath(blob string) string { return ".git/objects/" + blob[:2] + "/" + blo
 func newSecretRepo(t *testing.T) *secretRepo {
 	t.Helper()
 	s := &secretRepo{head: newSecret(t), head2: newSecret(t), head3: newSecret(t), old: newSecret(t), prod: newSecret(t), key: newSecret(t),
-		out: newSecret(t), home: newSecret(t), public: "public" + newSecret(t)}
+		out: newSecret(t), home: newSecret(t), public: "public" + newSecret(t), remote: newSecret(t)}
 	s.root = testutil.Repo(t, map[string]string{
 		"README.md":  "# demo " + s.public + "\n",
 		".env":       "SESSION_SIGNER=" + s.old + "\n",
@@ -633,6 +636,7 @@ func newSecretRepo(t *testing.T) *secretRepo {
 	gitq(t, s.root, "commit", "-q", "-m", "rotate the token")
 	s.headBlob = gitq(t, s.root, "rev-parse", "HEAD:.env")
 	s.readmeBlob = gitq(t, s.root, "rev-parse", "HEAD:README.md")
+	gitq(t, s.root, "remote", "add", "origin", "https://bob:"+s.remote+"@git.example/x/y.git")
 	testutil.WriteFile(t, s.root, "config/.env.production", "PROD_KEY="+s.prod+"\n")
 	outDir := t.TempDir()
 	s.outFile = filepath.Join(outDir, "secret.txt")
@@ -803,6 +807,14 @@ func TestAttackSecrets(t *testing.T) {
 		{name: "sh-hardlink-out-rev", argv: []string{"sh", "-c", "rev docs/notes.txt"}, skip: skipIf(!s.hardOut, "no hard link across file systems")},
 		{name: "hardlink-env", argv: []string{"cat", "docs/env-copy.txt"}, skip: skipIf(!s.hardEnv, "no hard link")},
 		{name: "sh-hardlink-env-rev", argv: []string{"sh", "-c", "rev docs/env-copy.txt"}, skip: skipIf(!s.hardEnv, "no hard link")},
+		// A token in the remote URL: git needs its config, so only
+		// redaction stands (a transform such as rev gets past it, see the
+		// README).
+		{name: "git-remote-v", argv: []string{"git", "remote", "-v"}, secrets: []string{s.remote}},
+		{name: "git-config-list", argv: []string{"git", "config", "--list"}, secrets: []string{s.remote}},
+		{name: "sh-git-config-b64", argv: []string{"sh", "-c", "git config --get remote.origin.url | base64 -w0"}, secrets: []string{s.remote}},
+		{name: "sh-git-config-hex", argv: []string{"sh", "-c", "git config --get remote.origin.url | od -An -tx1 | tr -d ' \\n'"}, secrets: []string{s.remote}},
+		{name: "git-remote-op", tool: "run_command", args: map[string]any{"argv": []string{"git", "ls-remote", "--get-url", "origin"}}, secrets: []string{s.remote}},
 		// A directory walk names no link: only the sandbox can close it.
 		{name: "sh-grep-r-hardlink-env-rev", argv: []string{"sh", "-c", "grep -r -a -h = docs | rev"}, skip: skipIf(!s.hardEnv, "no hard link")},
 		{name: "sh-cat-glob-hardlink-env-rev", argv: []string{"sh", "-c", "cat docs/env* | rev"}, skip: skipIf(!s.hardEnv, "no hard link")},

@@ -385,7 +385,7 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	if err != nil {
 		return err
 	}
-	values = union(values, e.histValues)
+	values = union(values, e.histValues, gitConfigValues(gitPaths))
 	e.histNew = false
 	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learn, learnSt, learnAt, false
 	s := Set{

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
@@ -382,5 +383,31 @@ func TestCacheFindsHardLinksOfSecretFiles(t *testing.T) {
 	}
 	if want := []string{"a/b/again", "docs/copy.txt"}; !slices.Equal(s.Links, want) {
 		t.Errorf("Links = %q, want %q", s.Links, want)
+	}
+}
+
+// Credentials in the repository's config (a token in a remote URL, an
+// Authorization extra header as actions/checkout writes it) are known
+// values: git needs the config, so confined processes may read it.
+func TestCacheLearnsCredentialsOfTheGitConfig(t *testing.T) {
+	root := testutil.Repo(t, map[string]string{"main.go": "package main\n"})
+	urlTok, hdrTok, later := "ghp_"+fake(66, 20), "ghs_"+fake(67, 20), "glpat-"+fake(68, 20)
+	testutil.Git(t, root, "remote", "add", "origin", "https://bob:"+urlTok+"@github.com/x/y.git")
+	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + hdrTok))
+	testutil.Git(t, root, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic "+basic)
+	c := newTestCache(t, time.Hour)
+	ctx := testCtx(t)
+	s, err := c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{urlTok, hdrTok, basic} {
+		if !redacts(s.Known, v) {
+			t.Errorf("%q from the git config is not known", v)
+		}
+	}
+	testutil.Git(t, root, "remote", "set-url", "origin", "https://bob:"+later+"@gitlab.com/x/y.git")
+	if s, err = c.Get(ctx, root); err != nil || !redacts(s.Known, later) {
+		t.Errorf("a token set in the config later is not known: %v", err)
 	}
 }

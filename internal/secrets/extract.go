@@ -1,9 +1,13 @@
 package secrets
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -396,4 +400,49 @@ func isBase64(s string) bool {
 		}
 	}
 	return true
+}
+
+// gitConfigValues returns the credentials in a repository's config files
+// (those of paths named config or config.worktree): passwords and tokens
+// in URLs (remote.*.url, url.*.insteadOf) and the value of http extra
+// headers (an Authorization header's credentials). Git needs its config,
+// so confined processes may read it: these values are redacted instead.
+func gitConfigValues(paths []string) []string {
+	vs := newValueSet()
+	for _, p := range paths {
+		if b := filepath.Base(p); b != "config" && b != "config.worktree" {
+			continue
+		}
+		for _, line := range strings.Split(readConfig(p), "\n") {
+			t := strings.TrimSpace(line)
+			urlPasswords(t, vs)
+			if k, v, ok := strings.Cut(t, "="); ok && strings.EqualFold(strings.TrimSpace(k), "extraheader") {
+				f := strings.Fields(strings.Trim(strings.TrimSpace(v), `"`))
+				if len(f) > 0 {
+					vs.add(f[len(f)-1])
+					if dec, err := base64.StdEncoding.DecodeString(f[len(f)-1]); err == nil {
+						// Basic credentials: user:token.
+						if _, tok, ok := strings.Cut(string(dec), ":"); ok {
+							vs.add(tok)
+						}
+					}
+				}
+			}
+		}
+	}
+	return vs.sorted()
+}
+
+// readConfig returns up to 1 MiB of the regular file p ("" on any error).
+func readConfig(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	return string(b)
 }

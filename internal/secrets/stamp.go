@@ -60,6 +60,8 @@ func gitFilesDir(root string) (files []string, gitDir string) {
 		common = absUnder(gitDir, c)
 	}
 	files = []string{filepath.Join(gitDir, "index"), filepath.Join(gitDir, "HEAD")}
+	// The config files: credentials in remote URLs and extra headers.
+	files = append(files, filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree"))
 	if ref, ok := strings.CutPrefix(strings.TrimSpace(readSmall(filepath.Join(gitDir, "HEAD"))), "ref:"); ok {
 		ref = strings.TrimSpace(ref)
 		if strings.HasPrefix(ref, "refs/") && filepath.IsLocal(ref) {
