@@ -23,6 +23,11 @@ const (
 // sniffLen is how much of the head of a file is examined for binary content.
 const sniffLen = 8 << 10
 
+// MaxFileBytes is the largest file Read reads: the SHA-256 covers the whole
+// file, and reading a larger one (a 20 GiB sparse file, say) would hold a
+// Fast Path call for many seconds.
+const MaxFileBytes = 1 << 30
+
 // chunkSize is the streaming read size; the SHA-256 covers the whole file.
 const chunkSize = 64 << 10
 
@@ -155,6 +160,10 @@ func readResolved(root *pathsafe.Root, req Request, start, maxLines, maxBytes in
 		return Result{}, errs.New(errs.Unavailable, "path %q kept changing while it was being opened; retry", req.Path).With("path", req.Path)
 	}
 
+	if st.Size > MaxFileBytes {
+		return Result{}, errs.New(errs.InvalidArgument, "path %q is %d bytes, larger than the %d read_file reads whole (it hashes the file): read a part with run_command, e.g. head -c or sed -n", req.Path, st.Size, MaxFileBytes).
+			With("path", req.Path).With("size_bytes", st.Size)
+	}
 	res := Result{Path: rel}
 	w := newScanner(start, maxLines, maxBytes, st.Size)
 	h := sha256.New()
@@ -182,6 +191,10 @@ func readResolved(root *pathsafe.Root, req Request, start, maxLines, maxBytes in
 		}
 		if eof {
 			break
+		}
+		if total > MaxFileBytes {
+			// It grew past the limit while being read.
+			return Result{}, errs.New(errs.InvalidArgument, "path %q grew past the %d bytes read_file reads whole", req.Path, MaxFileBytes).With("path", req.Path)
 		}
 	}
 

@@ -448,3 +448,23 @@ func TestReadLeafSwappedForFifo(t *testing.T) {
 		t.Fatalf("Read after fifo swap: got %v, want %s", err, errs.InvalidArgument)
 	}
 }
+
+// A file larger than read_file hashes whole (a sparse one costs nothing to
+// make) is refused at once with the size and a way out, not read for
+// seconds.
+func TestReadRefusesAFileTooLargeToHash(t *testing.T) {
+	r, dir := newRepo(t, map[string]string{"small.txt": "x\n"})
+	if err := os.WriteFile(filepath.Join(dir, "huge.bin"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "huge.bin"), MaxFileBytes+1); err != nil {
+		t.Skipf("no sparse files here: %v", err)
+	}
+	_, err := Read(r, Request{Path: "huge.bin"}, Limits{})
+	if codeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), "head -c") {
+		t.Fatalf("Read of a %d-byte file: %v, want INVALID_ARGUMENT naming a way out", MaxFileBytes+1, err)
+	}
+	if _, err := Read(r, Request{Path: "small.txt"}, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
