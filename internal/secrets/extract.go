@@ -3,9 +3,7 @@ package secrets
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -413,7 +411,7 @@ func gitConfigValues(paths []string) []string {
 		if b := filepath.Base(p); b != "config" && b != "config.worktree" {
 			continue
 		}
-		for _, line := range strings.Split(readConfig(p), "\n") {
+		for _, line := range strings.Split(readHead(p, 1<<20), "\n") {
 			t := strings.TrimSpace(line)
 			urlPasswords(t, vs)
 			if k, v, ok := strings.Cut(t, "="); ok && strings.EqualFold(strings.TrimSpace(k), "extraheader") {
@@ -431,18 +429,4 @@ func gitConfigValues(paths []string) []string {
 		}
 	}
 	return vs.sorted()
-}
-
-// readConfig returns up to 1 MiB of the regular file p ("" on any error).
-func readConfig(p string) string {
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, 1<<20))
-	return string(b)
 }

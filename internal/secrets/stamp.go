@@ -120,7 +120,11 @@ func absUnder(dir, p string) string {
 }
 
 // readSmall returns the first KiB of the regular file p, "" on any error.
-func readSmall(p string) string {
+func readSmall(p string) string { return readHead(p, 1024) }
+
+// readHead returns the first limit bytes of the regular file p, "" on any
+// error.
+func readHead(p string, limit int64) string {
 	f, err := os.Open(p)
 	if err != nil {
 		return ""
@@ -129,6 +133,6 @@ func readSmall(p string) string {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	b, _ := io.ReadAll(io.LimitReader(f, 1024))
+	b, _ := io.ReadAll(io.LimitReader(f, limit))
 	return string(b)
 }
