@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -173,7 +172,7 @@ func sameAsHead(e *dirtyEntry, mode string, content []byte, size int64) bool {
 	if oh == nil {
 		return false
 	}
-	writeBlobHeader(oh, size)
+	gitx.WriteBlobHeader(oh, size)
 	oh.Write(content)
 	return hex.EncodeToString(oh.Sum(nil)) == e.headOID
 }
@@ -187,12 +186,6 @@ func blobHasher(oid string) hash.Hash {
 		return sha256.New()
 	}
 	return nil
-}
-
-func writeBlobHeader(h hash.Hash, size int64) {
-	h.Write([]byte("blob "))
-	h.Write(strconv.AppendInt(nil, size, 10))
-	h.Write([]byte{0})
 }
 
 // fileValue streams a regular file through sha256 (and, when HEAD has a
@@ -226,7 +219,7 @@ func (h *hasher) fileValue(ctx context.Context, e *dirtyEntry, lfi fs.FileInfo) 
 	var oh hash.Hash
 	if e.headKnown && e.headMode == gitMode && !isZeroOID(e.headOID) {
 		if oh = blobHasher(e.headOID); oh != nil {
-			writeBlobHeader(oh, size)
+			gitx.WriteBlobHeader(oh, size)
 		}
 	}
 	bp := bufPool.Get().(*[]byte)

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -195,7 +194,7 @@ func ctxErr(err error) error {
 // blobID returns git's object id of a blob with content b under h (SHA-1
 // or SHA-256 repositories).
 func blobID(h hash.Hash, b []byte) string {
-	h.Write([]byte("blob " + strconv.Itoa(len(b)) + "\x00"))
+	gitx.WriteBlobHeader(h, int64(len(b)))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
 }
