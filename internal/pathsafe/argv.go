@@ -1,6 +1,7 @@
 package pathsafe
 
 import (
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,14 @@ func (r *Root) checkArgGlob(a string, dots bool) error {
 		return r.resolveArg(a)
 	}
 	return nil
+}
+
+// HardLinked reports whether fi is a regular file with more than one link:
+// another name of the same file, which may be outside the root or a secret
+// path. Kernel rules (Landlock, bind mounts) follow the file, not the name.
+func HardLinked(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode().IsRegular() && st.Nlink > 1
 }
 
 // resolveArg resolves an argument that names a path under the root and

@@ -5,10 +5,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 // Landlock access rights of a confined process.
@@ -166,7 +167,7 @@ func carve(root string, closed []string, rights landlock.AccessFSSet) []landlock
 				if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 					continue
 				}
-				if linkedFile(fi) && !inObjects(dir) {
+				if pathsafe.HardLinked(fi) && !inObjects(dir) {
 					// A rule binds the inode, not the name: it would open
 					// the file's other names too, outside the root.
 					continue
@@ -181,12 +182,6 @@ func carve(root string, closed []string, rights landlock.AccessFSSet) []landlock
 	}
 	walk(root, top)
 	return rs
-}
-
-// linkedFile reports whether fi is a regular file with several hard links.
-func linkedFile(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.Mode().IsRegular() && st.Nlink > 1
 }
 
 // inObjects reports whether dir is in a git object store, whose files are

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/actors"
@@ -18,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/worktree"
@@ -196,7 +196,7 @@ func WorktreeSkip(env *op.Env) actors.WorktreeSkipper {
 					return true
 				}
 			}
-			return linked(fi)
+			return pathsafe.HardLinked(fi)
 		}}
 		if env.Secrets == nil {
 			return skip, nil
@@ -208,12 +208,6 @@ func WorktreeSkip(env *op.Env) actors.WorktreeSkipper {
 		skip.Paths = append(append(append([]string(nil), set.Files...), set.Dirs...), set.Links...)
 		return skip, nil
 	}
-}
-
-// linked reports whether fi is a regular file with several hard links.
-func linked(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.Mode().IsRegular() && st.Nlink > 1
 }
 
 // Confiner returns the confinement of durable jobs (a dependency of the
