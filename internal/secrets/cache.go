@@ -114,8 +114,8 @@ type entry struct {
 	dirty    bool       // tree changed since the last learning
 	walking  bool       // a background walk runs
 	walkedAt time.Time  // start of the last walk
-	git      gitLocator // finds the index, HEAD and ref files
-	gitPaths []string   // index, HEAD, ref files at the last learning
+	git      gitLocator // finds the index, HEAD, ref and config files
+	gitPaths []string   // those files at the last learning
 	gitSt    []stamp    // their stamps then
 	learned  []string   // the files learned from
 	learnSt  []stamp    // their stamps before the last learning

@@ -38,10 +38,11 @@ func fileStamps(root string, rel []string) []stamp {
 	return out
 }
 
-// gitFiles returns the files whose stamps tell that the index or HEAD of
-// the checkout at root changed: the index, HEAD, and for a symbolic HEAD
-// the branch's ref file and packed-refs. A .git file ("gitdir: ...", in
-// linked worktrees and submodules) and a commondir file are followed.
+// gitFiles returns the files whose stamps tell that the index, HEAD or
+// config of the checkout at root changed: the index, HEAD, the config and
+// config.worktree, and for a symbolic HEAD the branch's ref file and
+// packed-refs. A .git file ("gitdir: ...", in linked worktrees and
+// submodules) and a commondir file are followed.
 func gitFiles(root string) []string {
 	files, _ := gitFilesDir(root)
 	return files
