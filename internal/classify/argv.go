@@ -365,7 +365,7 @@ func skipOptions(args []string, shortValue string, longValue func(name string) b
 		}
 		i++
 	}
-	return i
+	return min(i, len(args)) // an option's value may be missing at the end
 }
 
 func classifyTimeout(prog string, args []string, depth int) Result {

@@ -343,6 +343,12 @@ func TestArgv(t *testing.T) {
 		{argv: []string{"timeout", "-s", "KILL", "5", "cat", "f"}, want: Readonly},
 		{argv: []string{"nohup", "make"}, want: WorkspaceWrite},
 		{argv: []string{"xargs", "grep", "foo"}, want: Readonly},
+		// An option's value missing at the end (a rapid find: a panic).
+		{argv: []string{"xargs", "-n"}, want: Readonly},
+		{argv: []string{"xargs", "-I"}, want: Readonly},
+		{argv: []string{"xargs", "--max-args"}, want: Readonly},
+		{argv: []string{"timeout", "-s"}, want: Unknown},
+		{argv: []string{"stdbuf", "-o"}, want: Unknown},
 		{argv: []string{"xargs", "-0", "-n1", "cat"}, want: Readonly},
 		{argv: []string{"xargs", "rm", "-rf"}, want: Destructive},
 		{argv: []string{"xargs", "git", "log"}, want: Unknown},
