@@ -36,6 +36,34 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// life counts the calls in flight so Close waits for them and every
+	// call after Close answers ErrClosed: Badger panics when an iterator
+	// is opened on a closed DB, and a late walk must not crash the daemon.
+	life     sync.Mutex
+	inflight int
+	closed   bool
+	drained  *sync.Cond
+}
+
+// enter admits one call unless the store is closed; leave ends it.
+func (s *Store) enter() bool {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+func (s *Store) leave() {
+	s.life.Lock()
+	s.inflight--
+	if s.inflight == 0 && s.closed {
+		s.drained.Broadcast()
+	}
+	s.life.Unlock()
 }
 
 // Open opens (creating if needed) the store and starts its value-log GC loop.
@@ -68,6 +96,7 @@ func Open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %q: %w", o.Dir, err)
 	}
 	s := &Store{db: db, stopc: make(chan struct{}), donec: make(chan struct{})}
+	s.drained = sync.NewCond(&s.life)
 	interval := o.GCInterval
 	if interval <= 0 {
 		interval = 5 * time.Minute
@@ -107,6 +136,12 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopc)
 		<-s.donec
+		s.life.Lock()
+		s.closed = true
+		for s.inflight > 0 {
+			s.drained.Wait()
+		}
+		s.life.Unlock()
 		s.closeErr = s.db.Close()
 	})
 	return s.closeErr
@@ -114,11 +149,19 @@ func (s *Store) Close() error {
 
 // Get decodes the value at key into v.
 func (s *Store) Get(key []byte, v any) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	return s.db.View(func(txn *badger.Txn) error { return txnGet(txn, key, v) })
 }
 
 // Has reports whether key exists.
 func (s *Store) Has(key []byte) (bool, error) {
+	if !s.enter() {
+		return false, ErrClosed
+	}
+	defer s.leave()
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(key)
 		return err
@@ -157,6 +200,10 @@ func (s *Store) DeleteSync(key []byte) error {
 // Update runs fn in a read-write transaction, retrying on conflict, and
 // fsyncs after commit when sync is true.
 func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
 		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Txn{txn: txn}) })
@@ -178,6 +225,10 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 // Scan calls fn for every key with the given prefix, in key order. decode
 // unwraps the value; it is valid only during the call.
 func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error) error) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	return mapErr(s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
@@ -199,6 +250,10 @@ func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error
 
 // ScanRaw calls fn with every key and raw envelope under prefix.
 func (s *Store) ScanRaw(prefix []byte, fn func(key, value []byte) error) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.leave()
 	return mapErr(s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
@@ -220,6 +275,10 @@ func (s *Store) ScanRaw(prefix []byte, fn func(key, value []byte) error) error {
 
 // Count returns the number of keys under prefix.
 func (s *Store) Count(prefix []byte) (int, error) {
+	if !s.enter() {
+		return 0, ErrClosed
+	}
+	defer s.leave()
 	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -236,7 +295,13 @@ func (s *Store) Count(prefix []byte) (int, error) {
 }
 
 // Size returns Badger's LSM and value-log sizes in bytes.
-func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
+func (s *Store) Size() (lsm, vlog int64) {
+	if !s.enter() {
+		return 0, 0
+	}
+	defer s.leave()
+	return s.db.Size()
+}
 
 // Txn is a read-write transaction handed to Update's function.
 type Txn struct{ txn *badger.Txn }

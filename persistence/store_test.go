@@ -230,3 +230,64 @@ func FuzzKeys(f *testing.F) {
 		_ = Readable(k)
 	})
 }
+
+// A walk still running when the store closes (a task of an actor that
+// outlived the shutdown) gets ErrClosed, never Badger's "DB Closed" panic.
+func TestUseAfterCloseAnswersErrClosed(t *testing.T) {
+	s, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if err := s.Put([]byte{'k', byte(i)}, sample{Name: "x", Count: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := make(chan struct{})
+	release := make(chan struct{})
+	walked := make(chan error, 1)
+	go func() {
+		walked <- s.Scan([]byte("k"), func(key []byte, decode func(v any) error) error {
+			if key[1] == 0 {
+				close(started)
+				<-release
+			}
+			return nil
+		})
+	}()
+	<-started
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Close must wait for the walk in flight; new calls are refused at once.
+	for {
+		var v sample
+		if err := s.Get([]byte{'k', 1}, &v); errors.Is(err, ErrClosed) {
+			break
+		}
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a walk was in flight", err)
+	default:
+	}
+	close(release)
+	if err := <-walked; err != nil {
+		t.Fatalf("walk in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	calls := map[string]error{
+		"Put":     s.Put([]byte("a"), sample{}),
+		"Scan":    s.Scan([]byte("k"), func([]byte, func(any) error) error { return nil }),
+		"ScanRaw": s.ScanRaw([]byte("k"), func(_, _ []byte) error { return nil }),
+		"Delete":  s.Delete([]byte("a")),
+	}
+	_, calls["Count"] = s.Count([]byte("k"))
+	_, calls["Has"] = s.Has([]byte("k"))
+	for name, err := range calls {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
