@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -44,7 +45,13 @@ type Store struct {
 	inflight int
 	closed   bool
 	drained  *sync.Cond
+
+	writes atomic.Uint64 // committed read-write transactions
 }
+
+// Writes counts the read-write transactions committed so far: tests check
+// with it that read-only work writes nothing.
+func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // enter admits one call unless the store is closed; leave ends it.
 func (s *Store) enter() bool {
@@ -214,6 +221,7 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
+	s.writes.Add(1)
 	if sync {
 		if err := s.db.Sync(); err != nil {
 			return fmt.Errorf("persistence: sync: %w", err)

@@ -1,0 +1,273 @@
+package messages
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run statuses. A run is active until it ends: ended (run_end), deadline
+// (its wall-clock budget ran out), abandoned (its client went away and did
+// not come back within the resume window).
+const (
+	RunActive    = "active"
+	RunEnded     = "ended"
+	RunDeadline  = "deadline"
+	RunAbandoned = "abandoned"
+)
+
+// Stage statuses of run_stage.
+const (
+	StageStarted   = "started"
+	StageCompleted = "completed"
+	StageBlocked   = "blocked"
+)
+
+// Client names the MCP client of a session (its clientInfo).
+type Client struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// Caller is who made a call: the run it belongs to, the MCP session and
+// the client. Audit entries and approvals carry it.
+type Caller struct {
+	RunID   string `json:"run_id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Client  Client `json:"client,omitzero"`
+}
+
+// RunBudget limits a run. Zero means "no limit" for every field.
+type RunBudget struct {
+	// WallS is the run's deadline in seconds from its start.
+	WallS       int64 `json:"wall_s,omitempty" jsonschema:"seconds from the run's start after which it is ended and its jobs cancelled"`
+	Commands    int64 `json:"commands,omitempty" jsonschema:"commands the run may start (run_command, check_run)"`
+	Mutations   int64 `json:"mutations,omitempty" jsonschema:"writes the run may make (apply_patch, stage, commit, ...)"`
+	Jobs        int64 `json:"jobs,omitempty" jsonschema:"durable jobs the run may start"`
+	OutputBytes int64 `json:"output_bytes,omitempty" jsonschema:"bytes of output the run may receive; the call that crosses it completes, the next is refused"`
+	Approvals   int64 `json:"approvals,omitempty" jsonschema:"approval requests the run may raise"`
+}
+
+// RunCounters are what a run has used and done.
+type RunCounters struct {
+	Calls        int64 `json:"calls"`
+	Reads        int64 `json:"reads"`
+	Commands     int64 `json:"commands"`
+	Mutations    int64 `json:"mutations"`
+	Jobs         int64 `json:"jobs"`
+	Checks       int64 `json:"checks"`
+	OutputBytes  int64 `json:"output_bytes"`
+	Approvals    int64 `json:"approvals"`
+	Failures     int64 `json:"failures"`
+	Observations int64 `json:"observations"`
+}
+
+// RunObservation is one note in a run: an agent's (run_observe) or
+// harnessd's own (failures, loop hits, escalations, approvals).
+type RunObservation struct {
+	At time.Time `json:"at"`
+	// Source is "agent" or "harnessd".
+	Source string `json:"source"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	SpanID string `json:"span_id,omitempty"`
+}
+
+// RunState is a run as it is persisted and shown (FlowDeck L4).
+type RunState struct {
+	RunID         string    `json:"run_id"`
+	Goal          string    `json:"goal,omitempty"`
+	RepoID        string    `json:"repo_id,omitempty"`
+	WorkflowClass string    `json:"workflow_class,omitempty"`
+	ParentRunID   string    `json:"parent_run_id,omitempty"`
+	Status        string    `json:"status"`
+	EndReason     string    `json:"end_reason,omitempty"`
+	Implicit      bool      `json:"implicit,omitempty"`
+	Caller        Caller    `json:"caller,omitzero"`
+	Budget        RunBudget `json:"budget,omitzero"`
+	// Counters include the children's draws on this run's budget in
+	// Drawn; Counters are the run's own.
+	Counters        RunCounters      `json:"counters"`
+	Drawn           RunCounters      `json:"drawn,omitzero"`
+	CompletedStages []string         `json:"completed_stages"`
+	CurrentStage    string           `json:"current_stage,omitempty"`
+	Blocked         bool             `json:"blocked"`
+	BlockedReason   string           `json:"blocked_reason,omitempty"`
+	Observations    []RunObservation `json:"observations"`
+	// Jobs are the durable jobs the run started (cancelled at its deadline).
+	Jobs       []string  `json:"jobs,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Deadline   time.Time `json:"deadline,omitzero"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	DetachedAt time.Time `json:"detached_at,omitzero"`
+}
+
+// Span kinds: an operation, or the run itself (the root of its tree).
+const (
+	SpanOperation = "operation"
+	SpanRun       = "run"
+)
+
+// RunSpan is one operation in a run (FlowDeck L3). Read-only Fast Path
+// spans stay in the run's memory; the others (Persist) are stored.
+type RunSpan struct {
+	RunID    string `json:"run_id"`
+	SpanID   string `json:"span_id"`
+	ParentID string `json:"parent_id,omitempty"`
+	Kind     string `json:"kind"`
+	// Op is the operation's name.
+	Op string `json:"operation"`
+	// InputHash identifies the arguments without storing them. The
+	// pipeline leaves it empty and sends Input; the run actor hashes.
+	InputHash string          `json:"input_hash,omitempty"`
+	Input     json.RawMessage `json:"-"`
+	Route     string          `json:"route,omitempty"`
+	// Decision is the mediator's: allow, ask, block, escalate.
+	Decision  string `json:"decision,omitempty"`
+	Outcome   string `json:"outcome"` // ok or error
+	ErrorCode string `json:"error_code,omitempty"`
+	// Segments are the latency segments in milliseconds.
+	Segments    map[string]float64 `json:"segments,omitempty"`
+	Start       time.Time          `json:"start"`
+	DurationMs  float64            `json:"duration_ms"`
+	ReceiptID   string             `json:"receipt_id,omitempty"`
+	JobID       string             `json:"job_id,omitempty"`
+	CheckID     string             `json:"check_id,omitempty"`
+	ApprovalID  string             `json:"approval_id,omitempty"`
+	OutputBytes int64              `json:"output_bytes,omitempty"`
+	ReadOnly    bool               `json:"read_only,omitempty"`
+	Persist     bool               `json:"persisted,omitempty"`
+	Session     string             `json:"session,omitempty"`
+	Client      Client             `json:"client,omitzero"`
+}
+
+// RunEvent is published on the actor system's event stream for every
+// change of a run: a span, an observation, a new state. SSE streams and
+// the OTLP exporter subscribe to it.
+type RunEvent struct {
+	RunID       string          `json:"run_id"`
+	Seq         uint64          `json:"seq"`
+	Type        string          `json:"type"` // span, observation, state
+	Span        *RunSpan        `json:"span,omitempty"`
+	Observation *RunObservation `json:"observation,omitempty"`
+	State       *RunState       `json:"state,omitempty"`
+}
+
+// RunStart asks the runs supervisor for a new run; answered with RunGot
+// once the run is stored. Implicit runs are keyed by their session: a
+// second RunStart for the same session answers the run it already has.
+type RunStart struct {
+	Goal          string
+	RepoID        string
+	WorkflowClass string
+	ParentRunID   string
+	Budget        RunBudget
+	Caller        Caller
+	Implicit      bool
+	Now           time.Time
+}
+
+
+// RunCharge asks a run to draw on its budget before a call runs (and, for
+// a child run, the runs supervisor forwards the draw to its ancestors).
+// Answered with RunCharged or a Failed BUDGET_EXCEEDED naming the figures.
+type RunCharge struct {
+	RunID     string
+	Commands  int64
+	Mutations int64
+	Jobs      int64
+	Approvals int64
+	// Child is set when a child run draws on this one.
+	Child string
+}
+
+// RunCharged answers RunCharge.
+type RunCharged struct{}
+
+// RunRefund returns a charge a call did not use (a refused descendant).
+type RunRefund struct {
+	RunID     string
+	Child     string
+	Commands  int64
+	Mutations int64
+	Jobs      int64
+	Approvals int64
+}
+
+// RunObserve appends an observation (agent or harnessd). Sent as a request
+// it is answered with RunObserved once stored.
+type RunObserve struct {
+	RunID       string
+	Observation RunObservation
+}
+
+// RunObserved answers RunObserve.
+type RunObserved struct{ State RunState }
+
+// RunStage records a stage: started makes it current, completed adds it
+// to the completed stages, blocked marks the run blocked with Reason.
+type RunStage struct {
+	RunID  string
+	Stage  string
+	Status string
+	Reason string
+	Now    time.Time
+}
+
+// RunEnd ends a run. Reason is free text; Status defaults to ended.
+type RunEnd struct {
+	RunID  string
+	Status string
+	Reason string
+	Now    time.Time
+}
+
+// RunGet asks for a run's state and its spans (the ring, then persisted).
+type RunGet struct {
+	RunID string
+	// Spans includes the spans; false answers the state only.
+	Spans bool
+}
+
+// RunGot answers RunGet.
+type RunGot struct {
+	State RunState
+	Spans []RunSpan
+	// DroppedSpans counts read spans that fell out of the bounded ring.
+	DroppedSpans int64
+}
+
+// RunList asks for every run, newest first (Status "" = all).
+type RunList struct {
+	Status string
+	Limit  int
+}
+
+// RunListed answers RunList.
+type RunListed struct{ Runs []RunState }
+
+// RunBind binds a run to a (new) session: run_resume. Later calls of the
+// session without a run_id belong to it.
+type RunBind struct {
+	RunID  string
+	Caller Caller
+	Now    time.Time
+}
+
+// RunBound answers RunBind.
+type RunBound struct{ State RunState }
+
+// RunSessionClosed tells the runs supervisor a session went away: its
+// runs are detached and may be resumed within the resume window.
+type RunSessionClosed struct {
+	Session string
+	Now     time.Time
+}
+
+// RunSweep asks the runs supervisor to end the runs past their deadline
+// or their resume window (the supervisor sends it to itself on a timer;
+// tests send it with Now).
+type RunSweep struct{ Now time.Time }
+
+// RunSwept answers a RunSweep sent as a request.
+type RunSwept struct{}
