@@ -22,6 +22,7 @@ const (
 	LanesName    = "lanes"
 	ChecksName   = "checks"
 	JobsName     = "jobs"
+	RunsName     = "runs"
 )
 
 // Deps are what the tree's actors need. The runners are dependencies of the
@@ -47,6 +48,21 @@ type Deps struct {
 	Audit func(messages.AuditEntry)
 	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
 	Jobs JobsOptions
+	// Runs is the published index of live runs; JobsPID the jobs
+	// supervisor a run past its deadline cancels its jobs with.
+	Runs    *actors.RunIndex
+	JobsPID *actor.PID
+	// RunsOptions configure the runs (zero = the defaults).
+	RunsOptions RunsOptions
+}
+
+// RunsOptions configure the runs supervisor (zero fields = the defaults).
+type RunsOptions struct {
+	SweepEvery   time.Duration
+	ResumeWindow time.Duration
+	Linger       time.Duration
+	// OnEvent receives every run event (the OTLP exporter); must not block.
+	OnEvent func(messages.RunEvent)
 }
 
 func (d Deps) logger() *zap.Logger {
@@ -112,6 +128,16 @@ func Jobs(d Deps) Child {
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
 	return Child{Name: JobsName, Props: props, Restart: Permanent}
+}
+
+// Runs is the supervisor of the run actors: run/<id>, one per live run.
+func Runs(d Deps) Child {
+	o := d.RunsOptions
+	cfg := actors.RunsConfig{Store: d.Store, Index: d.Runs, Logger: d.logger(), Now: d.Now, Jobs: d.JobsPID,
+		SweepEvery: o.SweepEvery, ResumeWindow: o.ResumeWindow, Linger: o.Linger, OnEvent: o.OnEvent}
+	props := actor.PropsFromProducer(actors.NewRuns(cfg), d.recover(),
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+	return Child{Name: RunsName, Props: props, Restart: Permanent}
 }
 
 // Boot runs the restore that must happen once per process, before the tree

@@ -32,6 +32,8 @@ type Config struct {
 	DataDir string
 	// Jobs configures durable jobs; nil = supervisors.JobsFromEnv().
 	Jobs *supervisors.JobsOptions
+	// Runs configures the runs (zero = the defaults).
+	Runs supervisors.RunsOptions
 }
 
 // Runners are the code the actors that run work call: it is wired in at
@@ -51,6 +53,7 @@ type Runtime struct {
 	system  *actor.ActorSystem
 	root    *actor.PID
 	index   *actors.RepoIndex
+	runs    *actors.RunIndex
 	tasks   *actors.Tasks
 	dataDir string
 	tempDir string
@@ -63,6 +66,7 @@ type Runtime struct {
 	Jobs     Jobs
 	Checks   Checks
 	Lanes    Lanes
+	Runs     Runs
 }
 
 // rootName is the root supervisor's name.
@@ -86,7 +90,7 @@ func New(cfg Config) (*Runtime, error) {
 		o := supervisors.JobsFromEnv()
 		cfg.Jobs = &o
 	}
-	r := &Runtime{cfg: cfg, lg: cfg.Logger, index: &actors.RepoIndex{}, tasks: &actors.Tasks{}, dataDir: cfg.DataDir}
+	r := &Runtime{cfg: cfg, lg: cfg.Logger, index: &actors.RepoIndex{}, runs: &actors.RunIndex{}, tasks: &actors.Tasks{}, dataDir: cfg.DataDir}
 	if r.dataDir == "" {
 		d, err := os.MkdirTemp("", "harnessd-runtime-")
 		if err != nil {
@@ -107,6 +111,7 @@ func New(cfg Config) (*Runtime, error) {
 	r.Jobs = Jobs{r: r, pid: child(supervisors.JobsName)}
 	r.Checks = Checks{r: r, pid: child(supervisors.ChecksName)}
 	r.Lanes = Lanes{r: r}
+	r.Runs = Runs{r: r, pid: child(supervisors.RunsName), index: r.runs}
 	return r, nil
 }
 
@@ -116,7 +121,9 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
 		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, Jobs: *r.cfg.Jobs,
-		Audit: func(e messages.AuditEntry) { r.Audit.Append(e) },
+		Audit:   func(e messages.AuditEntry) { r.Audit.Append(e) },
+		Runs:    r.runs,
+		JobsPID: r.Jobs.pid, RunsOptions: r.cfg.Runs,
 	}
 	if err := supervisors.Boot(d); err != nil {
 		return err
@@ -129,7 +136,7 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	// The root spawns its children in Started, which it handles before any
 	// message: once it answers, every child exists and (handling its own
 	// Started first) answers only after restoring its state.
-	wait := []*actor.PID{r.root, r.Registry.pid, supervisors.ChildPID(r.root, supervisors.LanesName)}
+	wait := []*actor.PID{r.root, r.Registry.pid, supervisors.ChildPID(r.root, supervisors.LanesName), r.Runs.pid}
 	for i := range actors.NumLanes {
 		wait = append(wait, supervisors.LanePID(r.root, i))
 	}

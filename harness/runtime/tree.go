@@ -17,6 +17,7 @@ func tree(d supervisors.Deps) supervisors.Spec {
 			supervisors.Lanes(d),    // lane-0 .. lane-3
 			supervisors.Checks(d),   // check/<identity>, spawned on demand
 			supervisors.Jobs(d),     // job/<id>, one per live job
+			supervisors.Runs(d),     // run/<id>, one per live run
 		},
 		Intensity: 5,
 		Period:    30 * time.Second,
