@@ -50,6 +50,11 @@ type AuditEntry struct {
 	PolicyDigest string `json:"policy_digest,omitempty"`
 	// Details holds further small key/value facts; values are redacted.
 	Details map[string]string `json:"details,omitempty"`
+	// RunID, Session and Client say who asked: the run, the MCP session
+	// and the client's name and version (absent for people and daemons).
+	RunID   string `json:"run_id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Client  string `json:"client,omitempty"`
 	// PrevHash is the Hash of entry Seq-1, or the genesis value for Seq 1.
 	// Set by the audit actor.
 	PrevHash string `json:"prev_hash"`

@@ -42,6 +42,12 @@ const (
 	// Unauthenticated: a people's endpoint (approvals, policy, audit) was
 	// called without the human credential, the token of the data dir.
 	Unauthenticated Code = "UNAUTHENTICATED"
+	// BudgetExceeded: the call would cross a limit of its run's budget (or
+	// of an ancestor's); details name the resource, the limit and the use.
+	BudgetExceeded Code = "BUDGET_EXCEEDED"
+	// RunEnded: the run_id names a run that has ended (run_end, its
+	// deadline, or abandonment); start a new run or leave run_id out.
+	RunEnded Code = "RUN_ENDED"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

@@ -45,6 +45,10 @@ type Approval struct {
 	DecidedAt  time.Time `json:"decided_at,omitzero"`
 	DenyReason string    `json:"deny_reason,omitempty"`
 	UsedAt     time.Time `json:"used_at,omitzero"`
+	// RunID, Session and Client say which run asked.
+	RunID   string `json:"run_id,omitempty"`
+	Session string `json:"session,omitempty"`
+	Client  string `json:"client,omitempty"`
 }
 
 func approvalKey(id string) []byte { return []byte(persistence.PrefixApproval + id) }
@@ -78,7 +82,8 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 	}
 	summary, _ = g.redactor.String(summary)
 	a := Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Risk: d.Risk, Reason: d.Reason,
-		RuleID: d.RuleID, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL)}
+		RuleID: d.RuleID, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL),
+		RunID: in.Caller.RunID, Session: in.Caller.Session, Client: ClientString(in.Caller.Client)}
 	if in.Repo != nil {
 		a.RepoID = in.Repo.ID
 	}
@@ -207,6 +212,7 @@ func (g *Governor) DecideApproval(id string, approve bool, by, reason string) (*
 		kind, outcome = audit.KindDenial, "denied"
 	}
 	g.AuditAppend(audit.Entry{Kind: kind, Operation: out.Operation, RepoID: out.RepoID, Outcome: outcome, Reason: reason,
-		RuleID: out.RuleID, Risk: out.Risk, InputHash: out.InputHash, Actor: "person:" + by, Details: map[string]string{"approval_id": id}})
+		RuleID: out.RuleID, Risk: out.Risk, InputHash: out.InputHash, Actor: "person:" + by, Details: map[string]string{"approval_id": id},
+		RunID: out.RunID, Session: out.Session, Client: out.Client})
 	return &out, nil
 }

@@ -44,6 +44,22 @@ type Input struct {
 	// route requires one (run_check runs unfocused checks as durable jobs):
 	// the route does not escalate it; Run reads the route from the call.
 	RunsDurable bool
+	// Caller is who asked: the run, the MCP session and the client. Audit
+	// entries and approval requests carry it.
+	Caller messages.Caller
+}
+
+// Identify fills in e's run, session and client from c.
+func Identify(e *audit.Entry, c messages.Caller) {
+	e.RunID, e.Session, e.Client = c.RunID, c.Session, ClientString(c.Client)
+}
+
+// ClientString names a client as "name version".
+func ClientString(c messages.Client) string {
+	if c.Version == "" {
+		return c.Name
+	}
+	return c.Name + " " + c.Version
 }
 
 // Result is what the gate decided.
@@ -134,6 +150,7 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	}
 	entry := audit.Entry{Operation: in.Tool, RepoID: repoID, Outcome: string(d.Outcome), Code: string(d.Code), Reason: d.Reason,
 		RuleID: d.RuleID, Risk: d.Risk, Paths: in.Paths, InputHash: res.InputHash}
+	Identify(&entry, in.Caller)
 	switch d.Outcome {
 	case mediate.Allow:
 		if mi.ApprovalOK {
@@ -223,8 +240,10 @@ func (g *Governor) CheckLoop(in Input) error {
 	if v.Hint != "" {
 		reason += " (" + v.Hint + ")"
 	}
-	g.AuditAppend(audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block), Code: string(errs.LoopDetected),
-		Reason: reason, RuleID: mediate.RuleLoop, InputHash: hv, Details: map[string]string{"earlier": v.Earlier}})
+	e := audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block), Code: string(errs.LoopDetected),
+		Reason: reason, RuleID: mediate.RuleLoop, InputHash: hv, Details: map[string]string{"earlier": v.Earlier}}
+	Identify(&e, in.Caller)
+	g.AuditAppend(e)
 	g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
 	return errs.New(errs.LoopDetected, "%s", reason).With("outcome", string(mediate.Block)).With("rule_id", mediate.RuleLoop).
 		With("earlier_receipt", v.Earlier).With("hint", v.Hint)
@@ -239,8 +258,10 @@ func (g *Governor) Refuse(in Input, err error) error {
 	if in.Repo != nil {
 		repoID = in.Repo.ID
 	}
-	g.AuditAppend(audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block),
-		Code: string(e.Code), Reason: e.Message, RuleID: mediate.RuleScope, Paths: in.Paths})
+	entry := audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block),
+		Code: string(e.Code), Reason: e.Message, RuleID: mediate.RuleScope, Paths: in.Paths}
+	Identify(&entry, in.Caller)
+	g.AuditAppend(entry)
 	if e.Code == errs.SecretPathDenied || e.Code == errs.PathOutsideRoot {
 		g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/ledger"
@@ -56,6 +57,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return out, nil
 	}
 	auditEntry := audit.Entry{Kind: audit.KindMutation, Operation: t.Op, RepoID: c.Repo.Repo.ID, RequestID: t.RequestID, Paths: t.Paths, InputHash: hash}
+	govern.Identify(&auditEntry, c.Caller)
 	fail := func(cause error) error {
 		e := auditEntry
 		e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message

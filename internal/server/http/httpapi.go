@@ -187,6 +187,10 @@ func StatusOf(c errs.Code) int {
 		return 499
 	case errs.Unauthenticated:
 		return http.StatusUnauthorized
+	case errs.BudgetExceeded:
+		return http.StatusTooManyRequests
+	case errs.RunEnded:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }
