@@ -27,7 +27,9 @@ import (
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
 	"github.com/harnessd/harnessd/internal/secrets"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
+	"github.com/harnessd/harnessd/supervisors"
 )
 
 // Config configures Open. Zero fields mean "use the default".
@@ -59,6 +61,11 @@ type Config struct {
 	// "require" (refuse to start commands without Landlock), "auto" (every
 	// layer the kernel has; the default) or "off".
 	Sandbox string
+	// RunEvents receives every run event (spans, observations, state
+	// changes), for an exporter such as OTLP; it must not block. Nil = none.
+	RunEvents func(messages.RunEvent)
+	// Runs tunes the runs (tests shorten the sweep); zero = the defaults.
+	Runs supervisors.RunsOptions
 }
 
 // SandboxMain must be called first thing in main by a program that embeds
@@ -155,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir}); err != nil {
+		DataDir: dataDir, Runs: runsOptions(cfg)}); err != nil {
 		return nil, err
 	}
 	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
@@ -191,7 +198,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Store: h.store, RT: h.rt, Ledger: h.rt.Ledger, Leases: h.rt.Leases, Gov: h.gov,
 		Git: git, Deny: deny, Secrets: h.secrets, Hidden: hidden, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
-		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
+		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout, Runs: &h.rt.Runs,
 	}
 	git.Confine = h.env.ConfineGit
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
@@ -199,6 +206,14 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+func runsOptions(cfg Config) supervisors.RunsOptions {
+	o := cfg.Runs
+	if o.OnEvent == nil {
+		o.OnEvent = cfg.RunEvents
+	}
+	return o
 }
 
 // Close shuts the Harness down in the documented order (see the package

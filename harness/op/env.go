@@ -51,6 +51,9 @@ type Env struct {
 	Logger         *zap.Logger
 	Now            func() time.Time
 	RequestTimeout time.Duration
+	// Runs records the spans of calls in runs and draws their budgets; nil
+	// = runs off (no spans, no budgets).
+	Runs *runtime.Runs
 	// Lookup resolves a repo_id; nil = RT's registry index.
 	Lookup func(repoID string) (runtime.RepoEntry, bool)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/runs"
 )
 
 // Op is one operation as every surface sees it: its name, description and
@@ -33,6 +34,8 @@ type Op struct {
 	resolved *jsonschema.Resolved
 	inType   reflect.Type
 	approval []int // index of the input's ApprovalID field, nil = none
+	draw     runs.Draw
+	noRun    bool
 	decode   func(raw json.RawMessage) (any, error)
 	repoOf   func(in any) string
 	prepare  func(ctx context.Context, c *Call, in any) (*Plan, error)
@@ -52,6 +55,12 @@ type Spec[In any] struct {
 	// Prepare validates the input and plans the operation: what the gate
 	// sees and what runs once it allows. It must not change anything.
 	Prepare func(ctx context.Context, c *Call, in In) (*Plan, error)
+	// Draw is what one call takes from its run's budget (commands, jobs);
+	// a plan with a Write draws a mutation on its own.
+	Draw runs.Draw
+	// OutsideRuns marks the operations about runs themselves (run_start,
+	// run_status, ...): they record no span and draw no budget.
+	OutsideRuns bool
 }
 
 // Plan is a prepared operation.
@@ -82,6 +91,17 @@ func Def[In any](s Spec[In]) Op {
 		panic(fmt.Sprintf("op %s: schema: %v", s.Name, err))
 	}
 	schema.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	// Every agent operation takes an optional run_id: the run the call
+	// belongs to. Operations about a run have their own run_id field.
+	_, ownRunID := schema.Properties["run_id"]
+	if !s.Human && !ownRunID {
+		if schema.Properties == nil {
+			schema.Properties = map[string]*jsonschema.Schema{}
+		}
+		schema.Properties["run_id"] = &jsonschema.Schema{Type: "string",
+			Description: "the run this call belongs to (from run_start); without it the call belongs to the implicit run of the MCP session"}
+	}
+	strip := !s.Human && !ownRunID
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("op %s: resolve schema: %v", s.Name, err))
@@ -90,10 +110,13 @@ func Def[In any](s Spec[In]) Op {
 		panic(fmt.Sprintf("op %s: no Prepare", s.Name))
 	}
 	o := Op{
-		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human,
+		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
 		InputSchema: schema, resolved: resolved, inType: reflect.TypeFor[In](),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
+			if strip {
+				raw = stripRunID(raw)
+			}
 			if len(bytes.TrimSpace(raw)) > 0 {
 				dec := json.NewDecoder(bytes.NewReader(raw))
 				dec.DisallowUnknownFields()

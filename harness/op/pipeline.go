@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/messages"
 )
 
 // Pipeline is the one path every surface (MCP, HTTP, CLI, the embedding
@@ -36,11 +37,13 @@ type Pipeline struct {
 
 	mu       sync.Mutex // protects admitted
 	admitted map[string]*Step
+
+	ids *spanIDs
 }
 
 // NewPipeline returns the pipeline of reg's operations over env.
 func NewPipeline(reg *Registry, env *Env) *Pipeline {
-	return &Pipeline{reg: reg, env: env, admitted: map[string]*Step{}}
+	return &Pipeline{reg: reg, env: env, admitted: map[string]*Step{}, ids: newSpanIDs()}
 }
 
 // Registry returns the operations.
@@ -91,7 +94,7 @@ func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	return p.run(ctx, o, in)
+	return p.run(ctx, o, in, raw, runIDOf(raw))
 }
 
 // Invoke runs the named operation with its typed input (the facade).
@@ -103,7 +106,7 @@ func (p *Pipeline) Invoke(ctx context.Context, name string, in any) (any, error)
 	if reflect.TypeOf(in) != o.inType {
 		return nil, errs.New(errs.Internal, "%s takes %s, not %T", name, o.inType, in)
 	}
-	return p.run(ctx, o, in)
+	return p.run(ctx, o, in, nil, "")
 }
 
 // Invoke runs an operation through p and returns its typed result.
@@ -123,12 +126,28 @@ func Invoke[Out any](ctx context.Context, p *Pipeline, name string, in any) (Out
 // run runs the pipeline; an error's message and string details pass the
 // redactor (the rules and the repository's known secret values) on the
 // way out, like every other output.
-func (p *Pipeline) run(ctx context.Context, o *Op, in any) (any, error) {
+//
+// A call in a run (run_id, or the implicit run of its MCP session) records
+// a span in it once it ends, and draws on the run's budget before it
+// executes.
+func (p *Pipeline) run(ctx context.Context, o *Op, in any, raw json.RawMessage, runID string) (any, error) {
 	tr := StartTrace()
 	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	if err := p.joinRun(ctx, c, runID); err != nil {
+		return nil, c.redactError(ctx, err)
+	}
 	out, err := p.runCall(ctx, c, in)
 	if err != nil {
-		return nil, c.redactError(ctx, err)
+		err = c.redactError(ctx, err)
+	}
+	if c.run != nil {
+		if raw == nil {
+			raw, _ = json.Marshal(in)
+		}
+		c.record(raw, out, err, c.lat)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -198,9 +217,12 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 	res, gerr := p.env.Gov.Gate(ctx, gin)
 	c.gated = res
 	if gerr != nil {
-		return nil, gerr
+		return nil, c.chargeApproval(ctx, gerr)
 	}
 	if err := admitSteps(plan.Steps, res); err != nil {
+		return nil, err
+	}
+	if err := c.charge(ctx, plan); err != nil {
 		return nil, err
 	}
 	c.Mark(SegPolicy)
@@ -212,6 +234,7 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 		return nil, errs.New(errs.Internal, "%s returned no result", o.Name)
 	}
 	lat := tr.Finish(c.final, plan.Breakdown)
+	c.lat = &lat
 	if c.receipt != nil {
 		c.receipt.LatencyMs = lat.TotalMs
 		if err := c.persistReceipt(*c.receipt); err != nil {
@@ -237,6 +260,8 @@ type Call struct {
 	// InBatch is set for a step of a batch or read_lanes: it was prepared
 	// before the steps ahead of it ran.
 	InBatch bool
+	// Caller is who made the call (its run, session and client).
+	Caller messages.Caller
 
 	pipe    *Pipeline
 	trace   *Trace
@@ -244,6 +269,8 @@ type Call struct {
 	route   string
 	final   Segment
 	receipt *Receipt
+	run     *callRun
+	lat     *Latency
 }
 
 func (c *Call) resolve(repoID string) error {
@@ -292,6 +319,7 @@ func (c *Call) gateInput(g govern.Input) govern.Input {
 	if g.Tool == "" {
 		g.Tool = c.Op.Name
 	}
+	g.Caller = c.Caller
 	if c.HasRepo() {
 		repo := c.Repo.Repo
 		g.Repo = &repo
@@ -357,9 +385,12 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 	if err != nil {
 		return nil, err
 	}
-	c := &Call{Env: p.env, Op: o, pipe: p, Repo: parent.Repo, Root: parent.Root, InBatch: true, route: "fast", final: SegExecution}
+	c := &Call{Env: p.env, Op: o, pipe: p, Repo: parent.Repo, Root: parent.Root, InBatch: true, route: "fast", final: SegExecution, Caller: parent.Caller}
 	tr := StartTrace()
 	c.trace = &tr
+	if parent.run != nil {
+		c.run = &callRun{entry: parent.run.entry, spanID: p.ids.next(), parent: parent.run.spanID}
+	}
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
 		return nil, err
@@ -391,13 +422,19 @@ func (s *Step) Run(ctx context.Context) (any, error) {
 	}
 	tr := StartTrace()
 	s.Call.trace = &tr
+	if s.Call.run != nil {
+		s.Call.run.start = tr.start
+	}
 	out, err := s.Plan.Run(ctx)
 	if err != nil {
+		s.Call.record(s.Raw, nil, err, nil)
 		return nil, err
 	}
+	lat := tr.Finish(s.Call.final, s.Plan.Breakdown)
 	if m, ok := out.(metaSetter); ok {
-		m.SetMeta(Meta{Route: s.Call.route, Latency: tr.Finish(s.Call.final, s.Plan.Breakdown)})
+		m.SetMeta(Meta{Route: s.Call.route, Latency: lat})
 	}
+	s.Call.record(s.Raw, out, nil, &lat)
 	return out, nil
 }
 

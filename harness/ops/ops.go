@@ -2,7 +2,7 @@
 // repo (the registry), read (files, search, git status and diff), command
 // (run_command, route_explain), mutation (apply_patch, git_stage,
 // git_commit), batch (batch, batch_result, read_lanes), check (run_check),
-// job (the Durable Path) and proposal (patch proposals).
+// job (the Durable Path), proposal (patch proposals) and run (runs).
 package ops
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/proposal"
 	"github.com/harnessd/harnessd/harness/ops/read"
 	"github.com/harnessd/harnessd/harness/ops/repo"
+	"github.com/harnessd/harnessd/harness/ops/run"
 )
 
 // Registry returns the registry of every operation: the one literal list
@@ -29,5 +30,6 @@ func Registry() *op.Registry {
 		check.Ops(),
 		job.Ops(),
 		proposal.Ops(),
+		run.Ops(),
 	)
 }

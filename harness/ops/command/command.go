@@ -20,13 +20,14 @@ import (
 	"github.com/harnessd/harnessd/internal/loop"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
 // Ops returns run_command and route_explain.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", ReadOnly: true,
+		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", Draw: runs.Draw{Commands: 1}, ReadOnly: true,
 			Description: "Run a read-only command given as a typed argv (no shell string) on the Fast Path, bounded in time and output. Writing, unknown or long commands answer ROUTE_DURABLE_REQUIRED; destructive or remote-writing ones ROUTE_REJECTED.",
 			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
 		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", ReadOnly: true,

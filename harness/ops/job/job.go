@@ -19,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
@@ -38,7 +39,7 @@ const (
 // Ops returns the job operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[JobStartArgs]{Name: "job_start",
+		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Draw: runs.Draw{Jobs: 1},
 			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
 		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", ReadOnly: true,

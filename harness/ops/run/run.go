@@ -1,0 +1,336 @@
+// Package run holds the operations on runs (FlowDeck L3, L4): run_start,
+// run_observe, run_stage, run_status, run_list, run_end and run_resume.
+// A run groups an agent's calls: each call records a span in it, draws on
+// its budget, and its state (stages, observations, counters) is stored so
+// it survives a restart of the daemon.
+package run
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/runs"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Ops returns the run operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[StartArgs]{Name: "run_start", OutsideRuns: true,
+			Description: "Start a run: a unit of agent work that groups calls into spans, with an optional budget and deadline. " +
+				"Returns run_id; pass it to other tools as run_id (this session's later calls without run_id join it too, unless it is a child run). " +
+				"Without run_start, a session's calls belong to an implicit run.",
+			Prepare: start}),
+		op.Def(op.Spec[ObserveArgs]{Name: "run_observe", OutsideRuns: true,
+			Description: "Add an observation to a run (what you noticed, decided or concluded); people see it in the run's history.",
+			Prepare:     observe}),
+		op.Def(op.Spec[StageArgs]{Name: "run_stage", OutsideRuns: true,
+			Description: "Record a stage of a run: started makes it current, completed adds it to the completed stages, blocked marks the run blocked with a reason.",
+			Prepare:     stage}),
+		op.Def(op.Spec[StatusArgs]{Name: "run_status", ReadOnly: true, OutsideRuns: true,
+			Description: "A run's state: stages, blocked reason, observations, counters and budget; with include_spans its spans. Without run_id, this session's run.",
+			Prepare:     status}),
+		op.Def(op.Spec[ListArgs]{Name: "run_list", ReadOnly: true, OutsideRuns: true,
+			Description: "List runs, newest first, optionally by status (active, ended, deadline, abandoned).",
+			Prepare:     list}),
+		op.Def(op.Spec[EndArgs]{Name: "run_end", OutsideRuns: true,
+			Description: "End a run. Its jobs keep running; later calls with its run_id answer RUN_ENDED.",
+			Prepare:     end}),
+		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", OutsideRuns: true,
+			Description: "Bind a run (for example one started before a daemon restart or by a client that went away) to this session; calls without run_id then join it.",
+			Prepare:     resume}),
+	}
+}
+
+// Limits of the inputs.
+const (
+	maxGoal  = runs.MaxText
+	maxKind  = 64
+	maxClass = 64
+)
+
+var classRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// StartArgs are the arguments of run_start.
+type StartArgs struct {
+	Goal          string             `json:"goal,omitempty" jsonschema:"what the run is for, in a sentence"`
+	RepoID        string             `json:"repo_id,omitempty" jsonschema:"the repository the run works on, if one"`
+	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"the kind of work (bugfix, feature, refactor, review, ...): lower case, digits, . _ -"`
+	ParentRunID   string             `json:"parent_run_id,omitempty" jsonschema:"a live run this one is part of: the child draws on the parent's budget too"`
+	Budget        messages.RunBudget `json:"budget,omitzero" jsonschema:"limits of the run; a call past one answers BUDGET_EXCEEDED"`
+}
+
+// StateResult is a run's state.
+type StateResult struct {
+	messages.RunState
+	// Spans are the run's spans (run_status with include_spans).
+	Spans        []messages.RunSpan `json:"spans,omitempty"`
+	DroppedSpans int64              `json:"dropped_spans,omitempty"`
+	op.Meta
+}
+
+func caller(ctx context.Context) messages.Caller {
+	c, _ := op.CallerFrom(ctx)
+	return c
+}
+
+func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
+	if err := validGoal(args.Goal); err != nil {
+		return nil, err
+	}
+	if args.WorkflowClass != "" && (len(args.WorkflowClass) > maxClass || !classRE.MatchString(args.WorkflowClass)) {
+		return nil, errs.New(errs.InvalidArgument, "workflow_class %q: use lower case letters, digits and . _ - (at most %d)", args.WorkflowClass, maxClass)
+	}
+	b := args.Budget
+	for name, v := range map[string]int64{"wall_s": b.WallS, "commands": b.Commands, "mutations": b.Mutations, "jobs": b.Jobs, "output_bytes": b.OutputBytes, "approvals": b.Approvals} {
+		if v < 0 {
+			return nil, errs.New(errs.InvalidArgument, "budget.%s is %d: limits are positive (leave it out for no limit)", name, v)
+		}
+	}
+	if args.RepoID != "" {
+		if _, err := c.Env.Repo(args.RepoID); err != nil {
+			return nil, err
+		}
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		who := caller(ctx)
+		st, err := rs.Start(ctx, messages.RunStart{Goal: redact(c, args.Goal), RepoID: args.RepoID, WorkflowClass: args.WorkflowClass,
+			ParentRunID: args.ParentRunID, Budget: args.Budget, Caller: who})
+		if err != nil {
+			return nil, err
+		}
+		if who.Session != "" && args.ParentRunID == "" {
+			if bound, err := rs.Bind(ctx, st.RunID, who); err == nil {
+				st = bound
+			}
+		}
+		return &StateResult{RunState: st}, nil
+	}}, nil
+}
+
+func validGoal(g string) error {
+	if len(g) > maxGoal {
+		return errs.New(errs.InvalidArgument, "goal is %d bytes; at most %d", len(g), maxGoal)
+	}
+	return nil
+}
+
+// ObserveArgs are the arguments of run_observe.
+type ObserveArgs struct {
+	RunID string `json:"run_id" jsonschema:"the run"`
+	Kind  string `json:"kind" jsonschema:"what sort of note: finding, decision, hypothesis, result, ... (at most 64 bytes)"`
+	Text  string `json:"text" jsonschema:"the observation (at most 4096 bytes; secrets are redacted)"`
+}
+
+func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) {
+	if err := needRun(args.RunID); err != nil {
+		return nil, err
+	}
+	if err := runs.ValidText("kind", args.Kind, maxKind); err != nil {
+		return nil, errs.New(errs.InvalidArgument, "run_observe: %v", err)
+	}
+	if err := runs.ValidText("text", args.Text, runs.MaxText); err != nil {
+		return nil, errs.New(errs.InvalidArgument, "run_observe: %v", err)
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		st, err := rs.Observe(ctx, args.RunID, messages.RunObservation{Source: "agent", Kind: args.Kind, Text: redact(c, args.Text)})
+		if err != nil {
+			return nil, err
+		}
+		return &StateResult{RunState: st}, nil
+	}}, nil
+}
+
+// StageArgs are the arguments of run_stage.
+type StageArgs struct {
+	RunID  string `json:"run_id" jsonschema:"the run"`
+	Stage  string `json:"stage" jsonschema:"the stage's name (at most 128 bytes)"`
+	Status string `json:"status" jsonschema:"started, completed or blocked"`
+	Reason string `json:"reason,omitempty" jsonschema:"why the run is blocked (required with blocked)"`
+}
+
+func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
+	if err := needRun(args.RunID); err != nil {
+		return nil, err
+	}
+	switch args.Status {
+	case messages.StageStarted, messages.StageCompleted, messages.StageBlocked:
+	default:
+		return nil, errs.New(errs.InvalidArgument, "status %q: one of started, completed, blocked", args.Status)
+	}
+	if err := runs.ValidText("stage", args.Stage, runs.MaxStage); err != nil {
+		return nil, errs.New(errs.InvalidArgument, "run_stage: %v", err)
+	}
+	if args.Status == messages.StageBlocked {
+		if err := runs.ValidText("reason", args.Reason, runs.MaxText); err != nil {
+			return nil, errs.New(errs.InvalidArgument, "run_stage: a blocked stage needs a reason: %v", err)
+		}
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		st, err := rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: redact(c, args.Reason)})
+		if err != nil {
+			return nil, err
+		}
+		return &StateResult{RunState: st}, nil
+	}}, nil
+}
+
+// StatusArgs are the arguments of run_status.
+type StatusArgs struct {
+	RunID        string `json:"run_id,omitempty" jsonschema:"the run; default: this session's run"`
+	IncludeSpans bool   `json:"include_spans,omitempty" jsonschema:"include the run's spans"`
+}
+
+func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		id := args.RunID
+		if id == "" {
+			who := caller(ctx)
+			e, ok, err := rs.Resolve(ctx, who)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, errs.New(errs.InvalidArgument, "run_id is required outside an MCP session (see run_list)")
+			}
+			id = e.ID
+		}
+		got, err := rs.Get(ctx, id, args.IncludeSpans)
+		if err != nil {
+			return nil, err
+		}
+		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans}, nil
+	}}, nil
+}
+
+// ListArgs are the arguments of run_list.
+type ListArgs struct {
+	Status string `json:"status,omitempty" jsonschema:"only runs with this status: active, ended, deadline, abandoned"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+}
+
+// ListResult is the result of run_list.
+type ListResult struct {
+	Runs []messages.RunState `json:"runs"`
+	op.Meta
+}
+
+func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
+	switch args.Status {
+	case "", messages.RunActive, messages.RunEnded, messages.RunDeadline, messages.RunAbandoned:
+	default:
+		return nil, errs.New(errs.InvalidArgument, "status %q: one of active, ended, deadline, abandoned", args.Status)
+	}
+	if args.Limit < 0 || args.Limit > 1000 {
+		return nil, errs.New(errs.InvalidArgument, "limit must be between 0 and 1000")
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		out, err := rs.List(ctx, args.Status, args.Limit)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = []messages.RunState{}
+		}
+		return &ListResult{Runs: out}, nil
+	}}, nil
+}
+
+// EndArgs are the arguments of run_end.
+type EndArgs struct {
+	RunID  string `json:"run_id" jsonschema:"the run"`
+	Reason string `json:"reason,omitempty" jsonschema:"why it ended (done, gave up, handed over, ...)"`
+}
+
+func end(_ context.Context, c *op.Call, args EndArgs) (*op.Plan, error) {
+	if err := needRun(args.RunID); err != nil {
+		return nil, err
+	}
+	if len(args.Reason) > runs.MaxText {
+		return nil, errs.New(errs.InvalidArgument, "reason is %d bytes; at most %d", len(args.Reason), runs.MaxText)
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		st, err := rs.End(ctx, messages.RunEnd{RunID: args.RunID, Reason: redact(c, args.Reason)})
+		if err != nil {
+			return nil, err
+		}
+		return &StateResult{RunState: st}, nil
+	}}, nil
+}
+
+// ResumeArgs are the arguments of run_resume.
+type ResumeArgs struct {
+	RunID string `json:"run_id" jsonschema:"the run to bind to this session"`
+}
+
+func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
+	if err := needRun(args.RunID); err != nil {
+		return nil, err
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+		rs, err := runsOf(c)
+		if err != nil {
+			return nil, err
+		}
+		who := caller(ctx)
+		if who.Session == "" {
+			return nil, errs.New(errs.InvalidArgument, "run_resume binds a run to an MCP session; outside one, pass run_id with each call")
+		}
+		st, err := rs.Bind(ctx, args.RunID, who)
+		if err != nil {
+			return nil, err
+		}
+		return &StateResult{RunState: st}, nil
+	}}, nil
+}
+
+func needRun(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return errs.New(errs.InvalidArgument, "run_id is required (run_start returns one; run_list lists them)")
+	}
+	return nil
+}
+
+func runsOf(c *op.Call) (*runtime.Runs, error) {
+	if c.Env.Runs == nil {
+		return nil, errs.New(errs.Unavailable, "runs are off in this harness")
+	}
+	return c.Env.Runs, nil
+}
+
+// redact removes secrets from an agent's text before it is stored.
+func redact(c *op.Call, s string) string {
+	if c.Env.Redactor == nil || s == "" {
+		return s
+	}
+	out, _ := c.Env.Redactor.String(s)
+	return out
+}
