@@ -7,6 +7,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,6 +32,12 @@ func (l local) Exec(ctx context.Context, op string, args json.RawMessage) (any, 
 	return l.h.CallOp(ctx, op, args)
 }
 
+func (l local) SessionClosed(id string) { l.h.SessionClosed(id) }
+
+// sessionCloser is a Backend that wants to know when a session went away
+// (its implicit run is detached and can be resumed).
+type sessionCloser interface{ SessionClosed(id string) }
+
 // Local returns the Backend of an open Harness.
 func Local(h *harness.Harness) Backend { return local{h} }
 
@@ -41,6 +48,10 @@ func New(ex Backend, version string) *mcp.Server {
 		Instructions: "harnessd mediates repository work: register a repository with repository_register, " +
 			"then use its repo_id with the other tools. Errors carry a stable code in structuredContent.error.code.",
 	})
+	ss := &sessions{ids: map[*mcp.ServerSession]string{}}
+	if c, ok := ex.(sessionCloser); ok {
+		ss.closed = c.SessionClosed
+	}
 	for _, o := range ex.Ops() {
 		if !o.Agent {
 			continue
@@ -58,6 +69,7 @@ func New(ex Backend, version string) *mcp.Server {
 				ctx, stop = withProgress(ctx, req, token)
 				defer stop()
 			}
+			ctx = harness.WithCaller(ctx, ss.caller(req.Session))
 			out, err := ex.Exec(ctx, name, req.Params.Arguments)
 			if err != nil {
 				return ErrorResult(err), nil
@@ -66,6 +78,52 @@ func New(ex Backend, version string) *mcp.Server {
 		})
 	}
 	return s
+}
+
+// sessions names the MCP sessions: streamable HTTP sessions by their
+// Mcp-Session-Id, the others (stdio over the socket) by an id of their
+// own. Every tool call carries its session and the client's clientInfo,
+// so it belongs to the session's run.
+type sessions struct {
+	mu     sync.Mutex
+	ids    map[*mcp.ServerSession]string
+	n      int
+	closed func(id string)
+}
+
+func (s *sessions) caller(ss *mcp.ServerSession) harness.Caller {
+	if ss == nil {
+		return harness.Caller{}
+	}
+	var c harness.Caller
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		c.Client = harness.Client{Name: p.ClientInfo.Name, Version: p.ClientInfo.Version}
+	}
+	s.mu.Lock()
+	id, ok := s.ids[ss]
+	if !ok {
+		id = ss.ID()
+		if id == "" {
+			s.n++
+			id = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(s.n)
+		}
+		s.ids[ss] = id
+	}
+	s.mu.Unlock()
+	if !ok {
+		// The session's end detaches its run; the goroutine ends with it.
+		go func() {
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.ids, ss)
+			s.mu.Unlock()
+			if s.closed != nil {
+				s.closed(id)
+			}
+		}()
+	}
+	c.Session = id
+	return c
 }
 
 // HeartbeatEvery is how often a tool call that is still running sends a

@@ -385,3 +385,111 @@ func TestErrorResult(t *testing.T) {
 		})
 	}
 }
+
+// connectAs is connect with the client's name and version.
+func connectAs(t *testing.T, srv *mcp.Server, name, version string) (*mcp.ClientSession, *mcp.ServerSession) {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, ss
+}
+
+func toolJSON(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("%s: %s", name, res.Content[0].(*mcp.TextContent).Text)
+	}
+	if out != nil {
+		if err := json.Unmarshal(structured(t, res), out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Every MCP session gets a run of its own without asking, named by its
+// clientInfo; run_id on a call puts it in an explicit run; a closed
+// session's run waits to be resumed.
+func TestImplicitRunsPerMCPSession(t *testing.T) {
+	h := openHarness(t)
+	root := testutil.Repo(t, map[string]string{"a.txt": "hello\n"})
+	srv := mcpserver.New(mcpserver.Local(h), "test")
+	a, ssA := connectAs(t, srv, "agent-a", "1.2.3")
+	b, _ := connectAs(t, srv, "agent-b", "0.1")
+	var reg struct {
+		ID string `json:"repo_id"`
+	}
+	toolJSON(t, a, "repository_register", map[string]any{"path": root}, &reg)
+	toolJSON(t, a, "read_file", map[string]any{"repo_id": reg.ID, "path": "a.txt"}, nil)
+	toolJSON(t, b, "git_status", map[string]any{"repo_id": reg.ID}, nil)
+	var ra, rb harness.RunStateResult
+	toolJSON(t, a, "run_status", map[string]any{"include_spans": true}, &ra)
+	toolJSON(t, b, "run_status", map[string]any{"include_spans": true}, &rb)
+	if ra.RunID == "" || ra.RunID == rb.RunID {
+		t.Fatalf("runs: %q %q", ra.RunID, rb.RunID)
+	}
+	if ra.Caller.Client.Name != "agent-a" || ra.Caller.Client.Version != "1.2.3" || rb.Caller.Client.Name != "agent-b" || ra.Caller.Session == "" {
+		t.Fatalf("identity: %+v / %+v", ra.Caller, rb.Caller)
+	}
+	if len(ra.Spans) != 2 || ra.Spans[1].Op != "read_file" || len(rb.Spans) != 1 {
+		t.Fatalf("spans: a=%+v b=%+v", ra.Spans, rb.Spans)
+	}
+	// An explicit run, passed as run_id to a tool.
+	var x harness.RunStateResult
+	toolJSON(t, b, "run_start", map[string]any{"goal": "look around", "parent_run_id": rb.RunID}, &x)
+	toolJSON(t, b, "read_file", map[string]any{"repo_id": reg.ID, "path": "a.txt", "run_id": x.RunID}, nil)
+	var xs harness.RunStateResult
+	toolJSON(t, b, "run_status", map[string]any{"run_id": x.RunID, "include_spans": true}, &xs)
+	if len(xs.Spans) != 1 || xs.Spans[0].Op != "read_file" || xs.ParentRunID != rb.RunID {
+		t.Fatalf("explicit run: %+v", xs)
+	}
+	// A bad run_id is a clear error, not a call outside any run.
+	res, err := b.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"repo_id": reg.ID, "path": "a.txt", "run_id": "run_nope"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("unknown run_id: %v %+v", err, res)
+	}
+	if e := errorOf(t, res); e.Code != errs.NotFound {
+		t.Fatalf("unknown run_id: %s", e.Code)
+	}
+	// Session a goes away: its run is detached, then resumed by b.
+	detached := make(chan struct{}, 1)
+	cancel := h.SubscribeRuns(func(ev harness.RunEvent) {
+		if ev.RunID == ra.RunID && ev.State != nil && !ev.State.DetachedAt.IsZero() {
+			select {
+			case detached <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancel()
+	_ = a.Close()
+	_ = ssA.Wait()
+	select {
+	case <-detached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the closed session's run was not detached")
+	}
+	var resumed harness.RunStateResult
+	toolJSON(t, b, "run_resume", map[string]any{"run_id": ra.RunID}, &resumed)
+	if resumed.Caller.Client.Name != "agent-b" || !resumed.DetachedAt.IsZero() {
+		t.Fatalf("resumed: %+v", resumed.RunState)
+	}
+	var now harness.RunStateResult
+	toolJSON(t, b, "run_status", map[string]any{}, &now)
+	if now.RunID != ra.RunID {
+		t.Fatalf("after run_resume the session's run is %s, want %s", now.RunID, ra.RunID)
+	}
+}
