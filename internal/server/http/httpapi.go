@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -30,6 +31,9 @@ type Options struct {
 	MCP http.Handler
 	// Registry receives the API's metrics; nil = a private registry.
 	Registry *prometheus.Registry
+	// Metrics are shared with the MCP server (see NewMetrics); nil = new
+	// metrics on Registry.
+	Metrics *Metrics
 	// HumanToken is the human credential (the data dir's token): people's
 	// endpoints (approvals, policy, audit, store dump) require it on every
 	// transport, the unix socket included, so no process the daemon
@@ -38,10 +42,73 @@ type Options struct {
 }
 
 type api struct {
-	h       *harness.Harness
-	token   string
+	h     *harness.Harness
+	token string
+	m     *Metrics
+}
+
+// Metrics counts the operations served, by surface (http, mcp), and
+// reports the daemon's gauges (runs, jobs, leases, pending approvals) at
+// every scrape.
+type Metrics struct {
 	calls   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+}
+
+// NewMetrics registers the operation metrics and the gauges of h on reg.
+func NewMetrics(reg *prometheus.Registry, h *harness.Harness) *Metrics {
+	m := &Metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harnessd_operations_total", Help: "Operations served, by surface (http, mcp), operation and result code.",
+		}, []string{"surface", "operation", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "harnessd_operation_seconds", Help: "Operation latency, by surface and operation.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .1, .5, 1, 5, 15},
+		}, []string{"surface", "operation"}),
+	}
+	reg.MustRegister(m.calls, m.latency, gauges{h: h}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Observe counts one operation of surface that ended with err after d.
+func (m *Metrics) Observe(surface, op string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	code := "OK"
+	if err != nil {
+		code = string(errs.CodeOf(err))
+	}
+	m.calls.WithLabelValues(surface, op, code).Inc()
+	m.latency.WithLabelValues(surface, op).Observe(d.Seconds())
+}
+
+var (
+	descRuns      = prometheus.NewDesc("harnessd_runs_active", "Runs that have not ended.", nil, nil)
+	descJobs      = prometheus.NewDesc("harnessd_jobs", "Durable jobs by state.", []string{"state"}, nil)
+	descLeases    = prometheus.NewDesc("harnessd_leases", "Write leases held.", nil, nil)
+	descApprovals = prometheus.NewDesc("harnessd_approvals_pending", "Approval requests waiting for a person.", nil, nil)
+)
+
+// gauges reads the daemon's state at scrape time.
+type gauges struct{ h *harness.Harness }
+
+func (g gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRuns
+	ch <- descJobs
+	ch <- descLeases
+	ch <- descApprovals
+}
+
+func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v := g.h.Gauges(ctx)
+	ch <- prometheus.MustNewConstMetric(descRuns, prometheus.GaugeValue, float64(v.RunsActive))
+	ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(v.JobsQueued), "queued")
+	ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(v.JobsRunning), "running")
+	ch <- prometheus.MustNewConstMetric(descLeases, prometheus.GaugeValue, float64(v.Leases))
+	ch <- prometheus.MustNewConstMetric(descApprovals, prometheus.GaugeValue, float64(v.ApprovalsPending))
 }
 
 // Handler returns the daemon's HTTP handler.
@@ -50,17 +117,11 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	a := &api{
-		h: h, token: o.HumanToken,
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "harnessd_operations_total", Help: "Operations served over the JSON API, by operation and result code.",
-		}, []string{"operation", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "harnessd_operation_seconds", Help: "Operation latency over the JSON API.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .1, .5, 1, 5, 15},
-		}, []string{"operation"}),
+	m := o.Metrics
+	if m == nil {
+		m = NewMetrics(reg, h)
 	}
-	reg.MustRegister(a.calls, a.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a := &api{h: h, token: o.HumanToken, m: m}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
@@ -84,6 +145,7 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	humanRoutes(people, h, o.HumanToken) // approvals, policy reload, audit
 	storeRoutes(people, h)               // store dump
 	jobRoutes(mux, h)                    // log streaming
+	runRoutes(mux, h)                    // runs, spans and their events
 	return mux
 }
 
@@ -101,13 +163,8 @@ func (g guardedMux) HandleFunc(pattern string, f http.HandlerFunc) {
 func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
 	start := time.Now()
 	out, err := a.h.CallOp(r.Context(), op, body)
-	code := "OK"
-	if err != nil {
-		code = string(errs.CodeOf(err))
-	}
 	if _, known := a.h.Registry().Lookup(op); known {
-		a.calls.WithLabelValues(op, code).Inc()
-		a.latency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+		a.m.Observe("http", op, err, time.Since(start))
 	}
 	if err != nil {
 		writeError(w, err)

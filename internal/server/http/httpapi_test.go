@@ -269,9 +269,13 @@ func TestMetricsCountOperations(t *testing.T) {
 	}
 	m := rec.Body.String()
 	for _, s := range []string{
-		`harnessd_operations_total{code="OK",operation="repository_list"} 1`,
-		`harnessd_operations_total{code="REPOSITORY_NOT_REGISTERED",operation="read_file"} 1`,
-		`harnessd_operation_seconds_count{operation="repository_list"} 1`,
+		`harnessd_operations_total{code="OK",operation="repository_list",surface="http"} 1`,
+		`harnessd_operations_total{code="REPOSITORY_NOT_REGISTERED",operation="read_file",surface="http"} 1`,
+		`harnessd_operation_seconds_count{operation="repository_list",surface="http"} 1`,
+		`harnessd_runs_active 0`,
+		`harnessd_jobs{state="running"} 0`,
+		`harnessd_approvals_pending 0`,
+		`harnessd_leases 0`,
 		"go_goroutines",
 	} {
 		if !strings.Contains(m, s) {
@@ -410,6 +414,8 @@ func TestStatusOf(t *testing.T) {
 		{errs.Unavailable, 503},
 		{errs.Internal, 500},
 		{errs.Unauthenticated, 401},
+		{errs.BudgetExceeded, 429},
+		{errs.RunEnded, 410},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
