@@ -68,6 +68,9 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case messages.RunBind:
 		a.bind(ctx, m)
 	case runDetach:
+		if a.st.Status != messages.RunActive {
+			return
+		}
 		a.st.DetachedAt = m.at
 		a.st.Caller.Session = ""
 		a.changed(ctx, a.stored)
@@ -279,6 +282,8 @@ func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) 
 		a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
 	}
 	a.changed(ctx, a.stored || !a.st.Implicit)
+	st := a.snapshot()
+	a.emit(ctx, messages.RunEvent{Type: "end", State: &st}) // once per run: the exporter closes its root span
 	ctx.Send(ctx.Parent(), runEnded{id: a.st.RunID, at: now})
 }
 

@@ -147,7 +147,9 @@ type RunSpan struct {
 type RunEvent struct {
 	RunID       string          `json:"run_id"`
 	Seq         uint64          `json:"seq"`
-	Type        string          `json:"type"` // span, observation, state
+	// Type is span, observation, state (every change) or end (once, when
+	// the run ends; State is the final state).
+	Type        string          `json:"type"`
 	Span        *RunSpan        `json:"span,omitempty"`
 	Observation *RunObservation `json:"observation,omitempty"`
 	State       *RunState       `json:"state,omitempty"`

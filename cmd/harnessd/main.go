@@ -104,6 +104,7 @@ func serve(args []string, stderr io.Writer) error {
 	loops := fs.Int("loop-threshold", 3, "identical results of the same input before LOOP_DETECTED (0 = loop detection off)")
 	policyPath := fs.String("policy", "", "policy file (default <data-dir>/policy.yaml; reload with SIGHUP or `harness policy reload`)")
 	sbMode := fs.String("sandbox", "auto", "confinement of the processes harnessd starts: require (refuse to start commands without Landlock), auto, off")
+	otlp := fs.String("otlp-endpoint", "", "export run spans over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default off)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func serve(args []string, stderr io.Writer) error {
 	defer lg.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode}, lg)
+	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp}, lg)
 }
 
 func mcpBridge(args []string, stderr io.Writer) error {

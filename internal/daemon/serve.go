@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,11 +13,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness"
 	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
+	"github.com/harnessd/harnessd/internal/telemetry"
+	"github.com/harnessd/harnessd/messages"
 )
 
 // Config configures Serve.
@@ -33,6 +37,9 @@ type Config struct {
 	// Sandbox is the confinement of spawned processes: "require", "auto"
 	// (the default) or "off".
 	Sandbox string
+	// OTLPEndpoint exports run spans over OTLP/HTTP ("" = off), e.g.
+	// http://127.0.0.1:4318.
+	OTLPEndpoint string
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -89,7 +96,32 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox})
+	// Spans leave over OTLP when asked: the exporter sees every run event
+	// after the run actor recorded it, never on the call's own path.
+	var exp *telemetry.Exporter
+	if cfg.OTLPEndpoint != "" {
+		if exp, err = telemetry.New(ctx, telemetry.Options{Endpoint: cfg.OTLPEndpoint, ServiceVersion: harness.VersionString(), Logger: lg.Named("otlp")}); err != nil {
+			return fmt.Errorf("--otlp-endpoint: %w", err)
+		}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = exp.Shutdown(sctx)
+	}()
+	var onEvent func(messages.RunEvent)
+	if exp != nil {
+		onEvent = func(ev messages.RunEvent) {
+			switch {
+			case ev.Type == "span" && ev.Span != nil:
+				exp.Span(*ev.Span)
+			case ev.Type == "end" && ev.State != nil:
+				exp.Run(*ev.State)
+			}
+		}
+		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
+	}
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent})
 	if err != nil {
 		return err
 	}
@@ -102,9 +134,11 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		return h.Close(cctx)
 	}
 
-	mcpSrv := mcpserver.New(mcpserver.Local(h), harness.VersionString())
+	reg := prometheus.NewRegistry()
+	metrics := httpapi.NewMetrics(reg, h)
+	mcpSrv := mcpserver.New(counted{Backend: mcpserver.Local(h), m: metrics}, harness.VersionString())
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
-	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token})
+	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics})
 
 	// The socket is stale if we hold the lock.
 	_ = os.Remove(p.Socket)
@@ -215,4 +249,25 @@ wait:
 		lg.Info("stopped cleanly")
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// counted counts the MCP tool calls in the daemon's metrics, beside the
+// JSON API's.
+type counted struct {
+	mcpserver.Backend
+	m *httpapi.Metrics
+}
+
+func (c counted) Exec(ctx context.Context, op string, args json.RawMessage) (any, error) {
+	start := time.Now()
+	out, err := c.Backend.Exec(ctx, op, args)
+	c.m.Observe("mcp", op, err, time.Since(start))
+	return out, err
+}
+
+// SessionClosed passes the end of a session on (its run is detached).
+func (c counted) SessionClosed(id string) {
+	if sc, ok := c.Backend.(interface{ SessionClosed(string) }); ok {
+		sc.SessionClosed(id)
+	}
 }
