@@ -244,3 +244,68 @@ func TestAuditTamperDetected(t *testing.T) {
 		t.Fatalf("verify = %+v, want broken at %d", v, victim)
 	}
 }
+
+// Governance knows who asked: audit entries carry the run, the MCP session
+// and the client, and an approval request shows the run that raised it.
+func TestAuditAndApprovalsCarryTheRun(t *testing.T) {
+	dir := t.TempDir()
+	h, err := openWithPolicy(t, dir, testPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	ctx := harness.WithCaller(context.Background(), harness.Caller{Session: "s-gov", Client: harness.Client{Name: "claude-code", Version: "2.0"}})
+	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	r, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.RunStatus(ctx, harness.RunStatusArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.RunCommand(ctx, harness.RunCommandArgs{RepoID: r.ID, Argv: []string{"git", "log", "--grep", "x"}})
+	if errs.CodeOf(err) != errs.PolicyDenied {
+		t.Fatalf("denied: %v", err)
+	}
+	_, err = h.RunCommand(ctx, harness.RunCommandArgs{RepoID: r.ID, Argv: []string{"git", "ls-tree", "HEAD"}})
+	if errs.CodeOf(err) != errs.ApprovalRequired {
+		t.Fatalf("ask: %v", err)
+	}
+	l, err := h.Approvals(context.Background(), "")
+	if err != nil || len(l.Approvals) != 1 {
+		t.Fatalf("approvals: %+v %v", l, err)
+	}
+	if a := l.Approvals[0]; a.RunID != run.RunID || a.Session != "s-gov" || a.Client != "claude-code 2.0" {
+		t.Fatalf("approval does not say who asked: %+v", a)
+	}
+	au, err := h.Audit(context.Background(), harness.AuditArgs{RunID: run.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[messages.AuditKind]bool{}
+	for _, e := range au.Entries {
+		if e.RunID != run.RunID || e.Session != "s-gov" || e.Client != "claude-code 2.0" {
+			t.Fatalf("entry without identity: %+v", e)
+		}
+		kinds[e.Kind] = true
+	}
+	if !kinds["rejection"] || !kinds["ask"] {
+		t.Fatalf("the run's audit entries: %+v", au.Entries)
+	}
+	if v, err := h.AuditVerify(context.Background()); err != nil || !v.OK {
+		t.Fatalf("the chain with identity fields: %+v %v", v, err)
+	}
+	// The run's state notes the approval request.
+	st, err := h.RunStatus(ctx, harness.RunStatusArgs{RunID: run.RunID, IncludeSpans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noted bool
+	for _, o := range st.Observations {
+		noted = noted || o.Kind == "approval"
+	}
+	if !noted {
+		t.Fatalf("no approval observation: %+v", st.Observations)
+	}
+}

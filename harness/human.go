@@ -71,6 +71,7 @@ type AuditArgs struct {
 	RepoID    string    `json:"repo_id,omitempty"`
 	Operation string    `json:"operation,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
 	Since     time.Time `json:"since,omitempty"`
 	Limit     int       `json:"limit,omitempty"`
 	AfterSeq  uint64    `json:"after_seq,omitempty"`
@@ -90,7 +91,7 @@ func (h *Harness) Audit(ctx context.Context, a AuditArgs) (*AuditResult, error) 
 	}
 	defer leave()
 	r, err := h.gov.Audit(ctx, messages.AuditQuery{
-		Kind: messages.AuditKind(a.Kind), RepoID: a.RepoID, Operation: a.Operation, RequestID: a.RequestID,
+		Kind: messages.AuditKind(a.Kind), RepoID: a.RepoID, Operation: a.Operation, RequestID: a.RequestID, RunID: a.RunID,
 		Since: a.Since, Limit: a.Limit, AfterSeq: a.AfterSeq,
 	})
 	if err != nil {

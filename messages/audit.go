@@ -84,6 +84,8 @@ type AuditQuery struct {
 	RepoID    string
 	Operation string
 	RequestID string
+	// RunID selects the entries of one run.
+	RunID string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since time.Time
 	Until time.Time

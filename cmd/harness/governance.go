@@ -25,7 +25,7 @@ func init() {
 		return decideCmd(ctx, c, args, false)
 	}})
 	register("policy", command{usage: "policy [show|reload]  show or reload the policy file", run: policyCmd})
-	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--limit N]   list or verify the audit log", run: auditCmd})
+	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--run ID] [--limit N]   list or verify the audit log", run: auditCmd})
 }
 
 func whoami() string {
@@ -157,13 +157,14 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check")
 	repo := fs.String("repo", "", "repository id")
 	op := fs.String("operation", "", "operation name")
+	runID := fs.String("run", "", "run id: the entries of one run")
 	limit := fs.Int("limit", 50, "entries to show")
 	after := fs.Uint64("after", 0, "show entries after this sequence number")
 	if err := fs.Parse(args); err != nil {
 		return usageErr{err.Error()}
 	}
 	q := url.Values{}
-	for k, v := range map[string]string{"kind": *kind, "repo_id": *repo, "operation": *op} {
+	for k, v := range map[string]string{"kind": *kind, "repo_id": *repo, "operation": *op, "run_id": *runID} {
 		if v != "" {
 			q.Set(k, v)
 		}

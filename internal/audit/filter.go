@@ -20,6 +20,8 @@ type Filter struct {
 	RepoID    string
 	Operation string
 	RequestID string
+	// RunID selects the entries of one run.
+	RunID string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since, Until time.Time
 	// Limit caps a query's result: 0 means DefaultLimit; at most MaxLimit.
@@ -31,7 +33,7 @@ type Filter struct {
 
 // FilterOf converts a query message into a Filter.
 func FilterOf(q messages.AuditQuery) Filter {
-	return Filter{Kind: q.Kind, RepoID: q.RepoID, Operation: q.Operation, RequestID: q.RequestID,
+	return Filter{Kind: q.Kind, RepoID: q.RepoID, Operation: q.Operation, RequestID: q.RequestID, RunID: q.RunID,
 		Since: q.Since, Until: q.Until, Limit: q.Limit, AfterSeq: q.AfterSeq}
 }
 
@@ -75,6 +77,8 @@ func (f Filter) Match(e Entry) bool {
 	case f.Operation != "" && e.Operation != f.Operation:
 		return false
 	case f.RequestID != "" && e.RequestID != f.RequestID:
+		return false
+	case f.RunID != "" && e.RunID != f.RunID:
 		return false
 	case !f.Since.IsZero() && e.Time.Before(f.Since):
 		return false

@@ -52,7 +52,7 @@ func humanRoutes(mux guardedMux, h *harness.Harness, token string) {
 	})
 	mux.HandleFunc("GET /v1/audit", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		a := harness.AuditArgs{Kind: q.Get("kind"), RepoID: q.Get("repo_id"), Operation: q.Get("operation"), RequestID: q.Get("request_id")}
+		a := harness.AuditArgs{Kind: q.Get("kind"), RepoID: q.Get("repo_id"), Operation: q.Get("operation"), RequestID: q.Get("request_id"), RunID: q.Get("run_id")}
 		if v := q.Get("limit"); v != "" {
 			a.Limit, _ = strconv.Atoi(v)
 		}
