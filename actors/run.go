@@ -44,6 +44,8 @@ func (a *runActor) Receive(ctx actor.Context) {
 		if a.stored && a.dirty {
 			a.save(false)
 		}
+	case messages.Ping:
+		ctx.Respond(messages.Pong{})
 	case messages.RunSpan:
 		a.span(ctx, m)
 	case messages.RunCharge:

@@ -122,6 +122,9 @@ type RunsConfig struct {
 	// OnEvent receives every run event (the OTLP exporter); nil = none.
 	// It must not block.
 	OnEvent func(messages.RunEvent)
+
+	// childWrap wraps the producer of run actors (tests inject faults).
+	childWrap func(actor.Producer) actor.Producer
 }
 
 func (c RunsConfig) withDefaults() RunsConfig {
@@ -292,9 +295,13 @@ func (a *runsActor) deleteStored(id string) {
 
 func (a *runsActor) spawn(ctx actor.Context, st messages.RunState, restored bool) *runRec {
 	flags := &atomic.Uint32{}
-	props := actor.PropsFromProducer(func() actor.Actor {
+	var prod actor.Producer = func() actor.Actor {
 		return &runActor{cfg: a.cfg, lg: a.lg.With(zap.String("run_id", st.RunID)), st: st, restored: restored, flags: flags}
-	}, actor.WithReceiverMiddleware(Recover(a.lg)))
+	}
+	if a.cfg.childWrap != nil {
+		prod = a.cfg.childWrap(prod)
+	}
+	props := actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, st.RunID)
 	if err != nil {
 		a.lg.Error("spawn run", zap.String("run_id", st.RunID), zap.Error(err))
@@ -394,6 +401,7 @@ func (a *runsActor) sweep(ctx actor.Context, m messages.RunSweep) {
 	if m.Now.IsZero() {
 		m.Now = a.cfg.Now()
 	}
+	stopped := false
 	for id, r := range a.runs {
 		if r.endedAt.IsZero() {
 			ctx.Send(r.pid, m)
@@ -402,9 +410,12 @@ func (a *runsActor) sweep(ctx actor.Context, m messages.RunSweep) {
 		if m.Now.Sub(r.endedAt) >= a.cfg.Linger {
 			ctx.Stop(r.pid)
 			delete(a.runs, id)
+			stopped = true
 		}
 	}
-	a.publish()
+	if stopped {
+		a.publish()
+	}
 	if ctx.Sender() != nil {
 		// A request (tests): a RunGet sent after the answer reaches the
 		// child after the sweep, so it sees the sweep's outcome.

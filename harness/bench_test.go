@@ -103,3 +103,51 @@ func BenchmarkRunCommandConfined(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadFileRun is BenchmarkReadFileWarm outside any run, in an
+// MCP session's implicit run, and in an explicit run: the difference is
+// the cost of a span (resolve the run, send the span to its actor).
+func BenchmarkReadFileRun(b *testing.B) {
+	h, id := benchHarness(b, true)
+	args := harness.ReadFileArgs{RepoID: id, Path: "README.md"}
+	sess := harness.WithCaller(context.Background(), harness.Caller{Session: "bench", Client: harness.Client{Name: "bench"}})
+	r, err := h.RunStart(context.Background(), harness.RunStartArgs{Goal: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"no-run", context.Background()}, {"implicit-run", sess}, {"explicit-run", harness.WithRun(context.Background(), r.RunID)}} {
+		b.Run(c.name, func(b *testing.B) {
+			if _, err := h.ReadFile(c.ctx, args); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.ReadFile(c.ctx, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunStart is run_start of an explicit run: a new actor and one
+// fsynced snapshot, on the memory and the disk store.
+func BenchmarkRunStart(b *testing.B) {
+	for _, disk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "memory-store", true: "disk-store"}[disk], func(b *testing.B) {
+			h, _ := benchHarness(b, !disk)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "bench"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
