@@ -271,4 +271,3 @@ func TestRunStagesObservationsAndEnd(t *testing.T) {
 		}
 	}
 }
-

@@ -145,8 +145,8 @@ type RunSpan struct {
 // change of a run: a span, an observation, a new state. SSE streams and
 // the OTLP exporter subscribe to it.
 type RunEvent struct {
-	RunID       string          `json:"run_id"`
-	Seq         uint64          `json:"seq"`
+	RunID string `json:"run_id"`
+	Seq   uint64 `json:"seq"`
 	// Type is span, observation, state (every change) or end (once, when
 	// the run ends; State is the final state).
 	Type        string          `json:"type"`
@@ -169,9 +169,8 @@ type RunStart struct {
 	Now           time.Time
 }
 
-
 // RunCharge asks a run to draw on its budget before a call runs (and, for
-// a child run, the runs supervisor forwards the draw to its ancestors).
+// a child run, the client draws on each ancestor too, refunding on a refusal).
 // Answered with RunCharged or a Failed BUDGET_EXCEEDED naming the figures.
 type RunCharge struct {
 	RunID     string
