@@ -64,6 +64,11 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 	if err != nil || val.Proposals[0].ProposalID == "" {
 		t.Fatalf("validate: %+v, %v", val, err)
 	}
+	run, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "gate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid := map[string]any{"run_id": run.RunID}
 	repo := map[string]any{"repo_id": repoID}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{"repo_id": repoID}
@@ -103,6 +108,13 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"patch_proposal_validate", with("proposals", []any{map[string]any{"id": "q", "operations": patchOps("src/a.go", "package a", "package a // q")}}),
 			[]string{"patch_proposal_validate", "patch_proposal_validate"}},
 		{"patch_proposal_integrate", with("request_id", "gate-i", "proposal_ids", []string{val.Proposals[0].ProposalID}), nil},
+		{"run_start", map[string]any{"goal": "g", "workflow_class": "bugfix"}, nil},
+		{"run_observe", map[string]any{"run_id": run.RunID, "kind": "finding", "text": "t"}, nil},
+		{"run_stage", map[string]any{"run_id": run.RunID, "stage": "s", "status": "started"}, nil},
+		{"run_status", rid, nil},
+		{"run_list", map[string]any{}, nil},
+		{"run_resume", rid, nil},
+		{"run_end", rid, nil},
 		{"repository_unregister", repo, nil},
 	}
 }

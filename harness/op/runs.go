@@ -38,7 +38,7 @@ type SpanNoter interface{ NoteSpan(s *messages.RunSpan) }
 // runIDOf returns the run_id field of raw arguments, reading them only when
 // the key appears.
 func runIDOf(raw json.RawMessage) string {
-	if !bytes.Contains(raw, []byte(`"run_id"`)) {
+	if !mayHaveRunID(raw) {
 		return ""
 	}
 	var probe struct {
@@ -48,10 +48,16 @@ func runIDOf(raw json.RawMessage) string {
 	return probe.RunID
 }
 
+// mayHaveRunID is the cheap test before parsing: the key spelled plainly,
+// or any escape (JSON may spell the key with \u escapes).
+func mayHaveRunID(raw json.RawMessage) bool {
+	return bytes.Contains(raw, []byte(`"run_id"`)) || bytes.Contains(raw, []byte(`\u`))
+}
+
 // stripRunID removes the run_id every operation accepts from raw before the
 // strict decode of an input type that has no such field.
 func stripRunID(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"run_id"`)) {
+	if !mayHaveRunID(raw) {
 		return raw
 	}
 	var m map[string]json.RawMessage

@@ -7,7 +7,6 @@ package run
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -53,7 +52,19 @@ const (
 	maxClass = 64
 )
 
-var classRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+// validClass reports whether a workflow class is lower case letters,
+// digits and . _ -, starting with a letter or digit.
+func validClass(c string) bool {
+	for i, r := range c {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case i > 0 && (r == '.' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return c != ""
+}
 
 // StartArgs are the arguments of run_start.
 type StartArgs struct {
@@ -62,6 +73,7 @@ type StartArgs struct {
 	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"the kind of work (bugfix, feature, refactor, review, ...): lower case, digits, . _ -"`
 	ParentRunID   string             `json:"parent_run_id,omitempty" jsonschema:"a live run this one is part of: the child draws on the parent's budget too"`
 	Budget        messages.RunBudget `json:"budget,omitzero" jsonschema:"limits of the run; a call past one answers BUDGET_EXCEEDED"`
+	op.Approval
 }
 
 // StateResult is a run's state.
@@ -82,7 +94,7 @@ func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
 	if err := validGoal(args.Goal); err != nil {
 		return nil, err
 	}
-	if args.WorkflowClass != "" && (len(args.WorkflowClass) > maxClass || !classRE.MatchString(args.WorkflowClass)) {
+	if args.WorkflowClass != "" && (len(args.WorkflowClass) > maxClass || !validClass(args.WorkflowClass)) {
 		return nil, errs.New(errs.InvalidArgument, "workflow_class %q: use lower case letters, digits and . _ - (at most %d)", args.WorkflowClass, maxClass)
 	}
 	b := args.Budget
@@ -128,6 +140,7 @@ type ObserveArgs struct {
 	RunID string `json:"run_id" jsonschema:"the run"`
 	Kind  string `json:"kind" jsonschema:"what sort of note: finding, decision, hypothesis, result, ... (at most 64 bytes)"`
 	Text  string `json:"text" jsonschema:"the observation (at most 4096 bytes; secrets are redacted)"`
+	op.Approval
 }
 
 func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) {
@@ -159,6 +172,7 @@ type StageArgs struct {
 	Stage  string `json:"stage" jsonschema:"the stage's name (at most 128 bytes)"`
 	Status string `json:"status" jsonschema:"started, completed or blocked"`
 	Reason string `json:"reason,omitempty" jsonschema:"why the run is blocked (required with blocked)"`
+	op.Approval
 }
 
 func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
@@ -195,6 +209,7 @@ func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
 type StatusArgs struct {
 	RunID        string `json:"run_id,omitempty" jsonschema:"the run; default: this session's run"`
 	IncludeSpans bool   `json:"include_spans,omitempty" jsonschema:"include the run's spans"`
+	op.Approval
 }
 
 func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
@@ -227,6 +242,7 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 type ListArgs struct {
 	Status string `json:"status,omitempty" jsonschema:"only runs with this status: active, ended, deadline, abandoned"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+	op.Approval
 }
 
 // ListResult is the result of run_list.
@@ -264,6 +280,7 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 type EndArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
 	Reason string `json:"reason,omitempty" jsonschema:"why it ended (done, gave up, handed over, ...)"`
+	op.Approval
 }
 
 func end(_ context.Context, c *op.Call, args EndArgs) (*op.Plan, error) {
@@ -289,6 +306,7 @@ func end(_ context.Context, c *op.Call, args EndArgs) (*op.Plan, error) {
 // ResumeArgs are the arguments of run_resume.
 type ResumeArgs struct {
 	RunID string `json:"run_id" jsonschema:"the run to bind to this session"`
+	op.Approval
 }
 
 func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
