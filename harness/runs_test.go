@@ -271,3 +271,36 @@ func TestRunStagesObservationsAndEnd(t *testing.T) {
 		}
 	}
 }
+
+// A run past its deadline is ended and the jobs it started are cancelled;
+// a job counts against the jobs budget.
+func TestRunDeadlineCancelsItsJobs(t *testing.T) {
+	h, _, repo := fixture(t)
+	ctx := context.Background()
+	r, err := h.RunStart(ctx, harness.RunStartArgs{Budget: harness.RunBudget{WallS: 60, Jobs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := harness.WithRun(ctx, r.RunID)
+	j, err := h.JobStart(in, harness.JobStartArgs{RepoID: repo, Argv: []string{"sleep", "60"}, RequestID: "deadline-job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.JobStart(in, harness.JobStartArgs{RepoID: repo, Argv: []string{"true"}, RequestID: "deadline-job-2"}); errs.CodeOf(err) != errs.BudgetExceeded {
+		t.Fatalf("second job: %v, want BUDGET_EXCEEDED", err)
+	}
+	st := runOf(t, h, ctx, r.RunID)
+	if len(st.Jobs) != 1 || st.Jobs[0] != j.JobID {
+		t.Fatalf("the run's jobs: %v", st.Jobs)
+	}
+	if err := h.Runtime().Runs.Sweep(ctx, time.Now().Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	done := waitJob(t, h, j.JobID)
+	if done.State != "cancelled" {
+		t.Fatalf("the run's job after its deadline: %s, want cancelled", done.State)
+	}
+	if st := runOf(t, h, ctx, r.RunID); st.Status != messages.RunDeadline {
+		t.Fatalf("run: %s", st.Status)
+	}
+}

@@ -52,6 +52,7 @@ type StatusResult struct {
 	DataDir      string         `json:"data_dir,omitempty"`
 	InMemory     bool           `json:"in_memory,omitempty"`
 	Repositories int            `json:"repositories"`
+	RunsActive   int            `json:"runs_active"`
 	StoreBytes   int64          `json:"store_bytes"`
 	Actors       map[string]int `json:"actors"`
 	Goroutines   int            `json:"goroutines"`
@@ -89,7 +90,7 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 		Pid: os.Getpid(), Version: VersionString(), GoVersion: goruntime.Version(),
 		StartedAt: h.started.UTC(), UptimeS: now.Sub(h.started).Seconds(),
 		DataDir: h.dataDirIfPersistent(), InMemory: h.cfg.InMemory,
-		Repositories: h.rt.Index().Len(), StoreBytes: lsm + vlog, Actors: rs.Actors,
+		Repositories: h.rt.Index().Len(), RunsActive: h.rt.Runs.Active(), StoreBytes: lsm + vlog, Actors: rs.Actors,
 		Goroutines: goruntime.NumGoroutine(), SandboxThreads: h.sb.Pooled(), Sandbox: h.sb.Status(),
 		Extra: map[string]any{"lanes": rs.Lanes, "durable_leases": rs.DurableLeases},
 	}

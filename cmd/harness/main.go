@@ -289,6 +289,7 @@ func (c *cli) status(ctx context.Context) error {
 	fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeS * float64(time.Second))).Round(time.Second))
 	fmt.Fprintf(tw, "data dir\t%s\n", st.DataDir)
 	fmt.Fprintf(tw, "repositories\t%d\n", st.Repositories)
+	fmt.Fprintf(tw, "active runs\t%d\n", st.RunsActive)
 	fmt.Fprintf(tw, "store\t%s\n", humanBytes(st.StoreBytes))
 	kinds := make([]string, 0, len(st.Actors))
 	for k := range st.Actors {
