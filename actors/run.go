@@ -185,10 +185,12 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 }
 
 // storeSpan writes a span that is not read-only Fast Path work, with the
-// snapshot (fsynced: a mutation's span outlives a crash like its receipt).
+// snapshot. It is not fsynced: the write reaches the kernel before the
+// actor moves on, so it outlives a crash of the daemon (kill -9); only a
+// power loss can take it, and the mutation's own receipt is fsynced.
 func (a *runActor) storeSpan(s messages.RunSpan) {
 	a.seq++
-	err := a.cfg.Store.Update(true, func(tx *persistence.Txn) error {
+	err := a.cfg.Store.Update(false, func(tx *persistence.Txn) error {
 		if err := tx.Put(persistence.RunSpanKey(a.st.RunID, a.seq), s); err != nil {
 			return err
 		}
