@@ -108,24 +108,17 @@ func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
 			return nil, err
 		}
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
-		rs, err := runsOf(c)
-		if err != nil {
-			return nil, err
-		}
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
 		who := caller(ctx)
 		st, err := rs.Start(ctx, messages.RunStart{Goal: redact(c, args.Goal), RepoID: args.RepoID, WorkflowClass: args.WorkflowClass,
 			ParentRunID: args.ParentRunID, Budget: args.Budget, Caller: who})
-		if err != nil {
-			return nil, err
-		}
-		if who.Session != "" && args.ParentRunID == "" {
-			if bound, err := rs.Bind(ctx, st.RunID, who); err == nil {
+		if err == nil && who.Session != "" && args.ParentRunID == "" {
+			if bound, berr := rs.Bind(ctx, st.RunID, who); berr == nil {
 				st = bound
 			}
 		}
-		return &StateResult{RunState: st}, nil
-	}}, nil
+		return st, err
+	})}, nil
 }
 
 func validGoal(g string) error {
@@ -153,17 +146,9 @@ func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) 
 	if err := runs.ValidText("text", args.Text, runs.MaxText); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "run_observe: %v", err)
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
-		rs, err := runsOf(c)
-		if err != nil {
-			return nil, err
-		}
-		st, err := rs.Observe(ctx, args.RunID, messages.RunObservation{Source: "agent", Kind: args.Kind, Text: redact(c, args.Text)})
-		if err != nil {
-			return nil, err
-		}
-		return &StateResult{RunState: st}, nil
-	}}, nil
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		return rs.Observe(ctx, args.RunID, messages.RunObservation{Source: "agent", Kind: args.Kind, Text: redact(c, args.Text)})
+	})}, nil
 }
 
 // StageArgs are the arguments of run_stage.
@@ -192,17 +177,9 @@ func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
 			return nil, errs.New(errs.InvalidArgument, "run_stage: a blocked stage needs a reason: %v", err)
 		}
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
-		rs, err := runsOf(c)
-		if err != nil {
-			return nil, err
-		}
-		st, err := rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: redact(c, args.Reason)})
-		if err != nil {
-			return nil, err
-		}
-		return &StateResult{RunState: st}, nil
-	}}, nil
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		return rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: redact(c, args.Reason)})
+	})}, nil
 }
 
 // StatusArgs are the arguments of run_status.
@@ -290,17 +267,9 @@ func end(_ context.Context, c *op.Call, args EndArgs) (*op.Plan, error) {
 	if len(args.Reason) > runs.MaxText {
 		return nil, errs.New(errs.InvalidArgument, "reason is %d bytes; at most %d", len(args.Reason), runs.MaxText)
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
-		rs, err := runsOf(c)
-		if err != nil {
-			return nil, err
-		}
-		st, err := rs.End(ctx, messages.RunEnd{RunID: args.RunID, Reason: redact(c, args.Reason)})
-		if err != nil {
-			return nil, err
-		}
-		return &StateResult{RunState: st}, nil
-	}}, nil
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		return rs.End(ctx, messages.RunEnd{RunID: args.RunID, Reason: redact(c, args.Reason)})
+	})}, nil
 }
 
 // ResumeArgs are the arguments of run_resume.
@@ -313,21 +282,28 @@ func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
 	if err := needRun(args.RunID); err != nil {
 		return nil, err
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		who := caller(ctx)
+		if who.Session == "" {
+			return messages.RunState{}, errs.New(errs.InvalidArgument, "run_resume binds a run to an MCP session; outside one, pass run_id with each call")
+		}
+		return rs.Bind(ctx, args.RunID, who)
+	})}, nil
+}
+
+// stateOf runs f with the runs client and answers the run state it returns.
+func stateOf(c *op.Call, f func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error)) func(context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
 		rs, err := runsOf(c)
 		if err != nil {
 			return nil, err
 		}
-		who := caller(ctx)
-		if who.Session == "" {
-			return nil, errs.New(errs.InvalidArgument, "run_resume binds a run to an MCP session; outside one, pass run_id with each call")
-		}
-		st, err := rs.Bind(ctx, args.RunID, who)
+		st, err := f(ctx, rs)
 		if err != nil {
 			return nil, err
 		}
 		return &StateResult{RunState: st}, nil
-	}}, nil
+	}
 }
 
 func needRun(id string) error {

@@ -43,6 +43,14 @@ func openHarness(t *testing.T) *harness.Harness {
 // client session; both sessions close in t.Cleanup.
 func connect(t *testing.T, srv *mcp.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	cs, _ := connectWith(t, srv, &mcp.Implementation{Name: "test", Version: "v0"}, opts)
+	return cs
+}
+
+// connectWith is connect as a client with the given clientInfo; it also
+// returns the server's side of the session.
+func connectWith(t *testing.T, srv *mcp.Server, impl *mcp.Implementation, opts *mcp.ClientOptions) (*mcp.ClientSession, *mcp.ServerSession) {
+	t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -50,12 +58,12 @@ func connect(t *testing.T, srv *mcp.Server, opts *mcp.ClientOptions) *mcp.Client
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(impl, opts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() }) // runs before ss.Close
-	return cs
+	return cs, ss
 }
 
 func listTools(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
@@ -389,19 +397,7 @@ func TestErrorResult(t *testing.T) {
 // connectAs is connect with the client's name and version.
 func connectAs(t *testing.T, srv *mcp.Server, name, version string) (*mcp.ClientSession, *mcp.ServerSession) {
 	t.Helper()
-	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, ss
+	return connectWith(t, srv, &mcp.Implementation{Name: name, Version: version}, nil)
 }
 
 func toolJSON(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) {
