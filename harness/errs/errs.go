@@ -48,6 +48,16 @@ const (
 	// RunEnded: the run_id names a run that has ended (run_end, its
 	// deadline, or abandonment); start a new run or leave run_id out.
 	RunEnded Code = "RUN_ENDED"
+	// Deadlock: the call waited for a resource held by a run that waits
+	// for one this call's run holds; the youngest waiter of the cycle is
+	// failed, and details name the cycle.
+	Deadlock Code = "DEADLOCK"
+	// VerificationRequired: the operation needs a verified stage of its
+	// run (require_verified, or a policy rule); details list the blockers.
+	VerificationRequired Code = "VERIFICATION_REQUIRED"
+	// RetryLimit: the same failed call was retried past its run's bound;
+	// details carry the history and the recovery plan.
+	RetryLimit Code = "RETRY_LIMIT"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

@@ -248,6 +248,12 @@ func StatusOf(c errs.Code) int {
 		return http.StatusTooManyRequests
 	case errs.RunEnded:
 		return http.StatusGone
+	case errs.Deadlock:
+		return http.StatusConflict
+	case errs.VerificationRequired:
+		return http.StatusPreconditionFailed
+	case errs.RetryLimit:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -416,6 +416,9 @@ func TestStatusOf(t *testing.T) {
 		{errs.Unauthenticated, 401},
 		{errs.BudgetExceeded, 429},
 		{errs.RunEnded, 410},
+		{errs.Deadlock, 409},
+		{errs.VerificationRequired, 412},
+		{errs.RetryLimit, 429},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
