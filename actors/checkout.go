@@ -30,6 +30,12 @@ type Checkout struct {
 	pids     map[string]*actor.PID // lease id -> lease actor
 	waiters  []*waiter
 	seq      uint64
+	runs     map[string]string // lease id -> the run it was taken for (leases of runs only)
+
+	// deadlocks is the deadlock detector the waits of runs are reported
+	// to (nil = none); reported is set while it holds waits of this checkout.
+	deadlocks *actor.PID
+	reported  bool
 
 	// leaseWrap wraps the producer of lease actors (tests inject faults).
 	leaseWrap func(actor.Producer) actor.Producer
@@ -38,6 +44,8 @@ type Checkout struct {
 type waiter struct {
 	seq    uint64
 	req    lease.Request
+	run    string    // the run of the request ("" = none)
+	since  time.Time // when it started waiting
 	sender *actor.PID
 	timer  *time.Timer
 }
@@ -51,13 +59,26 @@ const fenceBlock = 1024
 // waitExpired tells the checkout that a queued Acquire ran out of time.
 type waitExpired struct{ seq uint64 }
 
-// NewCheckout returns the producer of a checkout actor. now nil = time.Now.
+// CheckoutConfig holds a checkout's optional dependencies.
+type CheckoutConfig struct {
+	// Deadlocks is the deadlock detector (the "deadlocks" child of the
+	// root) the checkout reports the waits of runs to; nil = no detection.
+	Deadlocks *actor.PID
+}
+
+// NewCheckout returns the producer of a checkout actor without a deadlock
+// detector. now nil = time.Now.
 func NewCheckout(repo messages.Repository, store *persistence.Store, lg *zap.Logger, now func() time.Time) actor.Producer {
+	return NewCheckoutWith(repo, store, lg, now, CheckoutConfig{})
+}
+
+// NewCheckoutWith returns the producer of a checkout actor with cfg.
+func NewCheckoutWith(repo messages.Repository, store *persistence.Store, lg *zap.Logger, now func() time.Time, cfg CheckoutConfig) actor.Producer {
 	if now == nil {
 		now = time.Now
 	}
 	return func() actor.Actor {
-		return &Checkout{repo: repo, store: store, lg: lg, now: now}
+		return &Checkout{repo: repo, store: store, lg: lg, now: now, deadlocks: cfg.Deadlocks}
 	}
 }
 
@@ -88,16 +109,23 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		a.waitExpired(ctx, m.seq)
 	case messages.ListLeases:
 		ctx.Respond(messages.LeaseList{Leases: a.list()})
+	case messages.DeadlockBreak:
+		a.breakWait(ctx, m)
+	case messages.DeadlockResync:
+		a.reported = true // report even nothing: the detector restarted
+		a.reportWaits(ctx)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted instance reloads the fencing marks and durable
-		// leases; its waiters are answered now rather than left to time out.
+		// leases; its waiters are answered now rather than left to time out
+		// (and withdrawn from the deadlock detector).
 		for _, w := range a.waiters {
 			w.timer.Stop()
 			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "checkout %s is stopping", a.repo.CheckoutID)))
 		}
 		a.waiters = nil
+		a.reportWaits(ctx)
 	}
 }
 
@@ -118,7 +146,9 @@ func (a *Checkout) restore(ctx actor.Context) {
 	a.table = lease.NewTable(hw)
 	a.reserved = hw
 	a.pids = map[string]*actor.PID{}
+	a.runs = map[string]string{}
 	a.waiters = nil
+	a.reported = false
 	var durable []messages.LeaseInfo
 	err = a.store.Scan(persistence.LeasePrefix(a.repo.CheckoutID), func(_ []byte, decode func(any) error) error {
 		var li messages.LeaseInfo
@@ -134,12 +164,15 @@ func (a *Checkout) restore(ctx actor.Context) {
 	now := a.now()
 	for _, li := range durable {
 		a.table.Restore(fromInfo(li))
+		if li.RunID != "" {
+			a.runs[li.ID] = li.RunID
+		}
 	}
 	for _, l := range a.table.Expire(now) {
 		a.forget(ctx, l, "expired while harnessd was down")
 	}
 	for _, l := range a.table.Leases() {
-		a.spawnLease(ctx, toInfo(a.repo.CheckoutID, l))
+		a.spawnLease(ctx, a.info(l))
 	}
 }
 
@@ -155,7 +188,7 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 		return
 	}
 	if a.blockingWaiter(req.Keys) == nil {
-		info, err := a.grant(ctx, req)
+		info, err := a.grant(ctx, req, m.RunID)
 		if err == nil || errs.CodeOf(err) != errs.MutationBusy || m.Wait <= 0 {
 			reply(ctx, messages.Acquired{Lease: info}, err)
 			return
@@ -164,9 +197,10 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 	// Busy and the caller will wait: queue in mailbox order.
 	a.seq++
 	seq, self, sys := a.seq, ctx.Self(), ctx.ActorSystem()
-	w := &waiter{seq: seq, req: req, sender: ctx.Sender()}
+	w := &waiter{seq: seq, req: req, run: m.RunID, since: a.now(), sender: ctx.Sender()}
 	w.timer = time.AfterFunc(m.Wait, func() { sys.Root.Send(self, waitExpired{seq: seq}) })
 	a.waiters = append(a.waiters, w)
+	a.reportWaits(ctx)
 }
 
 func (a *Checkout) request(m messages.Acquire) (lease.Request, error) {
@@ -205,13 +239,14 @@ func (a *Checkout) blockingWaiter(keys []lease.Key) *waiter {
 
 // grant prepares a lease, persists the new high-water marks (and the lease
 // itself when durable) with sync, and only then commits and answers.
-func (a *Checkout) grant(ctx actor.Context, req lease.Request) (messages.LeaseInfo, error) {
+func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string) (messages.LeaseInfo, error) {
 	now := a.now()
 	l, err := a.table.Prepare(req, now)
 	if err != nil {
 		return messages.LeaseInfo{}, err
 	}
 	info := toInfo(a.repo.CheckoutID, l)
+	info.RunID = run
 	reserve := map[lease.Key]uint64{}
 	for k, tok := range l.Tokens {
 		if tok > a.reserved[k] {
@@ -241,6 +276,9 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request) (messages.LeaseIn
 	if _, ok := a.table.Get(l.ID); !ok {
 		return messages.LeaseInfo{}, errs.New(errs.Internal, "lease %s was not committed", l.ID)
 	}
+	if run != "" {
+		a.runs[l.ID] = run
+	}
 	a.spawnLease(ctx, info)
 	return info, nil
 }
@@ -267,7 +305,7 @@ func (a *Checkout) renew(ctx actor.Context, m messages.Renew) (messages.Renewed,
 		ctx.Send(pid, messages.LeaseTouched{Expires: l.Expires})
 	}
 	if l.Visibility == lease.Durable {
-		if err := a.store.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), toInfo(a.repo.CheckoutID, l)); err != nil {
+		if err := a.store.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), a.info(l)); err != nil {
 			a.lg.Warn("persist renewed durable lease", zap.String("lease_id", l.ID), zap.Error(err))
 		}
 	}
@@ -311,6 +349,7 @@ func (a *Checkout) expire(ctx actor.Context, now time.Time) {
 
 // forget stops a lease's actor and deletes its durable record.
 func (a *Checkout) forget(ctx actor.Context, l lease.Lease, _ string) {
+	delete(a.runs, l.ID)
 	if pid := a.pids[l.ID]; pid != nil {
 		ctx.Stop(pid)
 		delete(a.pids, l.ID)
@@ -335,7 +374,7 @@ func (a *Checkout) serveWaiters(ctx actor.Context) {
 			}
 		}
 		if !blocked {
-			info, err := a.grant(ctx, w.req)
+			info, err := a.grant(ctx, w.req, w.run)
 			if err == nil {
 				w.timer.Stop()
 				ctx.Send(w.sender, messages.Acquired{Lease: info})
@@ -350,6 +389,7 @@ func (a *Checkout) serveWaiters(ctx actor.Context) {
 		keep = append(keep, w)
 	}
 	a.waiters = keep
+	a.reportWaits(ctx)
 }
 
 func overlapAny(a, b []lease.Key) bool {
@@ -385,10 +425,17 @@ func (a *Checkout) list() []messages.LeaseInfo {
 	now := a.now()
 	for _, l := range ls {
 		if l.Live(now) {
-			out = append(out, toInfo(a.repo.CheckoutID, l))
+			out = append(out, a.info(l))
 		}
 	}
 	return out
+}
+
+// info describes a lease of this checkout, with the run it was taken for.
+func (a *Checkout) info(l lease.Lease) messages.LeaseInfo {
+	info := toInfo(a.repo.CheckoutID, l)
+	info.RunID = a.runs[l.ID]
+	return info
 }
 
 func toInfo(checkout string, l lease.Lease) messages.LeaseInfo {

@@ -309,7 +309,7 @@ func (a *jobActor) prepare(ctx actor.Context) {
 		// The answer (Acquired or Failed) comes back as a message.
 		ctx.Request(a.checkout, messages.Acquire{
 			Owner: a.job.ID, Operation: "job_start", Keys: []string{key},
-			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait,
+			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait, RunID: a.job.CallerRunID,
 		})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		a.leaseTimer = time.AfterFunc(jobLeaseWait+10*time.Second, func() { root.Send(self, jobLeaseTimeout{}) })

@@ -67,6 +67,11 @@ type Job struct {
 	Tail         string    `json:"tail,omitempty"`
 	Error        *JobError `json:"error,omitempty"`
 	Swept        int       `json:"swept,omitempty"`
+	// CallerRunID is the run that started the job (messages.Caller.RunID;
+	// "" = none): the job's durable lease is taken for it, so its waits
+	// and holds take part in deadlock detection across runs. (RunID above
+	// is the marker of the job's process tree, proc.RunIDEnv.)
+	CallerRunID string `json:"caller_run_id,omitempty"`
 }
 
 // JobSubmit asks the jobs actor to queue a new job. Job carries the spec

@@ -15,6 +15,9 @@ type LeaseInfo struct {
 	Granted    time.Time         `json:"granted_at"`
 	Expires    time.Time         `json:"expires_at"`
 	Visibility string            `json:"visibility"`
+	// RunID is the run the lease was taken for ("" = outside any run); the
+	// deadlock detector's wait-for graph is over these.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // Acquire asks a checkout for a write lease over Keys. When a key is busy
@@ -27,6 +30,9 @@ type Acquire struct {
 	TTL        time.Duration
 	Visibility string // "ephemeral" (default) or "durable"
 	Wait       time.Duration
+	// RunID is the run the request belongs to ("" = none): a waiting
+	// request of a run takes part in deadlock detection (messages/deadlock.go).
+	RunID string
 }
 
 // Acquired answers Acquire.

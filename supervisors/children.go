@@ -23,6 +23,9 @@ const (
 	ChecksName   = "checks"
 	JobsName     = "jobs"
 	RunsName     = "runs"
+	// DeadlocksName is the deadlock detector: it starts before the registry
+	// (and drains after it), so every checkout can reach it.
+	DeadlocksName = "deadlocks"
 )
 
 // Deps are what the tree's actors need. The runners are dependencies of the
@@ -54,6 +57,9 @@ type Deps struct {
 	JobsPID *actor.PID
 	// RunsOptions configure the runs (zero = the defaults).
 	RunsOptions RunsOptions
+	// DeadlocksPID is the deadlock detector the checkouts report the waits
+	// of runs to (ChildPID(root, DeadlocksName)); nil = no detection.
+	DeadlocksPID *actor.PID
 }
 
 // RunsOptions configure the runs supervisor (zero fields = the defaults).
@@ -81,11 +87,19 @@ func (d Deps) recover() actor.PropsOption {
 func Registry(d Deps) Child {
 	lg, mw := d.logger(), d.recover()
 	checkout := func(r messages.Repository) *actor.Props {
-		return actor.PropsFromProducer(actors.NewCheckout(r, d.Store, lg, d.Now), mw)
+		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID}), mw)
 	}
 	props := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
 	return Child{Name: RegistryName, Props: props, Restart: Permanent}
+}
+
+// Deadlocks is the deadlock detector: the wait-for graph of the runs'
+// lease waits across every checkout, in memory only (a restart rebuilds it
+// from the live waits).
+func Deadlocks(d Deps) Child {
+	props := actor.PropsFromProducer(actors.NewDeadlocks(actors.DeadlocksConfig{Index: d.Index, Logger: d.logger()}), d.recover())
+	return Child{Name: DeadlocksName, Props: props, Restart: Permanent}
 }
 
 // Ledger is the request ledger.

@@ -68,7 +68,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return cause
 	}
 
-	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral"})
+	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -117,6 +117,9 @@ type LeaseRequest struct {
 	Wait       time.Duration // 0 = fail at once with MUTATION_BUSY
 	Visibility string        // "ephemeral" (default) or "durable"
 	TTL        time.Duration // 0 = the checkout's default
+	// RunID is the run the lease is taken for ("" = none); a waiting
+	// request of a run takes part in deadlock detection across runs.
+	RunID string
 }
 
 // MaxLeaseWait bounds how long a mutation waits for a busy resource.
@@ -150,7 +153,7 @@ func (c actorLeases) Acquire(ctx context.Context, repo RepoEntry, req LeaseReque
 	rctx, cancel := context.WithTimeout(ctx, req.Wait+c.r.cfg.RequestTimeout)
 	defer cancel()
 	acq, err := Ask[messages.Acquired](rctx, c.r, repo.Checkout, messages.Acquire{
-		Owner: req.Owner, Operation: req.Operation, Keys: req.Keys, Wait: req.Wait, Visibility: req.Visibility, TTL: req.TTL,
+		Owner: req.Owner, Operation: req.Operation, Keys: req.Keys, Wait: req.Wait, Visibility: req.Visibility, TTL: req.TTL, RunID: req.RunID,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -124,6 +124,7 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 		Audit:   func(e messages.AuditEntry) { r.Audit.Append(e) },
 		Runs:    r.runs,
 		JobsPID: r.Jobs.pid, RunsOptions: r.cfg.Runs,
+		DeadlocksPID: supervisors.ChildPID(r.root, supervisors.DeadlocksName),
 	}
 	if err := supervisors.Boot(d); err != nil {
 		return err

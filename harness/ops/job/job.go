@@ -115,7 +115,7 @@ func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
 	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
 		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
 		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
-		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax,
+		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax, CallerRunID: c.Caller.RunID,
 	})
 	if err != nil {
 		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
