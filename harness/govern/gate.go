@@ -47,6 +47,11 @@ type Input struct {
 	// Caller is who asked: the run, the MCP session and the client. Audit
 	// entries and approval requests carry it.
 	Caller messages.Caller
+	// RequireVerified are stages of the caller's run the operation asks to
+	// have verified (git_commit's require_verified). The decision lists
+	// them with the matching require_verified policy rules
+	// (mediate.Decision.RequireVerified); the write enforces them.
+	RequireVerified []string
 }
 
 // Identify fills in e's run, session and client from c.
@@ -101,7 +106,8 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
-		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable}
+		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable,
+		RequireVerified: in.RequireVerified}
 	if in.Root != nil {
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/verify"
 )
 
 // Receipt records one mutation: who wrote what under which fencing token.
@@ -23,9 +24,13 @@ type Receipt struct {
 	HooksRan      *bool             `json:"hooks_ran,omitempty"`
 	// SkippedSecretPaths are changed secret files a directory or glob of
 	// git_stage matched and harnessd left unstaged.
-	SkippedSecretPaths []string  `json:"skipped_secret_paths,omitempty"`
-	At                 time.Time `json:"at"`
-	LatencyMs          float64   `json:"latency_ms"`
+	SkippedSecretPaths []string `json:"skipped_secret_paths,omitempty"`
+	// Verified are the verified stages the write required and passed
+	// (git_commit's require_verified, require_verified policy rules), as
+	// they were verified at the moment of the write.
+	Verified  []verify.Stamp `json:"verified,omitempty"`
+	At        time.Time      `json:"at"`
+	LatencyMs float64        `json:"latency_ms"`
 }
 
 // MutationResult is the result of apply_patch, git_stage, git_commit and

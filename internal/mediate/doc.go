@@ -23,7 +23,12 @@
 //  5. loop: a loop verdict blocks with LOOP_DETECTED ("loop").
 //  6. risk: a score of 80 or more asks with APPROVAL_REQUIRED ("risk") unless
 //     Input.ApprovalOK or a policy allow rule matched.
-//  7. otherwise allow.
+//  7. otherwise allow. An allowed decision carries RequireVerified: the
+//     stages of the caller's run that must be verified first — the
+//     operation's own (Input.RequireVerified, rule "require_verified") and
+//     those of every matching require_verified policy rule. Decide only
+//     names them (it is pure); the writes re-verify each stage right after
+//     the gate and answer VERIFICATION_REQUIRED with the blockers.
 //
 // Strictest wins: block > escalate > ask > allow. A later block therefore
 // beats an earlier escalate or ask (a policy deny or a loop still blocks a

@@ -35,6 +35,9 @@ const (
 	RuleApproval     = "approval"
 	RuleMediator     = "mediator"
 	RuleNetwork      = "network"
+	// RuleRequireVerified is the rule id of a verification the operation's
+	// own require_verified argument asks for.
+	RuleRequireVerified = "require_verified"
 )
 
 // Input is everything Decide looks at.
@@ -63,6 +66,9 @@ type Input struct {
 	// route requires it (run_check): the route then does not escalate, and
 	// the policy, network and risk checks decide as for any call.
 	RunsDurable bool
+	// RequireVerified are stages of the caller's run the operation itself
+	// asks to have verified (git_commit's require_verified).
+	RequireVerified []string
 }
 
 // History is recent activity of the same agent or session, for the risk
@@ -82,6 +88,12 @@ type Decision struct {
 	Code    errs.Code      `json:"code,omitempty"`    // the error code to answer with when not allow
 	Tier    route.Tier     `json:"tier"`
 	Route   route.Decision `json:"route"`
+	// RequireVerified are the stages of the caller's run that must be
+	// verified for an allowed operation to run: its own require_verified
+	// argument first (rule "require_verified"), then every matching
+	// require_verified policy rule, one per stage. The operation enforces
+	// them right after the gate, re-verifying each stage at that moment.
+	RequireVerified []policy.Requirement `json:"require_verified,omitempty"`
 }
 
 // Err returns nil for allow and otherwise the coded error to answer with: the
@@ -213,8 +225,9 @@ func Decide(in Input) (d Decision) {
 		}
 	}
 
-	// 7: allow.
+	// 7: allow, with the verified stages the operation needs.
 	d.Outcome = Allow
+	d.RequireVerified = requirements(in.RequireVerified, pol.Requirements(policy.Action{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths}))
 	switch {
 	case approvedRule == RuleRisk:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
@@ -228,6 +241,29 @@ func Decide(in Input) (d Decision) {
 		d.Reason = "allowed: " + string(d.Route.Mode) + " route, no rule objects, risk " + strconv.Itoa(d.Risk)
 	}
 	return d
+}
+
+// requirements lists the operation's own stages, then the policy's, one
+// requirement per stage (the first to name it).
+func requirements(own []string, rules []policy.Requirement) []policy.Requirement {
+	if len(own) == 0 && len(rules) == 0 {
+		return nil
+	}
+	out := make([]policy.Requirement, 0, len(own)+len(rules))
+	seen := make(map[string]bool, len(own)+len(rules))
+	for _, s := range own {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, policy.Requirement{RuleID: RuleRequireVerified, Stage: s})
+		}
+	}
+	for _, r := range rules {
+		if !seen[r.Stage] {
+			seen[r.Stage] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // verdict is a non-allow outcome before it is folded into a Decision.

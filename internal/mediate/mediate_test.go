@@ -413,3 +413,59 @@ func BenchmarkDecideCommandWithPolicy(b *testing.B) {
 		}
 	}
 }
+
+// An allowed write carries the verified stages it needs: its own argument
+// first, then the matching require_verified rules, one per stage; a
+// block carries none, and require_verified rules never decide.
+func TestDecideRequireVerified(t *testing.T) {
+	pol := mustPolicy(t, `version: 1
+rules:
+  - id: tests-before-commit
+    tools: [git_commit, patch_proposal_integrate]
+    require_verified: tests
+  - id: review-migrations
+    tools: [git_commit, apply_patch]
+    paths: ["migrations/**"]
+    require_verified: review
+  - id: also-tests
+    tools: [git_commit]
+    require_verified: tests
+  - id: no-lock
+    paths: ["**/*.lock"]
+    decision: deny
+`)
+	req := func(kv ...string) []policy.Requirement {
+		var out []policy.Requirement
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, policy.Requirement{RuleID: kv[i], Stage: kv[i+1]})
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		in      Input
+		outcome Outcome
+		want    []policy.Requirement
+	}{
+		{"nothing required", Input{Tool: "apply_patch", Paths: []string{"src/a.go"}, Writes: true}, Allow, nil},
+		{"argument only", Input{Tool: "apply_patch", Paths: []string{"src/a.go"}, Writes: true, RequireVerified: []string{"lint"}}, Allow,
+			req(RuleRequireVerified, "lint")},
+		{"policy only", Input{Tool: "git_commit", Writes: true}, Allow, req("tests-before-commit", "tests")},
+		{"argument first, one per stage", Input{Tool: "git_commit", Paths: []string{"migrations/1.sql"}, Writes: true, RequireVerified: []string{"tests"}}, Allow,
+			req(RuleRequireVerified, "tests", "review-migrations", "review")},
+		{"integrate", Input{Tool: "patch_proposal_integrate", Paths: []string{"a.go"}, Writes: true}, Allow, req("tests-before-commit", "tests")},
+		{"a block carries none", Input{Tool: "git_commit", Paths: []string{"x.lock"}, Writes: true, RequireVerified: []string{"tests"}}, Block, nil},
+		{"a read needs nothing", Input{Tool: "read_file", Paths: []string{"migrations/1.sql"}}, Allow, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(Input{Tool: tt.in.Tool, Paths: tt.in.Paths, Writes: tt.in.Writes, RequireVerified: tt.in.RequireVerified, Policy: pol})
+			if d.Outcome != tt.outcome {
+				t.Fatalf("outcome %s (%s), want %s", d.Outcome, d.Reason, tt.outcome)
+			}
+			if fmt.Sprint(d.RequireVerified) != fmt.Sprint(tt.want) {
+				t.Errorf("RequireVerified = %+v, want %+v", d.RequireVerified, tt.want)
+			}
+		})
+	}
+}

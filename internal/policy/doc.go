@@ -18,9 +18,26 @@
 //	      match:     [{tool: run_command, argv: [git, push, --force, origin, main]}]
 //	      not_match: [{tool: run_command, argv: [git, push, origin, main]}]
 //
+// A rule has either a decision or require_verified, a stage of the
+// caller's run that must be verified (run_verify) for the operations the
+// rule matches to run:
+//
+//	rules:
+//	  - id: tests-before-commit
+//	    tools: [git_commit, patch_proposal_integrate]  # required: writes only (VerifiedTools)
+//	    paths: ["src/**"]                               # optional
+//	    require_verified: tests
+//
+// Such a rule is an obligation, not a decision: [Policy.Evaluate] skips it
+// and [Policy.Requirements] returns every one that matches (all apply).
+// The mediator adds them to its decision; the writes enforce them right
+// after the gate (harness/ops/run.Enforce).
+//
 // Parsing is strict: unknown fields, duplicate keys, YAML aliases, a missing
 // or duplicate id, an unknown decision, an invalid regular expression or glob,
-// a rule without any matcher and a version other than 1 are errors that name
+// a rule without any matcher, a rule with both or neither of decision and
+// require_verified, a require_verified rule without tools, naming a tool
+// that is not a write or matching argv, and a version other than 1 are errors that name
 // the rule (by id, or by index when it has none) and the line. After the rules
 // compile, every example is checked against its own rule; one that does not
 // behave as declared stops the load.

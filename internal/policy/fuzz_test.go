@@ -28,6 +28,8 @@ func FuzzParse(f *testing.F) {
 		"\xef\xbb\xbfversion: 1\n",
 		"version: !!int 1\nrules: !!seq []\n",
 		"version: 0x1\n",
+		"version: 1\nrules:\n  - {id: t, tools: [git_commit], require_verified: tests, examples: {match: [{tool: git_commit}]}}\n",
+		"version: 1\nrules:\n  - {id: t, tools: [run_command], require_verified: tests}\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -43,12 +45,19 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, r := range p.Rules() {
 			for _, a := range r.Examples.Match {
+				if r.RequireVerified != "" {
+					if len(p.Requirements(a)) == 0 {
+						t.Fatalf("rule %s: match example %s matches no requirement", r.ID, a)
+					}
+					continue
+				}
 				if _, ok := p.Evaluate(a); !ok {
 					t.Fatalf("rule %s: match example %s matches no rule", r.ID, a)
 				}
 			}
 			for _, a := range r.Examples.NotMatch {
 				p.Evaluate(a)
+				p.Requirements(a)
 			}
 		}
 		d, err := digestOf(p.Rules())

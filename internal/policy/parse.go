@@ -28,6 +28,7 @@ const (
 	MaxPatternLen     = 4096    // length of argv_pattern
 	MaxGlobLen        = 1024    // length of one paths glob
 	MaxJustificationN = 4096    // length of a justification
+	MaxStageLen       = 128     // length of a require_verified stage name
 )
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
@@ -306,7 +307,12 @@ func (p *parser) stringList(n *yaml.Node, what string) ([]string, error) {
 	return out, nil
 }
 
-var ruleFields = []string{"id", "tools", "argv_prefix", "argv_pattern", "paths", "decision", "justification", "examples"}
+var ruleFields = []string{"id", "tools", "argv_prefix", "argv_pattern", "paths", "decision", "require_verified", "justification", "examples"}
+
+// VerifiedTools are the operations a require_verified rule may name: the
+// writes that check, right after the gate, that their run has the stage
+// verified (harness/ops/run.Enforce).
+var VerifiedTools = []string{"apply_patch", "git_stage", "git_commit", "patch_proposal_integrate"}
 
 func (p *parser) rule(i int, n *yaml.Node) (compiled, error) {
 	var c compiled
@@ -342,17 +348,32 @@ func (p *parser) rule(i int, n *yaml.Node) (compiled, error) {
 		return c, p.errorf(idn.Line, "id %q must start with a letter or digit and contain only letters, digits and . _ : / -", r.ID)
 	}
 
-	dn, ok := f["decision"]
-	if !ok {
-		return c, p.errorf(n.Line, "decision is missing: want allow, ask or deny")
-	}
-	d, err := p.scalar(dn, "decision")
-	if err != nil {
-		return c, err
-	}
-	r.Decision = Decision(d)
-	if !r.Decision.Valid() {
-		return c, p.errorf(dn.Line, "decision %q is not allow, ask or deny", d)
+	dn, hasDecision := f["decision"]
+	rn, hasRequire := f["require_verified"]
+	switch {
+	case hasDecision && hasRequire:
+		return c, p.errorf(dn.Line, "a rule has either a decision or require_verified, not both (write two rules)")
+	case hasRequire:
+		if r.RequireVerified, err = p.scalar(rn, "require_verified"); err != nil {
+			return c, err
+		}
+		switch {
+		case strings.TrimSpace(r.RequireVerified) == "":
+			return c, p.errorf(rn.Line, "require_verified is empty: name the stage of the run that must be verified (run_verify)")
+		case len(r.RequireVerified) > MaxStageLen:
+			return c, p.errorf(rn.Line, "require_verified is longer than %d bytes (a stage name)", MaxStageLen)
+		}
+	case !hasDecision:
+		return c, p.errorf(n.Line, "decision is missing: want allow, ask or deny (or require_verified: <stage>)")
+	default:
+		d, err := p.scalar(dn, "decision")
+		if err != nil {
+			return c, err
+		}
+		r.Decision = Decision(d)
+		if !r.Decision.Valid() {
+			return c, p.errorf(dn.Line, "decision %q is not allow, ask or deny", d)
+		}
 	}
 
 	if jn, ok := f["justification"]; ok {
@@ -422,6 +443,19 @@ func (p *parser) rule(i int, n *yaml.Node) (compiled, error) {
 
 	if r.Tools == nil && r.ArgvPrefix == nil && r.ArgvPattern == "" && r.Paths == nil {
 		return c, p.errorf(n.Line, "has no matcher: give at least one of tools, argv_prefix, argv_pattern, paths")
+	}
+	if hasRequire {
+		if r.Tools == nil {
+			return c, p.errorf(rn.Line, "require_verified needs tools: one or more of %s", strings.Join(VerifiedTools, ", "))
+		}
+		for j, t := range r.Tools {
+			if !containsString(VerifiedTools, t) {
+				return c, p.errorf(rn.Line, "tools[%d] %q: require_verified applies to %s only", j, t, strings.Join(VerifiedTools, ", "))
+			}
+		}
+		if r.ArgvPrefix != nil || r.ArgvPattern != "" {
+			return c, p.errorf(rn.Line, "require_verified rules match tools and paths; argv_prefix and argv_pattern never match a write")
+		}
 	}
 
 	if en, ok := f["examples"]; ok {

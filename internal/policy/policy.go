@@ -46,7 +46,11 @@ type Rule struct {
 	ArgvPattern   string   `json:"argv_pattern"`
 	Paths         []string `json:"paths"`
 	Decision      Decision `json:"decision"`
-	Examples      Examples `json:"examples"`
+	// RequireVerified names a stage of the caller's run that must be
+	// verified (run_verify) for the matched operations to run; such a rule
+	// has no decision and never takes part in Evaluate (see Requirements).
+	RequireVerified string   `json:"require_verified,omitempty"`
+	Examples        Examples `json:"examples"`
 }
 
 // Examples are actions a rule must match (Match) and must not match
@@ -190,6 +194,9 @@ func (p *Policy) Evaluate(a Action) (Match, bool) {
 	best := -1
 	for i := range p.rules {
 		c := &p.rules[i]
+		if c.rule.RequireVerified != "" {
+			continue // an obligation, not a decision: see Requirements
+		}
 		if best >= 0 && c.rule.Decision.Rank() <= p.rules[best].rule.Decision.Rank() {
 			continue // cannot beat the current match
 		}
@@ -206,6 +213,36 @@ func (p *Policy) Evaluate(a Action) (Match, bool) {
 	}
 	r := &p.rules[best].rule
 	return Match{RuleID: r.ID, Decision: r.Decision, Justification: r.Justification}, true
+}
+
+// Requirement is a require_verified rule that matched an action: the
+// stage of the caller's run that must be verified.
+type Requirement struct {
+	RuleID string `json:"rule_id"`
+	Stage  string `json:"stage"`
+}
+
+// Requirements returns every require_verified rule matching a, in file
+// order (all of them apply, unlike decisions, where the strictest wins).
+func (p *Policy) Requirements(a Action) []Requirement {
+	if p == nil || len(p.rules) == 0 {
+		return nil
+	}
+	var in *subject
+	var out []Requirement
+	for i := range p.rules {
+		c := &p.rules[i]
+		if c.rule.RequireVerified == "" {
+			continue
+		}
+		if in == nil {
+			in = newSubject(&a)
+		}
+		if c.matches(in) {
+			out = append(out, Requirement{RuleID: c.rule.ID, Stage: c.rule.RequireVerified})
+		}
+	}
+	return out
 }
 
 // subject is an Action with lazily computed derived forms, shared by all rules

@@ -120,6 +120,13 @@ func TestParseErrors(t *testing.T) {
 		{"example unknown field", rule("id: r1\ndecision: deny\ntools: [x]\nexamples: {match: [{tool: x, args: [a]}]}"), "r1", `example match[0]: unknown field "args"`},
 		{"binary tag", rule("id: r1\ndecision: deny\ntools: [!!binary aGk=]"), "r1", "must be a string, not a !!binary value"},
 		{"too large", "version: 1\n" + strings.Repeat("#", MaxBytes), "", "larger than"},
+		{"decision and require_verified", rule("id: r1\ndecision: deny\nrequire_verified: tests\ntools: [git_commit]"), "r1", "either a decision or require_verified"},
+		{"empty require_verified", rule("id: r1\nrequire_verified: ' '\ntools: [git_commit]"), "r1", "require_verified is empty"},
+		{"long require_verified", rule("id: r1\nrequire_verified: " + strings.Repeat("s", MaxStageLen+1) + "\ntools: [git_commit]"), "r1", "longer than 128 bytes"},
+		{"require_verified without tools", rule("id: r1\nrequire_verified: tests\npaths: ['src/**']"), "r1", "require_verified needs tools"},
+		{"require_verified on a read", rule("id: r1\nrequire_verified: tests\ntools: [git_commit, run_command]"), "r1", `tools[1] "run_command": require_verified applies to`},
+		{"require_verified with argv", rule("id: r1\nrequire_verified: tests\ntools: [git_commit]\nargv_prefix: [git]"), "r1", "argv_prefix and argv_pattern never match a write"},
+		{"require_verified bad example", rule("id: r1\nrequire_verified: tests\ntools: [git_commit]\nexamples: {match: [{tool: apply_patch}]}"), "r1", "does not match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -517,5 +524,74 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse(src, "p"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestRequirements(t *testing.T) {
+	p := mustParse(t, `version: 1
+rules:
+  - id: tests-before-commit
+    tools: [git_commit, patch_proposal_integrate]
+    require_verified: tests
+    justification: commits need passing tests
+    examples:
+      match: [{tool: git_commit}, {tool: patch_proposal_integrate, paths: [a.go]}]
+      not_match: [{tool: apply_patch}]
+  - id: review-migrations
+    tools: [apply_patch, git_commit]
+    paths: ["migrations/**"]
+    require_verified: review
+  - id: deny-lock
+    paths: ["**/*.lock"]
+    decision: deny
+`)
+	tests := []struct {
+		name string
+		a    Action
+		want []Requirement
+	}{
+		{"commit", Action{Tool: "git_commit"}, []Requirement{{RuleID: "tests-before-commit", Stage: "tests"}}},
+		{"commit of a migration: both, in file order", Action{Tool: "git_commit", Paths: []string{"migrations/001.sql"}},
+			[]Requirement{{RuleID: "tests-before-commit", Stage: "tests"}, {RuleID: "review-migrations", Stage: "review"}}},
+		{"patch of a migration", Action{Tool: "apply_patch", Paths: []string{"migrations/001.sql"}}, []Requirement{{RuleID: "review-migrations", Stage: "review"}}},
+		{"patch elsewhere", Action{Tool: "apply_patch", Paths: []string{"src/a.go"}}, nil},
+		{"a read", Action{Tool: "read_file", Paths: []string{"migrations/001.sql"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := p.Requirements(tt.a)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Requirements(%s) = %+v, want %+v", tt.a, got, tt.want)
+			}
+		})
+	}
+	// A requirement is not a decision: Evaluate never answers one.
+	if m, ok := p.Evaluate(Action{Tool: "git_commit"}); ok {
+		t.Errorf("Evaluate(git_commit) = %+v, want no decision", m)
+	}
+	if m, ok := p.Evaluate(Action{Tool: "git_commit", Paths: []string{"x.lock"}}); !ok || m.RuleID != "deny-lock" {
+		t.Errorf("Evaluate(lockfile commit) = %+v, %v; want deny-lock", m, ok)
+	}
+	if r := p.Rules()[0]; r.RequireVerified != "tests" || r.Decision != "" {
+		t.Errorf("rule 0 = %+v, want require_verified tests and no decision", r)
+	}
+	var nilPolicy *Policy
+	if got := nilPolicy.Requirements(Action{Tool: "git_commit"}); got != nil {
+		t.Errorf("nil policy: %v", got)
+	}
+}
+
+// A require_verified rule changes the digest; the field is left out of the
+// canonical form of other rules, so their digests did not change.
+func TestRequireVerifiedDigest(t *testing.T) {
+	a := mustParse(t, "version: 1\nrules:\n  - {id: r, tools: [git_commit], require_verified: tests}\n").Digest()
+	b := mustParse(t, "version: 1\nrules:\n  - {id: r, tools: [git_commit], require_verified: review}\n").Digest()
+	if a == b {
+		t.Error("digest did not change with the stage")
+	}
+	c := mustParse(t, "version: 1\nrules:\n  - {id: r, tools: [git_commit], decision: deny}\n").Digest()
+	want, err := digestOf([]Rule{{ID: "r", Tools: []string{"git_commit"}, Decision: Deny}})
+	if err != nil || c != want {
+		t.Errorf("digest of a decision rule = %s, want %s (%v)", c, want, err)
 	}
 }

@@ -6,6 +6,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,14 +19,17 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/ops/job"
+	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
 // Ops returns run_check.
@@ -95,25 +99,152 @@ type RunCheckResult struct {
 	op.Meta
 }
 
-func runCheck(_ context.Context, c *op.Call, args RunCheckArgs) (*op.Plan, error) {
-	if len(args.Argv) == 0 || args.Argv[0] == "" {
-		return nil, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
+// Defined is a check definition as run_check defines it: validated, with
+// its effects normalised and its default timeout (15 s focused, 600 s
+// unfocused) applied. Its semantic identity is computed from it.
+type Defined struct {
+	Argv      []string
+	Cwd       string
+	Effects   []string
+	TimeoutMs int
+	Focused   bool
+	// Writes: the check declares the workspace_write effect.
+	Writes bool
+}
+
+// Define validates a check's argv, timeout and effects and applies
+// run_check's defaults; the identity of the result is the one run_check
+// computes for the same arguments.
+func Define(argv []string, cwd string, timeoutMs int, effects []string) (Defined, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return Defined{}, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
 	}
-	if args.TimeoutMs < 0 {
-		return nil, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
+	if timeoutMs < 0 {
+		return Defined{}, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
 	}
-	effects, writes, err := checkEffects(args.Effects)
+	eff, writes, err := checkEffects(effects)
 	if err != nil {
-		return nil, err
+		return Defined{}, err
 	}
-	focused, _ := classify.Focus(args.Argv)
-	timeoutMs := args.TimeoutMs
+	focused, _ := classify.Focus(argv)
 	if timeoutMs == 0 {
 		timeoutMs = unfocusedTimeoutMs
 		if focused {
 			timeoutMs = focusedTimeoutMs
 		}
 	}
+	return Defined{Argv: argv, Cwd: cwd, Effects: eff, TimeoutMs: timeoutMs, Focused: focused, Writes: writes}, nil
+}
+
+// Identity is a check's semantic identity in one checkout, with its parts
+// (stored with evidence to explain a miss) and the key of its check actor
+// and evidence.
+type Identity struct {
+	ID    checkid.Identity
+	Parts checkid.Parts
+	Key   messages.CheckKey
+}
+
+// Identify computes the semantic identity of d in the checkout e (root is
+// its path checker) exactly as run_check does: the content revision now,
+// the definition and the environment fingerprint. It runs nothing but git
+// and the cached tool version probe.
+func Identify(ctx context.Context, env *op.Env, e runtime.RepoEntry, root *pathsafe.Root, d Defined) (Identity, error) {
+	rev, err := Revision(ctx, env, root)
+	if err != nil {
+		return Identity{}, err
+	}
+	return IdentifyAt(ctx, env, e, rev, d)
+}
+
+// Revision returns the content revision of the checkout behind root as a
+// check's identity sees it (secret paths and harnessd's artefacts left out).
+func Revision(ctx context.Context, env *op.Env, root *pathsafe.Root) (checkid.Revision, error) {
+	return checkid.ContentRevision(ctx, env.Git, root.Path(), checkid.Options{Exclude: exclude(env)})
+}
+
+// IdentifyAt is Identify on a content revision computed before (Revision):
+// several checks judged against one revision of the checkout.
+func IdentifyAt(ctx context.Context, env *op.Env, e runtime.RepoEntry, rev checkid.Revision, d Defined) (Identity, error) {
+	environ := proc.ScrubEnv(os.Environ(), nil)
+	fp, err := env.Probe.Fingerprint(ctx, d.Argv, environ)
+	if err != nil {
+		return Identity{}, err
+	}
+	defn := checkid.Definition{Argv: d.Argv, Cwd: d.Cwd, Effects: d.Effects, TimeoutMs: d.TimeoutMs}
+	id := checkid.Compute(rev, defn, fp)
+	return Identity{
+		ID:    id,
+		Parts: checkid.Parts{Revision: rev, Definition: defn, Env: fp},
+		Key:   messages.CheckKey{RepoID: e.Repo.ID, CommonDir: e.Repo.CommonDir, Identity: id.Digest, Shared: rev.Clean && !d.Writes && e.Repo.CommonDir != ""},
+	}, nil
+}
+
+// Evidence returns the stored passing evidence of id as the check actor
+// would reuse it, without running or asking anything: the checkout's own,
+// else (a shared identity) the evidence another clean checkout of the
+// repository stored; nil when there is none or it is older than the
+// evidence's age bound. prev is the newest evidence of the same definition
+// in the checkout when it is of another identity (what the content, or the
+// environment, was when the check last passed), nil when there is none.
+func Evidence(env *op.Env, id Identity, now time.Time) (ev, prev *messages.CheckEvidence, err error) {
+	st := env.Store
+	get := func(repoID, identity string) (*messages.CheckEvidence, error) {
+		var e messages.CheckEvidence
+		err := st.Get(persistence.CheckEvidenceKey(repoID, identity), &e)
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "read check evidence: %v", err)
+		}
+		if e.Identity != identity || !e.Outcome.Passed || now.Sub(e.StoredAt) > actors.DefaultCheckMaxAge {
+			return nil, nil
+		}
+		return &e, nil
+	}
+	k := id.Key
+	if ev, err = get(k.RepoID, k.Identity); err != nil {
+		return nil, nil, err
+	}
+	if ev == nil && k.Shared {
+		var owner string
+		switch gerr := st.Get(persistence.CheckSharedKey(k.CommonDir, k.Identity), &owner); {
+		case gerr == nil && owner != "":
+			o, oerr := get(owner, k.Identity)
+			if oerr != nil {
+				return nil, nil, oerr
+			}
+			if o != nil && o.Shared && o.CommonDir == k.CommonDir {
+				ev = o
+			}
+		case gerr != nil && !errors.Is(gerr, persistence.ErrNotFound):
+			return nil, nil, errs.Wrap(errs.Unavailable, gerr, "read shared check index: %v", gerr)
+		}
+	}
+	var ix struct {
+		Identity string `json:"identity"`
+	}
+	switch gerr := st.Get(persistence.CheckDefKey(k.RepoID, id.ID.Definition), &ix); {
+	case gerr == nil && ix.Identity != "" && ix.Identity != k.Identity:
+		var p messages.CheckEvidence
+		if err := st.Get(persistence.CheckEvidenceKey(k.RepoID, ix.Identity), &p); err == nil {
+			prev = &p
+		} else if !errors.Is(err, persistence.ErrNotFound) {
+			return nil, nil, errs.Wrap(errs.Unavailable, err, "read check evidence: %v", err)
+		}
+	case gerr != nil && !errors.Is(gerr, persistence.ErrNotFound):
+		return nil, nil, errs.Wrap(errs.Unavailable, gerr, "read check index: %v", gerr)
+	}
+	return ev, prev, nil
+}
+
+func runCheck(_ context.Context, c *op.Call, args RunCheckArgs) (*op.Plan, error) {
+	d, err := Define(args.Argv, args.Cwd, args.TimeoutMs, args.Effects)
+	if err != nil {
+		return nil, err
+	}
+	writes, timeoutMs := d.Writes, d.TimeoutMs
 	c.Mark(op.SegRouting)
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, err
@@ -127,30 +258,23 @@ func runCheck(_ context.Context, c *op.Call, args RunCheckArgs) (*op.Plan, error
 		Breakdown: args.IncludeLatencyBreakdown,
 		Run: func(ctx context.Context) (any, error) {
 			durable := c.Gated().Decision.Route.Mode == route.Durable
-			return run(ctx, c, args, focused, effects, writes, timeoutMs, durable)
+			return run(ctx, c, args, d, durable)
 		},
 	}, nil
 }
 
-func run(ctx context.Context, c *op.Call, args RunCheckArgs, focused bool, effects []string, writes bool, timeoutMs int, durable bool) (*RunCheckResult, error) {
+func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable bool) (*RunCheckResult, error) {
 	env, root, e := c.Env, c.Root, c.Repo
-	environ := proc.ScrubEnv(os.Environ(), nil)
-	rev, err := checkid.ContentRevision(ctx, env.Git, root.Path(), checkid.Options{Exclude: exclude(env)})
+	focused, writes, timeoutMs := d.Focused, d.Writes, d.TimeoutMs
+	ident, err := Identify(ctx, env, e, root, d)
 	if err != nil {
 		return nil, err
 	}
-	fp, err := env.Probe.Fingerprint(ctx, args.Argv, environ)
-	if err != nil {
-		return nil, err
-	}
-	defn := checkid.Definition{Argv: args.Argv, Cwd: args.Cwd, Effects: effects, TimeoutMs: timeoutMs}
-	id := checkid.Compute(rev, defn, fp)
-	cur := checkid.Parts{Revision: rev, Definition: defn, Env: fp}
+	id, cur, key := ident.ID, ident.Parts, ident.Key
 	partsJSON, err := json.Marshal(cur)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "encode check parts: %v", err)
 	}
-	key := messages.CheckKey{RepoID: e.Repo.ID, CommonDir: e.Repo.CommonDir, Identity: id.Digest, Shared: rev.Clean && !writes && e.Repo.CommonDir != ""}
 	c.Mark(op.SegSnapshot)
 
 	pathName := "fast"

@@ -17,11 +17,13 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/run"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/runs"
 )
 
 // Commit and stage limits.
@@ -67,7 +69,11 @@ type Write struct {
 	Op    string
 	Paths []string // rel paths the write may touch
 	Keys  []string // resource keys it needs
-	Run   func(ctx context.Context, l runtime.Lease, r *op.Receipt) error
+	// RequireVerified are stages of the caller's run the write asks to
+	// have verified (git_commit's require_verified): the gate adds the
+	// policy's, and Run enforces them all (run.Enforce) before it writes.
+	RequireVerified []string
+	Run             func(ctx context.Context, l runtime.Lease, r *op.Receipt) error
 }
 
 // plan wraps a planned write as the plan of a standalone operation: gated
@@ -77,7 +83,7 @@ func plan(c *op.Call, w Write, requestID, approvalID string, waitMs int, breakdo
 		return nil
 	}
 	return &op.Plan{
-		Gate:      govern.Input{Paths: w.Paths, Writes: true, Args: hashed, ApprovalID: approvalID},
+		Gate:      govern.Input{Paths: w.Paths, Writes: true, Args: hashed, ApprovalID: approvalID, RequireVerified: w.RequireVerified},
 		Breakdown: breakdown,
 		Write:     WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run}), waitMs),
 	}
@@ -133,6 +139,9 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 	}
 	ops, allowed := args.Operations, args.AllowedPaths
 	return Write{Op: "apply_patch", Paths: rels, Keys: keys, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+		if err := enforce(ctx, c, r); err != nil {
+			return err
+		}
 		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence})
 		if err != nil {
 			return err
@@ -172,6 +181,9 @@ func PlanGitStage(ctx context.Context, c *op.Call, args GitStageArgs) (Write, er
 	}
 	return Write{Op: "git_stage", Paths: rels, Keys: []string{string(lease.GitIndexKey(c.Repo.Repo.CheckoutID))},
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+			if err := enforce(ctx, c, r); err != nil {
+				return err
+			}
 			if err := l.Fence(); err != nil {
 				return err
 			}
@@ -321,6 +333,7 @@ type GitCommitArgs struct {
 	Message                 string   `json:"message" jsonschema:"commit message (up to 4000 characters)"`
 	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`
+	RequireVerified         string   `json:"require_verified,omitempty" jsonschema:"a stage of this call's run that must be verified now (run_claim, then run_verify): the commit verifies it again before it writes, answers VERIFICATION_REQUIRED with the blockers if it is not, and records the verification in its receipt"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	ApprovalID              string   `json:"approval_id,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
@@ -335,6 +348,17 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		return Write{}, errs.New(errs.InvalidArgument, "message has %d characters: at most %d", len([]rune(args.Message)), maxCommitMessage)
 	case strings.ContainsRune(args.Message, 0):
 		return Write{}, errs.New(errs.InvalidArgument, "message contains a NUL byte")
+	}
+	var require []string
+	if args.RequireVerified != "" {
+		if err := runs.ValidText("require_verified", args.RequireVerified, runs.MaxStage); err != nil {
+			return Write{}, errs.New(errs.InvalidArgument, "git_commit: %v", err)
+		}
+		if c.Caller.RunID == "" {
+			return Write{}, errs.New(errs.InvalidArgument, "require_verified %q needs the commit's run: pass run_id (from run_start) or call from an MCP session (its run), claim the stage (run_claim) and verify it (run_verify)", args.RequireVerified).
+				With("stage", args.RequireVerified)
+		}
+		require = []string{args.RequireVerified}
 	}
 	root, git := c.Root, c.Env.Git
 	var rels, skipped []string
@@ -357,7 +381,10 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 	if st.Branch != "" {
 		keys = append(keys, string(lease.GitRefKey(co, "refs/heads/"+st.Branch)))
 	}
-	return Write{Op: "git_commit", Paths: rels, Keys: keys, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+	return Write{Op: "git_commit", Paths: rels, Keys: keys, RequireVerified: require, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+		if err := enforce(ctx, c, r); err != nil {
+			return err
+		}
 		dir := root.Path()
 		before, err := git.Head(ctx, dir)
 		if err != nil {
@@ -397,6 +424,19 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		r.HeadAfter, r.Commit, r.HooksRan = after, after, &hooks
 		return nil
 	}}, nil
+}
+
+// enforce re-verifies the stages the gate's decision requires of c (its
+// own require_verified and the matching policy rules; see run.Enforce)
+// and records the verifications in the receipt; it answers
+// VERIFICATION_REQUIRED, with the blockers, when one is not verified now.
+func enforce(ctx context.Context, c *op.Call, r *op.Receipt) error {
+	stamps, err := run.Enforce(ctx, c)
+	if err != nil {
+		return err
+	}
+	r.Verified = append(r.Verified, stamps...)
+	return nil
 }
 
 // CheckPaths resolves agent paths (up to 200) for stage and commit: inside

@@ -22,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/run"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
@@ -530,6 +531,12 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 	txn := op.MutationTxn(op.Txn{Op: "patch_proposal_integrate", RequestID: args.RequestID, Hashed: hashed, Paths: paths, Keys: keys,
 		Wait: time.Duration(args.WaitMs) * time.Millisecond,
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
+			// The verified stages the gate requires (require_verified rules).
+			stamps, err := run.Enforce(ctx, c)
+			if err != nil {
+				return err
+			}
+			r.Verified = append(r.Verified, stamps...)
 			// Under the lease: nothing can change the files until we write.
 			head, err := git.Head(ctx, root.Path())
 			if err != nil {
