@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"encoding/json"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/recovery"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
@@ -22,16 +25,20 @@ import (
 // Fast Path work (runs.Persisted). An implicit run stores nothing until it
 // has something to store, so a session that only reads writes nothing.
 type runActor struct {
-	cfg      RunsConfig
-	lg       *zap.Logger
-	st       messages.RunState
-	ring     runs.Ring
-	flags    *atomic.Uint32
-	restored bool
-	stored   bool   // the snapshot exists in the store
-	dirty    bool   // the snapshot is older than st
-	seq      uint64 // the last stored span's sequence number
-	events   uint64
+	cfg     RunsConfig
+	lg      *zap.Logger
+	st      messages.RunState
+	ring    runs.Ring
+	flags   *atomic.Uint32
+	pending *atomic.Int64
+	// tierNoted are the tiers above the run's that a call needed and an
+	// observation already said so (once per tier).
+	tierNoted map[string]bool
+	restored  bool
+	stored    bool   // the snapshot exists in the store
+	dirty     bool   // the snapshot is older than st
+	seq       uint64 // the last stored span's sequence number
+	events    uint64
 }
 
 func (a *runActor) Receive(ctx actor.Context) {
@@ -62,6 +69,14 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.observe(ctx, m)
 	case messages.RunStage:
 		a.stage(ctx, m)
+	case messages.RunEscalate:
+		a.escalate(ctx, m)
+	case runChild:
+		if runs.AddChild(&a.st, m.id) {
+			a.changed(ctx, a.stored || !a.st.Implicit)
+		}
+	case runChildNote:
+		a.childNote(ctx, m.o)
 	case messages.RunEnd:
 		a.end(ctx, m.Status, m.Reason, m.Now)
 		ctx.Respond(messages.RunGot{State: a.snapshot()})
@@ -157,6 +172,7 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 		}
 	}
 	s.Input = nil
+	s.Stage = a.st.CurrentStage
 	s.Persist = runs.Persisted(s)
 	runs.Count(&a.st.Counters, s)
 	if s.JobID != "" {
@@ -168,7 +184,26 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 	if runs.OutputSpent(a.st) {
 		a.flags.Or(runFlagOutputSpent)
 	}
+	if runs.RecordAttempt(&a.st, s) {
+		setFlag(a.flags, runFlagRetryWatch, len(a.st.Retries) > 0)
+	}
+	if runs.PendingFailure(s) {
+		a.unpend() // after the streak is open: the watch never lapses
+	}
 	notes := runs.Notes(s)
+	if runs.NoteFailure(&a.st, s) && a.st.ParentRunID != "" {
+		if o, ok := runs.ChildNote(a.st.RunID, s); ok {
+			ctx.Send(ctx.Parent(), runChildNote{parent: a.st.ParentRunID, o: o})
+		}
+	}
+	if need := runs.EscalationNeeded(a.st.Tier, s.Tier); need != "" && !a.tierNoted[need] && s.ParentID == "" {
+		if a.tierNoted == nil {
+			a.tierNoted = map[string]bool{}
+		}
+		a.tierNoted[need] = true
+		notes = append(notes, messages.RunObservation{At: a.st.UpdatedAt, Source: "harnessd", Kind: "tier", SpanID: s.SpanID,
+			Text: s.Op + " routes as " + need + " work but the run is declared " + a.st.Tier + "; run_escalate says so (the tier never changes on its own)"})
+	}
 	for _, n := range notes {
 		runs.Observe(&a.st, n)
 	}
@@ -181,6 +216,20 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 	}
 	if s.Persist {
 		a.save(false)
+	}
+}
+
+// unpend uncounts a failed call the pipeline counted in flight (never
+// below zero: a span sent around the pipeline was never counted).
+func (a *runActor) unpend() {
+	if a.pending == nil {
+		return
+	}
+	for {
+		n := a.pending.Load()
+		if n <= 0 || a.pending.CompareAndSwap(n, n-1) {
+			return
+		}
 	}
 }
 
@@ -214,6 +263,12 @@ func (a *runActor) charge(ctx actor.Context, m messages.RunCharge) {
 			With("run_id", ex.RunID).With("resource", ex.Resource).With("limit", ex.Limit).With("used", ex.Used).With("want", ex.Want))
 		return
 	}
+	if m.Op != "" && len(a.st.Retries) > 0 {
+		if err := a.retryCheck(m.Op, m.Input); err != nil {
+			reply(ctx, nil, err)
+			return
+		}
+	}
 	if m.Child != "" {
 		runs.Apply(&a.st.Drawn, d, 1)
 	} else {
@@ -221,6 +276,36 @@ func (a *runActor) charge(ctx actor.Context, m messages.RunCharge) {
 	}
 	a.dirty = true
 	ctx.Respond(messages.RunCharged{})
+}
+
+// retryCheck answers RETRY_LIMIT, with the history and the recovery
+// plan, when a call of op with input would be a retry past the run's
+// bound in its current stage.
+func (a *runActor) retryCheck(op string, input json.RawMessage) error {
+	h, err := ledger.InputHash(op, input)
+	if err != nil {
+		return nil // the span will not hash either: no streak to match
+	}
+	r, refused := runs.RetryRefused(a.st, op, h)
+	if !refused {
+		return nil
+	}
+	bound := runs.RetryBound(a.st)
+	last := r.Attempts[len(r.Attempts)-1]
+	assessment := recovery.Assess(recovery.Facts{
+		Span:     messages.RunSpan{SpanID: last.SpanID, Op: op, InputHash: h, Stage: r.Stage, Outcome: "error", ErrorCode: last.ErrorCode, Start: last.At, DurationMs: last.DurationMs},
+		Attempts: r.Attempts, State: a.st,
+	})
+	plan := recovery.Plan(assessment, r.Failures, bound)
+	where := "outside any stage"
+	if r.Stage != "" {
+		where = "in stage " + strconv.Quote(r.Stage)
+	}
+	return errs.New(errs.RetryLimit, "run %s: %s with this input failed %d times %s (last %s), and the run allows %d retries of a failed call per stage; %s",
+		a.st.RunID, op, r.Failures, where, last.ErrorCode, bound, plan.Reason).
+		With("run_id", a.st.RunID).With("operation", op).With("input_hash", h).With("stage", r.Stage).
+		With("max_retries", bound).With("failures", r.Failures).With("attempts", r.Attempts).
+		With("assessment", assessment).With("plan", plan)
 }
 
 func (a *runActor) endedErr() error {
@@ -257,8 +342,56 @@ func (a *runActor) stage(ctx actor.Context, m messages.RunStage) {
 		reply(ctx, nil, errs.New(errs.InvalidArgument, "run_stage: %v", err))
 		return
 	}
+	if runs.ResetRetries(&a.st) {
+		setFlag(a.flags, runFlagRetryWatch, len(a.st.Retries) > 0)
+	}
 	a.changed(ctx, true)
 	ctx.Respond(messages.RunGot{State: a.snapshot()})
+}
+
+// escalate raises the run's tier (run_escalate): stored, observed.
+func (a *runActor) escalate(ctx actor.Context, m messages.RunEscalate) {
+	if a.st.Status != messages.RunActive {
+		reply(ctx, nil, a.endedErr())
+		return
+	}
+	now := m.Now
+	if now.IsZero() {
+		now = a.cfg.Now()
+	}
+	e, err := runs.Escalate(&a.st, m.To, m.Reason, now)
+	if err != nil {
+		reply(ctx, nil, errs.New(errs.InvalidArgument, "run_escalate: %v", err).With("run_id", a.st.RunID).With("tier", a.st.Tier))
+		return
+	}
+	setTier(a.flags, a.st.Tier)
+	from := e.From
+	if from == "" {
+		from = "undeclared"
+	}
+	o := messages.RunObservation{At: now, Source: "agent", Kind: "escalation", Text: "escalated from " + from + " to " + e.To + ": " + e.Reason}
+	runs.Observe(&a.st, o)
+	a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
+	a.changed(ctx, true)
+	ctx.Respond(messages.RunGot{State: a.snapshot()})
+}
+
+// childNote records what a child run reports (a failed call, its end at
+// a deadline): an observation, stored without a sync like a span.
+func (a *runActor) childNote(ctx actor.Context, o messages.RunObservation) {
+	if a.st.Status != messages.RunActive {
+		return
+	}
+	if o.At.IsZero() {
+		o.At = a.cfg.Now()
+	}
+	runs.Observe(&a.st, o)
+	a.st.UpdatedAt = o.At
+	a.dirty = true
+	a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
+	if a.stored || !a.st.Implicit {
+		a.save(false)
+	}
 }
 
 // end ends the run once: it is stored, its jobs are cancelled, the
@@ -285,6 +418,10 @@ func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) 
 		runs.Observe(&a.st, o)
 		a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
 	}
+	if o, ok := runs.ChildEndNote(a.st.RunID, status, reason, now); ok && a.st.ParentRunID != "" {
+		ctx.Send(ctx.Parent(), runChildNote{parent: a.st.ParentRunID, o: o})
+	}
+	setFlag(a.flags, runFlagRetryWatch, false)
 	a.changed(ctx, a.stored || !a.st.Implicit)
 	st := a.snapshot()
 	a.emit(ctx, messages.RunEvent{Type: "end", State: &st}) // once per run: the exporter closes its root span

@@ -20,6 +20,15 @@ import (
 const (
 	runFlagEnded uint32 = 1 << iota
 	runFlagOutputSpent
+	// runFlagRetryWatch: the run has an open retry streak in its stage,
+	// so a call may be a retry past its bound (the pipeline asks).
+	runFlagRetryWatch
+)
+
+// The run's tier (runs.TierRank) is kept in the flags' bits 8 and 9.
+const (
+	runTierShift        = 8
+	runTierMask  uint32 = 3 << runTierShift
 )
 
 // RunEntry is one live run in the published RunIndex.
@@ -28,6 +37,9 @@ type RunEntry struct {
 	PID    *actor.PID
 	Parent string
 	flags  *atomic.Uint32
+	// pending counts the run's failed calls sent to its actor and not
+	// recorded yet (runs.PendingFailure).
+	pending *atomic.Int64
 }
 
 // Ended reports whether the run has ended.
@@ -36,6 +48,52 @@ func (e RunEntry) Ended() bool { return e.flags != nil && e.flags.Load()&runFlag
 // OutputSpent reports whether the run's output budget is used up.
 func (e RunEntry) OutputSpent() bool {
 	return e.flags != nil && e.flags.Load()&runFlagOutputSpent != 0
+}
+
+// RetryWatch reports whether a call of the run may be a retry past its
+// bound: the run has an open retry streak, or a failed call of it is on
+// its way to the actor. Reads cost two atomic loads while it is false.
+func (e RunEntry) RetryWatch() bool {
+	if e.flags == nil {
+		return false
+	}
+	return e.flags.Load()&runFlagRetryWatch != 0 || (e.pending != nil && e.pending.Load() > 0)
+}
+
+// NotePending counts a failed call sent to the run's actor
+// (runs.PendingFailure); the actor uncounts it once recorded.
+func (e RunEntry) NotePending() {
+	if e.pending != nil {
+		e.pending.Add(1)
+	}
+}
+
+// Tier is the run's declared tier ("" = none).
+func (e RunEntry) Tier() string {
+	if e.flags == nil {
+		return ""
+	}
+	return runs.TierAt(int(e.flags.Load()&runTierMask) >> runTierShift)
+}
+
+// setFlag sets or clears bit f.
+func setFlag(flags *atomic.Uint32, f uint32, on bool) {
+	if on {
+		flags.Or(f)
+	} else {
+		flags.And(^f)
+	}
+}
+
+// setTier stores tier in flags.
+func setTier(flags *atomic.Uint32, tier string) {
+	v := uint32(runs.TierRank(tier)) << runTierShift & runTierMask
+	for {
+		old := flags.Load()
+		if flags.CompareAndSwap(old, old&^runTierMask|v) {
+			return
+		}
+	}
 }
 
 type runIndexData struct {
@@ -85,6 +143,17 @@ func (ix *RunIndex) Live() []RunEntry {
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Children returns the live runs whose parent is id, sorted by id.
+func (ix *RunIndex) Children(id string) []RunEntry {
+	var out []RunEntry
+	for _, e := range ix.Live() {
+		if e.Parent == id && id != "" {
+			out = append(out, e)
+		}
+	}
 	return out
 }
 
@@ -158,10 +227,21 @@ type runEnded struct {
 // runDetach tells a run its session went away.
 type runDetach struct{ at time.Time }
 
+// runChild tells a parent run a child started under it.
+type runChild struct{ id string }
+
+// runChildNote carries an observation of a child run (a failed call, an
+// end at its deadline) to its parent, through the supervisor.
+type runChildNote struct {
+	parent string
+	o      messages.RunObservation
+}
+
 type runRec struct {
 	pid     *actor.PID
 	parent  string
 	flags   *atomic.Uint32
+	pending *atomic.Int64
 	endedAt time.Time // zero while active
 }
 
@@ -230,6 +310,12 @@ func (a *runsActor) Receive(ctx actor.Context) {
 		a.forward(ctx, m.RunID)
 	case messages.RunCharge:
 		a.forward(ctx, m.RunID)
+	case messages.RunEscalate:
+		a.forward(ctx, m.RunID)
+	case runChildNote:
+		if r := a.runs[m.parent]; r != nil && r.endedAt.IsZero() {
+			ctx.Send(r.pid, m)
+		}
 	}
 }
 
@@ -294,9 +380,11 @@ func (a *runsActor) deleteStored(id string) {
 }
 
 func (a *runsActor) spawn(ctx actor.Context, st messages.RunState, restored bool) *runRec {
-	flags := &atomic.Uint32{}
+	flags, pending := &atomic.Uint32{}, &atomic.Int64{}
+	setTier(flags, st.Tier)
+	setFlag(flags, runFlagRetryWatch, len(st.Retries) > 0)
 	var prod actor.Producer = func() actor.Actor {
-		return &runActor{cfg: a.cfg, lg: a.lg.With(zap.String("run_id", st.RunID)), st: st, restored: restored, flags: flags}
+		return &runActor{cfg: a.cfg, lg: a.lg.With(zap.String("run_id", st.RunID)), st: st, restored: restored, flags: flags, pending: pending}
 	}
 	if a.cfg.childWrap != nil {
 		prod = a.cfg.childWrap(prod)
@@ -307,7 +395,7 @@ func (a *runsActor) spawn(ctx actor.Context, st messages.RunState, restored bool
 		a.lg.Error("spawn run", zap.String("run_id", st.RunID), zap.Error(err))
 		return nil
 	}
-	r := &runRec{pid: pid, parent: st.ParentRunID, flags: flags}
+	r := &runRec{pid: pid, parent: st.ParentRunID, flags: flags, pending: pending}
 	a.runs[st.RunID] = r
 	return r
 }
@@ -343,7 +431,7 @@ func (a *runsActor) start(ctx actor.Context, m messages.RunStart) {
 		RunID: runs.NewID("run_"), Goal: m.Goal, RepoID: m.RepoID, WorkflowClass: m.WorkflowClass,
 		ParentRunID: m.ParentRunID, Status: messages.RunActive, Implicit: m.Implicit, Caller: m.Caller,
 		Budget: m.Budget, CompletedStages: []string{}, Observations: []messages.RunObservation{},
-		StartedAt: now, UpdatedAt: now,
+		StartedAt: now, UpdatedAt: now, Tier: m.Tier, Shape: m.Shape, MaxRetries: m.MaxRetries,
 	}
 	st.Caller.RunID = st.RunID
 	if m.Budget.WallS > 0 {
@@ -356,6 +444,9 @@ func (a *runsActor) start(ctx actor.Context, m messages.RunStart) {
 	}
 	if m.Implicit && m.Caller.Session != "" {
 		a.sessions[m.Caller.Session] = st.RunID
+	}
+	if p := a.runs[m.ParentRunID]; p != nil {
+		ctx.Send(p.pid, runChild{id: st.RunID})
 	}
 	a.publish()
 	// The child answers once it has stored the run (explicit runs), so
@@ -473,7 +564,7 @@ func (a *runsActor) dropSessions(id string) {
 func (a *runsActor) publish() {
 	d := &runIndexData{runs: make(map[string]RunEntry, len(a.runs)), sessions: make(map[string]string, len(a.sessions))}
 	for id, r := range a.runs {
-		d.runs[id] = RunEntry{ID: id, PID: r.pid, Parent: r.parent, flags: r.flags}
+		d.runs[id] = RunEntry{ID: id, PID: r.pid, Parent: r.parent, flags: r.flags, pending: r.pending}
 	}
 	for s, id := range a.sessions {
 		d.sessions[s] = id

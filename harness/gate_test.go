@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -111,9 +112,13 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"run_start", map[string]any{"goal": "g", "workflow_class": "bugfix"}, nil},
 		{"run_observe", map[string]any{"run_id": run.RunID, "kind": "finding", "text": "t"}, nil},
 		{"run_stage", map[string]any{"run_id": run.RunID, "stage": "s", "status": "started"}, nil},
+		{"run_claim", map[string]any{"run_id": run.RunID, "stage": "s", "claim": "c", "evidence": []any{map[string]any{"kind": "file", "path": "README.md", "sha256": "sha256:" + strings.Repeat("0", 64), "repo_id": repoID}}}, nil},
+		{"run_verify", map[string]any{"run_id": run.RunID, "stage": "s"}, nil},
 		{"run_status", rid, nil},
 		{"run_list", map[string]any{}, nil},
 		{"run_resume", rid, nil},
+		{"run_assess", rid, nil},
+		{"run_escalate", map[string]any{"run_id": run.RunID, "to": "bounded_work", "reason": "it writes"}, nil},
 		{"run_end", rid, nil},
 		{"repository_unregister", repo, nil},
 	}

@@ -10,21 +10,26 @@ import (
 
 // The types of the run operations under the names of the embedding API.
 type (
-	Caller         = messages.Caller
-	Client         = messages.Client
-	RunState       = messages.RunState
-	RunSpan        = messages.RunSpan
-	RunBudget      = messages.RunBudget
-	RunEvent       = messages.RunEvent
-	RunStartArgs   = run.StartArgs
-	RunObserveArgs = run.ObserveArgs
-	RunStageArgs   = run.StageArgs
-	RunStatusArgs  = run.StatusArgs
-	RunListArgs    = run.ListArgs
-	RunListResult  = run.ListResult
-	RunEndArgs     = run.EndArgs
-	RunResumeArgs  = run.ResumeArgs
-	RunStateResult = run.StateResult
+	Caller          = messages.Caller
+	Client          = messages.Client
+	RunState        = messages.RunState
+	RunSpan         = messages.RunSpan
+	RunBudget       = messages.RunBudget
+	RunEvent        = messages.RunEvent
+	RunStartArgs    = run.StartArgs
+	RunObserveArgs  = run.ObserveArgs
+	RunStageArgs    = run.StageArgs
+	RunStatusArgs   = run.StatusArgs
+	RunListArgs     = run.ListArgs
+	RunListResult   = run.ListResult
+	RunEndArgs      = run.EndArgs
+	RunResumeArgs   = run.ResumeArgs
+	RunStateResult  = run.StateResult
+	RunShape        = messages.RunShape
+	RunChild        = messages.RunChild
+	RunEscalateArgs = run.EscalateArgs
+	RunAssessArgs   = run.AssessArgs
+	RunAssessResult = run.AssessResult
 )
 
 // WithCaller returns a context whose calls belong to c's run (c.RunID) or,
@@ -72,6 +77,17 @@ func (h *Harness) RunEnd(ctx context.Context, a RunEndArgs) (*RunStateResult, er
 // RunResume binds a run to the caller's session.
 func (h *Harness) RunResume(ctx context.Context, a RunResumeArgs) (*RunStateResult, error) {
 	return invoke[*RunStateResult](ctx, h, "run_resume", a)
+}
+
+// RunEscalate raises a run's tier (direct < bounded_work < campaign).
+func (h *Harness) RunEscalate(ctx context.Context, a RunEscalateArgs) (*RunStateResult, error) {
+	return invoke[*RunStateResult](ctx, h, "run_escalate", a)
+}
+
+// RunAssess assesses a run's failure (default: its latest failed call)
+// and answers a recovery plan.
+func (h *Harness) RunAssess(ctx context.Context, a RunAssessArgs) (*RunAssessResult, error) {
+	return invoke[*RunAssessResult](ctx, h, "run_assess", a)
 }
 
 // SessionClosed tells the runs that an MCP session went away: its run can

@@ -9,6 +9,8 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/recovery"
+	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -302,5 +304,298 @@ func TestRunDeadlineCancelsItsJobs(t *testing.T) {
 	}
 	if st := runOf(t, h, ctx, r.RunID); st.Status != messages.RunDeadline {
 		t.Fatalf("run: %s", st.Status)
+	}
+}
+
+// A call that repeats a failed call (same operation and input, same
+// stage) is a retry; past the run's bound (3 by default) it answers
+// RETRY_LIMIT with the history and the plan; a new stage starts afresh.
+func TestRetryLimitAfterFailingCallsAndResetOnANewStage(t *testing.T) {
+	h, _, repo := fixture(t)
+	ctx := session("retry")
+	r, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "find the missing file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := harness.WithRun(ctx, r.RunID)
+	missing := harness.ReadFileArgs{RepoID: repo, Path: "missing.txt"}
+	var ids []string
+	for i := range 4 { // the call and its three retries run
+		if _, err := h.ReadFile(in, missing); errs.CodeOf(err) != errs.NotFound {
+			t.Fatalf("attempt %d: %v, want NOT_FOUND", i+1, err)
+		}
+	}
+	_, err = h.ReadFile(in, missing)
+	if errs.CodeOf(err) != errs.RetryLimit {
+		t.Fatalf("the fourth retry: %v, want RETRY_LIMIT", err)
+	}
+	d := errs.From(err).Details
+	atts, _ := d["attempts"].([]messages.RunAttempt)
+	plan, _ := d["plan"].(recovery.RecoveryPlan)
+	as, _ := d["assessment"].(recovery.Assessment)
+	if len(atts) != 4 || d["max_retries"] != 3 || d["operation"] != "read_file" || d["run_id"] != r.RunID || plan.Action != recovery.Abort || as.Type != recovery.Contract {
+		t.Fatalf("details: %+v", d)
+	}
+	for _, a := range atts {
+		if a.SpanID == "" || a.ErrorCode != "NOT_FOUND" || a.At.IsZero() {
+			t.Fatalf("attempt %+v", a)
+		}
+		ids = append(ids, a.SpanID)
+	}
+	// Another input, and a read that works, still run.
+	if _, err := h.ReadFile(in, harness.ReadFileArgs{RepoID: repo, Path: "other.txt"}); errs.CodeOf(err) != errs.NotFound {
+		t.Fatalf("another input: %v", err)
+	}
+	if _, err := h.ReadFile(in, harness.ReadFileArgs{RepoID: repo, Path: "README.md"}); err != nil {
+		t.Fatal(err)
+	}
+	st := runOf(t, h, ctx, r.RunID)
+	if n := len(st.Spans); n != 7 || st.Spans[4].ErrorCode != "RETRY_LIMIT" || !st.Spans[4].Persist {
+		t.Fatalf("%d spans; the refusal: %+v", n, st.Spans[min(4, n-1)])
+	}
+	if st.LastFailure == nil || st.LastFailure.ErrorCode != "NOT_FOUND" || len(st.Retries) != 2 || st.Retries[0].Failures != 4 {
+		t.Fatalf("last failure %+v, retries %+v", st.LastFailure, st.Retries)
+	}
+	if last := st.Observations[len(st.Observations)-2]; last.Kind != "retry" {
+		t.Fatalf("no retry note: %+v", st.Observations)
+	}
+	// run_assess answers the same assessment for the latest failed call.
+	rep, err := h.RunAssess(ctx, harness.RunAssessArgs{RunID: r.RunID, SpanID: ids[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Assessment == nil || rep.Assessment.Type != recovery.Contract || rep.Assessment.Attempts != 4 || rep.Plan.Action != recovery.Abort || rep.RetriesLeft != 0 {
+		t.Fatalf("run_assess: %+v %+v", rep.Assessment, rep.Plan)
+	}
+	// A new stage starts the retries afresh.
+	if _, err := h.RunStage(ctx, harness.RunStageArgs{RunID: r.RunID, Stage: "look elsewhere", Status: "started"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ReadFile(in, missing); errs.CodeOf(err) != errs.NotFound {
+		t.Fatalf("the same call in a new stage: %v, want NOT_FOUND", err)
+	}
+	if st := runOf(t, h, ctx, r.RunID); len(st.Retries) != 1 || st.Retries[0].Stage != "look elsewhere" || st.Retries[0].Failures != 1 {
+		t.Fatalf("retries in the new stage: %+v", st.Retries)
+	}
+
+	// max_retries bounds it per run; 0 allows no retry at all.
+	zero := 0
+	r0, err := h.RunStart(ctx, harness.RunStartArgs{MaxRetries: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in0 := harness.WithRun(ctx, r0.RunID)
+	if _, err := h.ReadFile(in0, missing); errs.CodeOf(err) != errs.NotFound {
+		t.Fatal(err)
+	}
+	if _, err := h.ReadFile(in0, missing); errs.CodeOf(err) != errs.RetryLimit {
+		t.Fatalf("a retry with max_retries 0: %v, want RETRY_LIMIT", err)
+	}
+	bad := 101
+	if _, err := h.RunStart(ctx, harness.RunStartArgs{MaxRetries: &bad}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("max_retries 101: %v", err)
+	}
+}
+
+// A run's tier is chosen from its declared shape; a call that needs more
+// answers suggested_escalation (the code stays); run_escalate raises it,
+// audited and observed, never lowers it.
+func TestRunTierAndEscalation(t *testing.T) {
+	h, _, repo := fixture(t)
+	ctx := session("tier")
+	for _, c := range []struct {
+		args        harness.RunStartArgs
+		tier, class string
+	}{
+		{harness.RunStartArgs{}, "", ""},
+		{harness.RunStartArgs{WorkflowClass: "bugfix"}, "", "bugfix"},
+		{harness.RunStartArgs{WorkflowClass: "bugfix", Shape: &harness.RunShape{Writes: true}}, "bounded_work", "bugfix"},
+		{harness.RunStartArgs{Shape: &harness.RunShape{Deliverables: 3}}, "campaign", ""},
+		{harness.RunStartArgs{WorkflowClass: "bounded_work"}, "bounded_work", "bounded_work"},
+	} {
+		st, err := h.RunStart(ctx, c.args)
+		if err != nil || st.Tier != c.tier || st.WorkflowClass != c.class {
+			t.Errorf("run_start %+v: tier %q class %q, %v; want %q %q", c.args, st.Tier, st.WorkflowClass, err, c.tier, c.class)
+		}
+	}
+	if _, err := h.RunStart(ctx, harness.RunStartArgs{WorkflowClass: "direct", Shape: &harness.RunShape{Durable: true}}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("a class below its shape: %v, want INVALID_ARGUMENT", err)
+	}
+
+	r, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "read around", Shape: &harness.RunShape{}})
+	if err != nil || r.Tier != "direct" {
+		t.Fatalf("an empty shape: %+v %v", r, err)
+	}
+	in := harness.WithRun(ctx, r.RunID)
+	long := harness.RunCommandArgs{RepoID: repo, Argv: []string{"git", "status"}, TimeoutMs: 60_000}
+	_, err = h.RunCommand(in, long)
+	if errs.CodeOf(err) != errs.RouteDurableRequired {
+		t.Fatalf("a long command: %v, want ROUTE_DURABLE_REQUIRED", err)
+	}
+	sug, _ := errs.From(err).Details["suggested_escalation"].(map[string]any)
+	if sug["to"] != "bounded_work" || sug["from"] != "direct" || sug["operation"] != "run_escalate" || sug["run_id"] != r.RunID {
+		t.Fatalf("suggested_escalation: %+v (details %v)", sug, errs.From(err).Details)
+	}
+	// A batch with a durable step, refused before the gate, says so too.
+	_, err = h.Batch(in, harness.BatchArgs{RepoID: repo, Steps: []harness.BatchStep{
+		step("run_command", map[string]any{"argv": []string{"git", "status"}, "timeout_ms": 60_000}),
+	}})
+	if sug, _ := errs.From(err).Details["suggested_escalation"].(map[string]any); errs.CodeOf(err) != errs.RouteDurableRequired || sug["to"] != "bounded_work" {
+		t.Fatalf("a durable batch in a direct run: %v (details %v)", err, errs.From(err).Details)
+	}
+	// A write that succeeds in a direct run is noted, not refused.
+	if _, err := h.ApplyPatch(in, harness.ApplyPatchArgs{RepoID: repo, RequestID: "tier-1", Operations: []patch.Op{{Op: "replace", Path: "README.md", OldText: "hello", NewText: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	st := runOf(t, h, ctx, r.RunID)
+	var tierNotes int
+	for _, o := range st.Observations {
+		if o.Kind == "tier" {
+			tierNotes++
+		}
+	}
+	if st.Tier != "direct" || tierNotes != 1 {
+		t.Fatalf("tier %s after the calls (it never changes on its own), %d tier notes: %+v", st.Tier, tierNotes, st.Observations)
+	}
+
+	up, err := h.RunEscalate(ctx, harness.RunEscalateArgs{RunID: r.RunID, To: "bounded_work", Reason: "the fix needs a long check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := up.Observations[len(up.Observations)-1]
+	if up.Tier != "bounded_work" || len(up.Escalations) != 1 || up.Escalations[0].From != "direct" || last.Kind != "escalation" || !strings.Contains(last.Text, "direct to bounded_work") {
+		t.Fatalf("escalated: tier %s escalations %+v last note %+v", up.Tier, up.Escalations, last)
+	}
+	if _, err := h.RunCommand(in, long); errs.CodeOf(err) != errs.RouteDurableRequired || errs.From(err).Details["suggested_escalation"] != nil {
+		t.Fatalf("after the escalation: %v (details %v)", err, errs.From(err).Details)
+	}
+	if _, err := h.RunEscalate(ctx, harness.RunEscalateArgs{RunID: r.RunID, To: "direct", Reason: "back"}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("an escalation down: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := h.RunEscalate(ctx, harness.RunEscalateArgs{RunID: r.RunID, To: "campaign"}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("an escalation without a reason: %v, want INVALID_ARGUMENT", err)
+	}
+	au, err := h.Audit(context.Background(), harness.AuditArgs{Kind: "escalation", RunID: r.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(au.Entries) != 1 {
+		t.Fatalf("%d escalation audit entries, want 1", len(au.Entries))
+	}
+	e := au.Entries[0]
+	if e.Operation != "run_escalate" || e.Details["from"] != "direct" || e.Details["to"] != "bounded_work" || e.Session != "tier" || e.Reason == "" {
+		t.Fatalf("audit entry %+v", e)
+	}
+}
+
+// A parent's status shows its children's states, stages and blockers; a
+// child's failed call and its end at its deadline are observations on
+// the parent.
+func TestParentSeesItsChildren(t *testing.T) {
+	h, _, repo := fixture(t)
+	ctx := session("family")
+	p, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "ship the feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "write the tests", ParentRunID: p.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ReadFile(harness.WithRun(ctx, c.RunID), harness.ReadFileArgs{RepoID: repo, Path: "missing_test.go"}); errs.CodeOf(err) != errs.NotFound {
+		t.Fatal(err)
+	}
+	if _, err := h.RunStage(ctx, harness.RunStageArgs{RunID: c.RunID, Stage: "tests", Status: "blocked", Reason: "waits for the API"}); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "benchmark it", ParentRunID: p.RunID, Budget: harness.RunBudget{WallS: 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Runtime().Runs.Sweep(ctx, time.Now().Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The children first: what they sent their parent is on its way
+	// before they answer.
+	runOf(t, h, ctx, c.RunID)
+	if st := runOf(t, h, ctx, c2.RunID); st.Status != messages.RunDeadline {
+		t.Fatalf("second child: %s", st.Status)
+	}
+	st := runOf(t, h, ctx, p.RunID)
+	if len(st.Children) != 2 {
+		t.Fatalf("children of the parent: %v", st.Children)
+	}
+	if len(st.ChildRuns) != 2 {
+		t.Fatalf("child runs: %+v", st.ChildRuns)
+	}
+	ch := st.ChildRuns[0]
+	if ch.RunID != c.RunID || !ch.Blocked || ch.BlockedReason != "waits for the API" || ch.CurrentStage != "tests" || ch.Failures != 1 ||
+		ch.LastFailure == nil || ch.LastFailure.ErrorCode != "NOT_FOUND" || ch.LastFailure.Op != "read_file" {
+		t.Fatalf("first child: %+v", ch)
+	}
+	if st.ChildRuns[1].Status != messages.RunDeadline {
+		t.Fatalf("second child: %+v", st.ChildRuns[1])
+	}
+	var kinds []string
+	for _, o := range st.Observations {
+		if o.Source == "harnessd" && strings.HasPrefix(o.Kind, "child_") {
+			kinds = append(kinds, o.Kind)
+			if !strings.Contains(o.Text, "child run run_") {
+				t.Errorf("note %q does not name the child", o.Text)
+			}
+		}
+	}
+	if strings.Join(kinds, ",") != "child_failure,child_deadline" {
+		t.Fatalf("the parent's notes of its children: %v (%+v)", kinds, st.Observations)
+	}
+	rep, err := h.RunAssess(ctx, harness.RunAssessArgs{RunID: p.RunID})
+	if err != nil || rep.Span != nil || len(rep.Children) != 2 {
+		t.Fatalf("run_assess of the parent: %+v %v", rep, err)
+	}
+}
+
+// A run's tier, its escalations and its open retry streaks survive a
+// restart of the daemon: the bound still holds for the restored run.
+func TestRetriesAndTierSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	root := testutil.Repo(t, map[string]string{"README.md": "hello\n"})
+	ctx := context.Background()
+	h, err := harness.Open(ctx, harness.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	r, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "survive", MaxRetries: &one, Shape: &harness.RunShape{Writes: true}})
+	if err != nil || r.Tier != "bounded_work" {
+		t.Fatalf("run_start: %+v %v", r, err)
+	}
+	in := harness.WithRun(ctx, r.RunID)
+	missing := harness.ReadFileArgs{RepoID: repo.ID, Path: "missing.txt"}
+	for range 2 {
+		if _, err := h.ReadFile(in, missing); errs.CodeOf(err) != errs.NotFound {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.RunEscalate(ctx, harness.RunEscalateArgs{RunID: r.RunID, To: "campaign", Reason: "three parts now"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err = harness.Open(ctx, harness.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	if _, err := h.ReadFile(in, missing); errs.CodeOf(err) != errs.RetryLimit {
+		t.Fatalf("the retry after the restart: %v, want RETRY_LIMIT", err)
+	}
+	st := runOf(t, h, ctx, r.RunID)
+	if st.Tier != "campaign" || len(st.Escalations) != 1 || len(st.Retries) != 1 || st.Retries[0].Failures != 2 || st.MaxRetries == nil || *st.MaxRetries != 1 {
+		t.Fatalf("after the restart: tier %s escalations %+v retries %+v", st.Tier, st.Escalations, st.Retries)
 	}
 }

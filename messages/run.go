@@ -72,6 +72,79 @@ type RunObservation struct {
 	SpanID string `json:"span_id,omitempty"`
 }
 
+// Tiers of a run (FlowDeck L7): the scope of work it is declared for, in
+// increasing order. They are the route policy's tiers (internal/route).
+const (
+	TierDirect      = "direct"
+	TierBoundedWork = "bounded_work"
+	TierCampaign    = "campaign"
+)
+
+// RunShape is the work a run declares at run_start; the route policy's
+// tier rules choose the run's tier from it.
+type RunShape struct {
+	// Deliverables is how many independent deliverables the run makes
+	// (2 or more: a campaign).
+	Deliverables int `json:"deliverables,omitempty" jsonschema:"independent deliverables the run will produce (2 or more make it a campaign)"`
+	// Writes says the run changes the work tree (patches, commits).
+	Writes bool `json:"writes,omitempty" jsonschema:"the run will change files (apply_patch, git_stage, git_commit)"`
+	// Durable says the run starts durable jobs.
+	Durable bool `json:"durable,omitempty" jsonschema:"the run will start durable jobs (job_start, long or writing commands)"`
+}
+
+// RunEscalation is one explicit change of a run's tier (run_escalate).
+type RunEscalation struct {
+	At     time.Time `json:"at"`
+	From   string    `json:"from,omitempty"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// RunAttempt is one failed attempt of a call: a retry streak's entry.
+type RunAttempt struct {
+	SpanID     string    `json:"span_id"`
+	ErrorCode  string    `json:"error_code"`
+	At         time.Time `json:"at"`
+	DurationMs float64   `json:"duration_ms,omitempty"`
+}
+
+// RunRetry is an open retry streak: the failed attempts of one call (same
+// operation and input hash) in the run's current stage since its last
+// success. The next identical call is a retry; past the run's bound it is
+// refused with RETRY_LIMIT.
+type RunRetry struct {
+	Stage     string       `json:"stage,omitempty"`
+	Op        string       `json:"operation"`
+	InputHash string       `json:"input_hash"`
+	Failures  int          `json:"failures"`
+	Attempts  []RunAttempt `json:"attempts"`
+}
+
+// RunFailure is a run's latest failed call.
+type RunFailure struct {
+	SpanID    string    `json:"span_id"`
+	Op        string    `json:"operation"`
+	ErrorCode string    `json:"error_code"`
+	Stage     string    `json:"stage,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// RunChild is a child run as its parent's status shows it: its state,
+// stage and what blocks it.
+type RunChild struct {
+	RunID           string      `json:"run_id"`
+	Goal            string      `json:"goal,omitempty"`
+	Status          string      `json:"status"`
+	EndReason       string      `json:"end_reason,omitempty"`
+	Tier            string      `json:"tier,omitempty"`
+	CompletedStages []string    `json:"completed_stages"`
+	CurrentStage    string      `json:"current_stage,omitempty"`
+	Blocked         bool        `json:"blocked"`
+	BlockedReason   string      `json:"blocked_reason,omitempty"`
+	Failures        int64       `json:"failures"`
+	LastFailure     *RunFailure `json:"last_failure,omitempty"`
+}
+
 // RunState is a run as it is persisted and shown (FlowDeck L4).
 type RunState struct {
 	RunID         string    `json:"run_id"`
@@ -100,6 +173,24 @@ type RunState struct {
 	Deadline   time.Time `json:"deadline,omitzero"`
 	EndedAt    time.Time `json:"ended_at,omitzero"`
 	DetachedAt time.Time `json:"detached_at,omitzero"`
+
+	// Tier is the scope of work the run is declared for (direct,
+	// bounded_work, campaign), chosen from its Shape by the route policy
+	// or named by workflow_class; it changes only by run_escalate. ""
+	// (an implicit run, or one that declared nothing) is not checked.
+	Tier  string   `json:"tier,omitempty"`
+	Shape RunShape `json:"shape,omitzero"`
+	// Escalations are the run's explicit tier changes, oldest first.
+	Escalations []RunEscalation `json:"escalations,omitempty"`
+	// MaxRetries bounds the retries of a failed call per stage; nil = the
+	// default (internal/runs.DefaultMaxRetries).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// Retries are the open retry streaks of the current stage.
+	Retries []RunRetry `json:"retries,omitempty"`
+	// LastFailure is the run's latest failed call.
+	LastFailure *RunFailure `json:"last_failure,omitempty"`
+	// Children are the runs started with this one as their parent.
+	Children []string `json:"children,omitempty"`
 }
 
 // Span kinds: an operation, or the run itself (the root of its tree).
@@ -122,6 +213,11 @@ type RunSpan struct {
 	InputHash string          `json:"input_hash,omitempty"`
 	Input     json.RawMessage `json:"-"`
 	Route     string          `json:"route,omitempty"`
+	// Tier is the route policy's tier of the call (direct, bounded_work,
+	// campaign), when the gate decided one.
+	Tier string `json:"tier,omitempty"`
+	// Stage is the run's current stage when the span was recorded.
+	Stage string `json:"stage,omitempty"`
 	// Decision is the mediator's: allow, ask, block, escalate.
 	Decision  string `json:"decision,omitempty"`
 	Outcome   string `json:"outcome"` // ok or error
@@ -167,6 +263,11 @@ type RunStart struct {
 	Caller        Caller
 	Implicit      bool
 	Now           time.Time
+	// Tier and Shape are the run's declared scope (RunState.Tier).
+	Tier  string
+	Shape RunShape
+	// MaxRetries is the run's retry bound; nil = the default.
+	MaxRetries *int
 }
 
 // RunCharge asks a run to draw on its budget before a call runs (and, for
@@ -180,6 +281,11 @@ type RunCharge struct {
 	Approvals int64
 	// Child is set when a child run draws on this one.
 	Child string
+	// Op and Input, when Op is set, ask whether the call (Op with Input)
+	// is a retry past the run's bound: RETRY_LIMIT with the history and
+	// the recovery plan. The run hashes Input as it hashes spans.
+	Op    string
+	Input json.RawMessage
 }
 
 // RunCharged answers RunCharge.
@@ -219,6 +325,16 @@ type RunStage struct {
 type RunEnd struct {
 	RunID  string
 	Status string
+	Reason string
+	Now    time.Time
+}
+
+// RunEscalate raises a run's tier (run_escalate): explicit, never
+// lower, recorded as an observation and in the run's Escalations.
+// Answered with RunGot.
+type RunEscalate struct {
+	RunID  string
+	To     string
 	Reason string
 	Now    time.Time
 }

@@ -19,13 +19,14 @@ import (
 
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/recovery"
 	"github.com/harnessd/harnessd/internal/runview"
 	"github.com/harnessd/harnessd/messages"
 )
 
 func init() {
 	register("runs", command{usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList})
-	register("run", command{usage: "run show RUN_ID | tail [-f] RUN_ID   a run's span tree, or its spans as they happen (-f until it ends)", run: runCmd})
+	register("run", command{usage: "run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID   a run's span tree, its spans as they happen (-f until it ends), or in sentences why it is blocked and what to do", run: runCmd})
 }
 
 // runDetail is the answer of GET /v1/runs/{id}.
@@ -81,7 +82,7 @@ func runsList(ctx context.Context, c *cli, args []string) error {
 }
 
 func runCmd(ctx context.Context, c *cli, args []string) error {
-	const usage = "usage: harness run show RUN_ID | tail [-f] RUN_ID"
+	const usage = "usage: harness run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID"
 	if len(args) == 0 {
 		return usageErr{usage}
 	}
@@ -98,6 +99,11 @@ func runCmd(ctx context.Context, c *cli, args []string) error {
 			return usageErr{"usage: harness run show RUN_ID"}
 		}
 		return c.runShow(ctx, rest[0])
+	case "explain":
+		if len(rest) != 1 || *follow {
+			return usageErr{"usage: harness run explain RUN_ID"}
+		}
+		return c.runExplain(ctx, rest[0])
 	case "tail":
 		if len(rest) != 1 {
 			return usageErr{"usage: harness run tail [-f] RUN_ID"}
@@ -137,6 +143,37 @@ func (c *cli) runShow(ctx context.Context, id string) error {
 	return runview.Tree(c.stdout, d.State, d.Spans, runview.Options{
 		Color: colorOn(c.stdout), Now: time.Now(), DroppedSpans: d.DroppedSpans,
 	})
+}
+
+// runExplain says in sentences why a run is blocked, what failed last, the
+// assessment and the recovery plan (run_assess), the budget left and the
+// escalations (GET /v1/runs/{id}). With --json, both answers as one
+// object {"state", "assessment"}.
+func (c *cli) runExplain(ctx context.Context, id string) error {
+	raw, d, err := c.getRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	araw, err := c.c.Call(ctx, "run_assess", map[string]string{"run_id": id})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		var r struct {
+			State json.RawMessage `json:"state"`
+		}
+		_ = json.Unmarshal(raw, &r) // getRun decoded it already
+		b, err := json.Marshal(map[string]json.RawMessage{"state": r.State, "assessment": araw})
+		if err != nil {
+			return err
+		}
+		return c.printJSON(b)
+	}
+	var rep recovery.Report
+	if err := json.Unmarshal(araw, &rep); err != nil {
+		return errs.New(errs.Internal, "decode the assessment of run %s: %v", id, err)
+	}
+	return runview.Explain(c.stdout, d.State, &rep, runview.Options{Now: time.Now()})
 }
 
 // runTail prints the run's spans so far, with its observations, by time;

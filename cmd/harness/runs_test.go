@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +24,8 @@ import (
 	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/messages"
 )
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the current output")
 
 func TestMain(m *testing.M) {
 	time.Local = time.UTC // the expected times are in UTC
@@ -71,6 +75,8 @@ type fake struct {
 	events http.HandlerFunc
 	// detail answers GET /v1/runs/r-1.
 	detail string
+	// assess answers POST /v1/run_assess for r-1.
+	assess string
 }
 
 func newFake(t *testing.T) *fake {
@@ -99,6 +105,19 @@ func newFake(t *testing.T) *fake {
 		d := f.detail
 		f.mu.Unlock()
 		writeJSON(w, http.StatusOK, d)
+	})
+	mux.HandleFunc("POST /v1/run_assess", func(w http.ResponseWriter, r *http.Request) {
+		var args struct {
+			RunID string `json:"run_id"`
+		}
+		if json.NewDecoder(r.Body).Decode(&args) != nil || args.RunID != "r-1" {
+			writeJSON(w, http.StatusNotFound, notFound)
+			return
+		}
+		f.mu.Lock()
+		a := f.assess
+		f.mu.Unlock()
+		writeJSON(w, http.StatusOK, a)
 	})
 	mux.HandleFunc("GET /v1/runs/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") != "r-1" || f.events == nil {
@@ -423,6 +442,7 @@ func TestRunsUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"run"}, {"run", "show"}, {"run", "show", "a", "b"}, {"run", "show", "-f", "r-1"}, {"run", "tail"},
 		{"run", "bogus", "r-1"}, {"run", "tail", "--bogus", "r-1"}, {"runs", "extra"}, {"runs", "--limit", "x"},
+		{"run", "explain"}, {"run", "explain", "a", "b"}, {"run", "explain", "-f", "r-1"},
 	} {
 		if code, _, errOut := cliRun(t, f.dataDir, args...); code != exitUsage || !strings.Contains(errOut, "usage: harness run") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
@@ -446,5 +466,82 @@ func TestRunsNoDaemon(t *testing.T) {
 		if code, _, errOut := cliRun(t, dir, args...); code != exitUnavailable {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
+	}
+}
+
+// The answers of a blocked run with a retried failure, a child and an
+// escalation, as fixed JSON.
+const (
+	stateBlocked = `{"run_id":"r-1","goal":"fix the flaky test","workflow_class":"bugfix","tier":"bounded_work","status":"active",
+ "budget":{"commands":10,"mutations":2},
+ "counters":{"calls":6,"reads":1,"commands":4,"mutations":2,"jobs":0,"checks":0,"output_bytes":100,"approvals":0,"failures":3,"observations":2},
+ "drawn":{"calls":0,"reads":0,"commands":1,"mutations":0,"jobs":0,"checks":0,"output_bytes":0,"approvals":0,"failures":0,"observations":0},
+ "completed_stages":["plan"],"current_stage":"test","blocked":true,"blocked_reason":"the check keeps timing out",
+ "observations":[],"escalations":[{"at":"2026-12-01T15:04:06.5Z","from":"direct","to":"bounded_work","reason":"the fix needs a long check"}],
+ "children":["r-2"],"started_at":"2026-12-01T15:04:05Z","updated_at":"2026-12-01T15:04:09Z"}`
+	assessJSON = `{"run_id":"r-1",
+ "span":{"run_id":"r-1","span_id":"s9","kind":"operation","operation":"run_command","stage":"test","outcome":"error","error_code":"TIMEOUT","start":"2026-12-01T15:04:08Z","duration_ms":15000},
+ "attempts":[{"span_id":"s5","error_code":"TIMEOUT","at":"2026-12-01T15:04:07Z","duration_ms":15000},{"span_id":"s9","error_code":"TIMEOUT","at":"2026-12-01T15:04:08Z","duration_ms":15000}],
+ "max_retries":3,"retries_left":2,
+ "assessment":{"type":"transient","code":"TIMEOUT","operation":"run_command","span_id":"s9","attempts":2,"retryable":true,
+  "evidence":["run_command failed with TIMEOUT (span s9): the call ran out of time","the same call (same operation and input) failed twice in stage \"test\": TIMEOUT, TIMEOUT","the run's mutations budget is used up (2 of 2): a retry that needs it is refused"]},
+ "plan":{"action":"escalate_durable","max_attempts":1,"reason":"the command ran out of the Fast Path's time: run it as a durable job (job_start) with a longer timeout"},
+ "children":[{"run_id":"r-2","goal":"write the regression test","status":"active","completed_stages":[],"current_stage":"tests","blocked":true,"blocked_reason":"waits for the API","failures":1,
+  "last_failure":{"span_id":"c5","operation":"apply_patch","error_code":"PATCH_CONFLICT","at":"2026-12-01T15:04:07.5Z"}}]}`
+)
+
+// TestRunExplain is the golden test of `harness run explain`: the run from
+// GET /v1/runs/{id}, the assessment from POST /v1/run_assess, in sentences.
+func TestRunExplain(t *testing.T) {
+	f := newFake(t)
+	f.detail = `{"state":` + stateBlocked + `,"spans":[],"dropped_spans":0}`
+	f.assess = assessJSON
+	code, out, errOut := cliRun(t, f.dataDir, "run", "explain", "r-1")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden := filepath.Join("testdata", "run_explain.golden")
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestRunExplain -update-golden writes it)", err)
+	}
+	if out != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	reqs := f.requests()
+	if len(reqs) != 2 || reqs[0].URL.Path != "/v1/runs/r-1" || reqs[1].Method != "POST" || reqs[1].URL.Path != "/v1/run_assess" {
+		t.Errorf("requests: %v", reqs)
+	}
+
+	code, out, _ = cliRun(t, f.dataDir, "--json", "run", "explain", "r-1")
+	var j struct {
+		State      messages.RunState `json:"state"`
+		Assessment struct {
+			Plan struct {
+				Action string `json:"action"`
+			} `json:"plan"`
+		} `json:"assessment"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || j.State.RunID != "r-1" || j.Assessment.Plan.Action != "escalate_durable" {
+		t.Errorf("--json: exit %d, output:\n%s", code, out)
+	}
+
+	f.mu.Lock()
+	f.detail, f.assess = `{"state":`+stateEnded+`,"spans":[]}`, `{"run_id":"r-1","max_retries":3,"retries_left":3}`
+	f.mu.Unlock()
+	code, out, errOut = cliRun(t, f.dataDir, "run", "explain", "r-1")
+	if code != exitOK || !strings.Contains(out, "Run r-1 (\"fix the flaky test\") has ended: tests pass.") || !strings.Contains(out, "Nothing has failed.") {
+		t.Errorf("an ended run: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := cliRun(t, f.dataDir, "run", "explain", "nope"); code == exitOK || !strings.Contains(errOut, "NOT_FOUND") {
+		t.Errorf("an unknown run: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -133,12 +133,16 @@ func Invoke[Out any](ctx context.Context, p *Pipeline, name string, in any) (Out
 func (p *Pipeline) run(ctx context.Context, o *Op, in any, raw json.RawMessage, runID string) (any, error) {
 	tr := StartTrace()
 	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
-	if err := p.joinRun(ctx, c, runID); err != nil {
-		return nil, c.redactError(ctx, err)
+	if err := p.joinRun(ctx, c, runID, in, &raw); err != nil {
+		err = c.redactError(ctx, err)
+		if c.run != nil { // a retry past the run's bound: the refusal is a span
+			c.record(raw, nil, err, nil)
+		}
+		return nil, err
 	}
 	out, err := p.runCall(ctx, c, in)
 	if err != nil {
-		err = c.redactError(ctx, err)
+		err = c.suggestEscalation(c.redactError(ctx, err))
 	}
 	if c.run != nil {
 		if raw == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -103,7 +104,13 @@ type callRun struct {
 
 // joinRun resolves the run of the call from ctx (run_id of the arguments
 // first) and opens its span. A call outside any run records nothing.
-func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string) error {
+//
+// While the run has an open retry streak (or a failed call on its way to
+// it), the run is asked whether this call is a retry past its bound
+// (RETRY_LIMIT, recorded as the call's span); else a call pays nothing
+// for the retry rule but two atomic loads. raw is the call's arguments,
+// marshalled from in when the check needs them (and kept for the span).
+func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string, in any, raw *json.RawMessage) error {
 	if p.env.Runs == nil || c.Op.noRun {
 		return nil
 	}
@@ -118,15 +125,63 @@ func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string) error {
 	if err != nil || !ok {
 		return err
 	}
-	if e.OutputSpent() {
-		if err := p.env.Runs.Charge(ctx, e, runs.Draw{}); err != nil {
+	who.RunID = e.ID
+	c.Caller = who
+	run := &callRun{entry: e, spanID: p.ids.next(), start: c.trace.start}
+	if watch := e.RetryWatch(); watch || e.OutputSpent() {
+		name, input := "", json.RawMessage(nil)
+		if watch {
+			if *raw == nil {
+				*raw, _ = json.Marshal(in)
+			}
+			name, input = c.Op.Name, *raw
+		}
+		if err := p.env.Runs.CheckRetry(ctx, e, name, input); err != nil {
+			if errs.CodeOf(err) == errs.RetryLimit {
+				c.run = run
+			}
 			return err
 		}
 	}
-	who.RunID = e.ID
-	c.Caller = who
-	c.run = &callRun{entry: e, spanID: p.ids.next(), start: c.trace.start}
+	c.run = run
 	return nil
+}
+
+// suggestEscalation adds suggested_escalation to the error of a call whose
+// route needs a higher tier than its run is declared for: the
+// run_escalate that would say so. The code stays.
+func (c *Call) suggestEscalation(err error) error {
+	if c.run == nil {
+		return err
+	}
+	from := c.run.entry.Tier()
+	need := runs.EscalationNeeded(from, c.tier(err))
+	if need == "" {
+		return err
+	}
+	e := errs.From(err)
+	if _, ok := e.Details["suggested_escalation"]; ok {
+		return err
+	}
+	return e.With("suggested_escalation", runs.Suggestion(c.run.entry.ID, from, need, c.Op.Name))
+}
+
+// tier is the route policy's tier of the call: the gate's decision, or
+// the route decision a refusal before the gate carries (a batch's).
+func (c *Call) tier(err error) string {
+	if t := c.gated.Decision.Tier; t != "" {
+		return string(t)
+	}
+	if err == nil {
+		return ""
+	}
+	d := errs.From(err).Details
+	for _, k := range [...]string{"batch_decision", "decision"} {
+		if rd, ok := d[k].(route.Decision); ok {
+			return string(rd.Tier)
+		}
+	}
+	return ""
 }
 
 // draw is what the call takes from its run's budget before it executes.
@@ -185,7 +240,7 @@ func (c *Call) record(raw json.RawMessage, out any, err error, lat *Latency) {
 	}
 	s := messages.RunSpan{
 		SpanID: r.spanID, ParentID: r.parent, Kind: messages.SpanOperation, Op: c.Op.Name, Input: raw,
-		Route: c.route, Decision: string(c.gated.Decision.Outcome), Outcome: "ok", Start: r.start,
+		Route: c.route, Tier: c.tier(err), Decision: string(c.gated.Decision.Outcome), Outcome: "ok", Start: r.start,
 		ReadOnly: c.Op.ReadOnly && c.receipt == nil, Session: c.Caller.Session, Client: c.Caller.Client,
 	}
 	if lat != nil {

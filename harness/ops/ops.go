@@ -31,5 +31,7 @@ func Registry() *op.Registry {
 		job.Ops(),
 		proposal.Ops(),
 		run.Ops(),
+		run.AssessOps(),
+		run.ClaimOps(),
 	)
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -121,8 +122,62 @@ func (c Runs) Refund(e RunEntry, d runs.Draw, asChild bool, child string) {
 	c.r.system.Root.Send(e.PID, m)
 }
 
-// Record sends a finished span to its run without waiting.
-func (c Runs) Record(e RunEntry, s messages.RunSpan) { c.r.system.Root.Send(e.PID, s) }
+// Record sends a finished span to its run without waiting. A failed call
+// is counted in flight first, so the next call's retry check (RetryWatch)
+// asks the run even before it has recorded the failure.
+func (c Runs) Record(e RunEntry, s messages.RunSpan) {
+	if runs.PendingFailure(s) {
+		e.NotePending()
+	}
+	c.r.system.Root.Send(e.PID, s)
+}
+
+// CheckRetry asks e whether a call of op with input is a retry past the
+// run's bound (RETRY_LIMIT) and whether its output budget is spent
+// (BUDGET_EXCEEDED). The request is ordered after the spans sent before
+// it, so the run has recorded every earlier failure when it answers.
+func (c Runs) CheckRetry(ctx context.Context, e RunEntry, op string, input json.RawMessage) error {
+	return c.ask(ctx, e.PID, messages.RunCharge{RunID: e.ID, Op: op, Input: input})
+}
+
+// Escalate raises a run's tier (run_escalate).
+func (c Runs) Escalate(ctx context.Context, m messages.RunEscalate) (messages.RunState, error) {
+	got, err := Ask[messages.RunGot](ctx, c.r, c.pid, m)
+	return got.State, err
+}
+
+// Children returns the summaries of st's child runs: the ones it
+// recorded and any live run naming it as parent, in start order. A child
+// that cannot be read is left out.
+func (c Runs) Children(ctx context.Context, st messages.RunState) []messages.RunChild {
+	ids := slices.Clone(st.Children)
+	for _, e := range c.index.Children(st.RunID) {
+		if !slices.Contains(ids, e.ID) {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	const maxChildren = 100
+	if len(ids) > maxChildren {
+		ids = ids[len(ids)-maxChildren:]
+	}
+	var states []messages.RunState
+	for _, id := range ids {
+		g, err := c.Get(ctx, id, false)
+		if err != nil {
+			continue
+		}
+		states = append(states, g.State)
+	}
+	slices.SortStableFunc(states, func(a, b messages.RunState) int { return a.StartedAt.Compare(b.StartedAt) })
+	out := make([]messages.RunChild, 0, len(states))
+	for _, s := range states {
+		out = append(out, runs.ChildOf(s))
+	}
+	return out
+}
 
 // Observe appends an observation and returns the run's state.
 func (c Runs) Observe(ctx context.Context, id string, o messages.RunObservation) (messages.RunState, error) {

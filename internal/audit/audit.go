@@ -43,19 +43,22 @@ const (
 	KindJob Kind = "job"
 	// KindCheck records a check run (tests, lint) and its result.
 	KindCheck Kind = "check"
+	// KindEscalation records a run's explicit tier change (run_escalate):
+	// details from and to, the reason.
+	KindEscalation Kind = "escalation"
 )
 
 // Kinds returns every known kind, in declaration order.
 func Kinds() []Kind {
 	return []Kind{KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck}
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation}
 }
 
 // KnownKind reports whether k is one of the Kind constants.
 func KnownKind(k Kind) bool {
 	switch k {
 	case KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck:
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation:
 		return true
 	}
 	return false

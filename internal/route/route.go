@@ -111,7 +111,7 @@ func decide(req Request, inBatch bool) Decision {
 		"read_lanes", "patch_proposal_validate", "batch_result", "repository_register", "repository_list", "repository_unregister", "job_clean":
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a readonly Fast Path operation"},
 			Risk: 5, EstimatedClass: Short, Tier: Direct}
-	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume":
+	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate":
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " records run state; it touches no repository"},
 			Risk: 0, EstimatedClass: Short, Tier: Direct}
 	case "apply_patch", "git_stage", "git_commit", "patch_proposal_integrate":

@@ -1,7 +1,8 @@
-// Package runs holds the pure rules of harnessd's runs (FlowDeck L3, L4):
-// budget draws, what a span counts, stage transitions, when a run ends on
-// its own, and the bounded ring of in-memory spans. The run actors apply
-// these rules; nothing here does I/O or knows about actors.
+// Package runs holds the pure rules of harnessd's runs (FlowDeck L3, L4,
+// L6, L7): budget draws, what a span counts, stage transitions, when a run
+// ends on its own, the bounded ring of in-memory spans, the retry bound
+// (retry.go), and tiers, escalations and children (coord.go). The run
+// actors apply these rules; nothing here does I/O or knows about actors.
 package runs
 
 import (
@@ -141,7 +142,7 @@ func Persisted(s messages.RunSpan) bool {
 		return true
 	}
 	switch s.ErrorCode {
-	case "APPROVAL_REQUIRED", "LOOP_DETECTED", "BUDGET_EXCEEDED":
+	case "APPROVAL_REQUIRED", "LOOP_DETECTED", "BUDGET_EXCEEDED", "RETRY_LIMIT":
 		return true
 	}
 	return !s.ReadOnly
@@ -163,6 +164,8 @@ func Notes(s messages.RunSpan) []messages.RunObservation {
 		out = append(out, note("escalation", s.Op+" was escalated to a person"))
 	case s.ErrorCode == "BUDGET_EXCEEDED":
 		out = append(out, note("budget", s.Op+" was refused: the run's budget is used up"))
+	case s.ErrorCode == "RETRY_LIMIT":
+		out = append(out, note("retry", s.Op+" was refused: the same call failed past the run's retry bound (RETRY_LIMIT)"))
 	case s.Outcome != "ok" && s.ErrorCode != "":
 		out = append(out, note("failure", s.Op+" failed: "+s.ErrorCode))
 	}

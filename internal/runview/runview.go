@@ -1,7 +1,8 @@
 // Package runview renders harnessd runs for people: a run's span tree in
 // the manner of `git log --graph` (Tree), one-line forms for following a
-// run as it happens (Line, Note, Changes, Summary) and the table of runs
-// (List).
+// run as it happens (Line, Note, Changes, Summary), the table of runs
+// (List), and in plain sentences why a run is blocked, what failed and
+// what to do about it (Explain, explain.go).
 //
 // Everything here is a pure function of messages values; the only I/O is
 // the io.Writer a caller passes. Times are shown in time.Local.

@@ -1,8 +1,10 @@
-// Package run holds the operations on runs (FlowDeck L3, L4): run_start,
-// run_observe, run_stage, run_status, run_list, run_end and run_resume.
+// Package run holds the operations on runs (FlowDeck L3, L4, L6, L7):
+// run_start, run_observe, run_stage, run_status, run_list, run_end,
+// run_resume and run_escalate (here), run_assess (assess.go).
 // A run groups an agent's calls: each call records a span in it, draws on
-// its budget, and its state (stages, observations, counters) is stored so
-// it survives a restart of the daemon.
+// its budget, and its state (stages, observations, counters, its tier,
+// retry streaks and children) is stored so it survives a restart of the
+// daemon.
 package run
 
 import (
@@ -10,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -42,14 +46,19 @@ func Ops() []op.Op {
 		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", OutsideRuns: true,
 			Description: "Bind a run (for example one started before a daemon restart or by a client that went away) to this session; calls without run_id then join it.",
 			Prepare:     resume}),
+		op.Def(op.Spec[EscalateArgs]{Name: "run_escalate", OutsideRuns: true,
+			Description: "Raise a run's tier (direct < bounded_work < campaign) when its work outgrew what it declared at run_start; " +
+				"a call whose route needs a higher tier answers suggested_escalation in its error details. Audited; never lowers a tier.",
+			Prepare: escalate}),
 	}
 }
 
 // Limits of the inputs.
 const (
-	maxGoal  = runs.MaxText
-	maxKind  = 64
-	maxClass = 64
+	maxGoal         = runs.MaxText
+	maxKind         = 64
+	maxClass        = 64
+	maxDeliverables = 1000
 )
 
 // validClass reports whether a workflow class is lower case letters,
@@ -70,9 +79,14 @@ func validClass(c string) bool {
 type StartArgs struct {
 	Goal          string             `json:"goal,omitempty" jsonschema:"what the run is for, in a sentence"`
 	RepoID        string             `json:"repo_id,omitempty" jsonschema:"the repository the run works on, if one"`
-	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"the kind of work (bugfix, feature, refactor, review, ...): lower case, digits, . _ -"`
+	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"the kind of work (bugfix, feature, refactor, review, ...): lower case, digits, . _ -; direct, bounded_work or campaign also name the run's tier"`
 	ParentRunID   string             `json:"parent_run_id,omitempty" jsonschema:"a live run this one is part of: the child draws on the parent's budget too"`
 	Budget        messages.RunBudget `json:"budget,omitzero" jsonschema:"limits of the run; a call past one answers BUDGET_EXCEEDED"`
+	// Shape is the work the run declares; the route policy chooses the
+	// run's tier from it.
+	Shape *messages.RunShape `json:"shape,omitempty" jsonschema:"the work the run declares: the route policy chooses its tier (direct, bounded_work, campaign) from it; later calls that need more answer suggested_escalation"`
+	// MaxRetries bounds the retries of a failed call per stage (nil = 3).
+	MaxRetries *int `json:"max_retries,omitempty" jsonschema:"retries of a failed call (same operation and input) allowed per stage before RETRY_LIMIT (default 3, 0 = none, at most 100)"`
 	op.Approval
 }
 
@@ -82,6 +96,9 @@ type StateResult struct {
 	// Spans are the run's spans (run_status with include_spans).
 	Spans        []messages.RunSpan `json:"spans,omitempty"`
 	DroppedSpans int64              `json:"dropped_spans,omitempty"`
+	// ChildRuns are the run's children: state, stage and blockers
+	// (run_status).
+	ChildRuns []messages.RunChild `json:"child_runs,omitempty"`
 	op.Meta
 }
 
@@ -108,10 +125,25 @@ func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
 			return nil, err
 		}
 	}
+	if m := args.MaxRetries; m != nil && (*m < 0 || *m > runs.MaxMaxRetries) {
+		return nil, errs.New(errs.InvalidArgument, "max_retries is %d: between 0 and %d (leave it out for %d)", *m, runs.MaxMaxRetries, runs.DefaultMaxRetries)
+	}
+	var shape messages.RunShape
+	if args.Shape != nil {
+		shape = *args.Shape
+		if shape.Deliverables < 0 || shape.Deliverables > maxDeliverables {
+			return nil, errs.New(errs.InvalidArgument, "shape.deliverables is %d: between 0 and %d", shape.Deliverables, maxDeliverables)
+		}
+	}
+	tier, err := runs.ChooseTier(args.WorkflowClass, args.Shape)
+	if err != nil {
+		return nil, errs.New(errs.InvalidArgument, "run_start: %v; declare the class the shape needs, or leave workflow_class out", err).
+			With("tier", runs.ShapeTier(shape))
+	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
 		who := caller(ctx)
 		st, err := rs.Start(ctx, messages.RunStart{Goal: redact(c, args.Goal), RepoID: args.RepoID, WorkflowClass: args.WorkflowClass,
-			ParentRunID: args.ParentRunID, Budget: args.Budget, Caller: who})
+			ParentRunID: args.ParentRunID, Budget: args.Budget, Caller: who, Tier: tier, Shape: shape, MaxRetries: args.MaxRetries})
 		if err == nil && who.Session != "" && args.ParentRunID == "" {
 			if bound, berr := rs.Bind(ctx, st.RunID, who); berr == nil {
 				st = bound
@@ -211,7 +243,7 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans}, nil
+		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans, ChildRuns: rs.Children(ctx, got.State)}, nil
 	}}, nil
 }
 
@@ -288,6 +320,44 @@ func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
 			return messages.RunState{}, errs.New(errs.InvalidArgument, "run_resume binds a run to an MCP session; outside one, pass run_id with each call")
 		}
 		return rs.Bind(ctx, args.RunID, who)
+	})}, nil
+}
+
+// EscalateArgs are the arguments of run_escalate.
+type EscalateArgs struct {
+	RunID  string `json:"run_id" jsonschema:"the run"`
+	To     string `json:"to" jsonschema:"the new tier: bounded_work or campaign (above the run's tier)"`
+	Reason string `json:"reason" jsonschema:"why the run needs it (at most 4096 bytes)"`
+	op.Approval
+}
+
+func escalate(_ context.Context, c *op.Call, args EscalateArgs) (*op.Plan, error) {
+	if err := needRun(args.RunID); err != nil {
+		return nil, err
+	}
+	if !runs.IsTier(args.To) {
+		return nil, errs.New(errs.InvalidArgument, "to %q: one of %s", args.To, strings.Join(runs.Tiers, ", "))
+	}
+	if err := runs.ValidText("reason", args.Reason, runs.MaxText); err != nil {
+		return nil, errs.New(errs.InvalidArgument, "run_escalate: %v", err)
+	}
+	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		reason := redact(c, args.Reason)
+		st, err := rs.Escalate(ctx, messages.RunEscalate{RunID: args.RunID, To: args.To, Reason: reason})
+		if err != nil {
+			return st, err
+		}
+		from := ""
+		if n := len(st.Escalations); n > 0 {
+			from = st.Escalations[n-1].From
+		}
+		who := caller(ctx)
+		who.RunID = st.RunID
+		e := audit.Entry{Kind: audit.KindEscalation, Operation: "run_escalate", Outcome: "escalated", Reason: reason,
+			Details: map[string]string{"from": from, "to": st.Tier}}
+		govern.Identify(&e, who)
+		c.Env.Gov.AuditAppend(e)
+		return st, nil
 	})}, nil
 }
 
