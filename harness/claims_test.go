@@ -165,6 +165,14 @@ func TestCheckEvidenceFollowsTheContent(t *testing.T) {
 	if st := storedStage(t, h, run, "tests"); st.Status != harness.ClaimClaimed {
 		t.Fatalf("stored stage after an edit: %+v", st)
 	}
+	// run_status shows what was claimed beside what was verified.
+	rs, err := h.RunStatus(ctx, harness.RunStatusArgs{RunID: run})
+	if err != nil || len(rs.Verification) != 1 {
+		t.Fatalf("run_status verification: %+v, %v", rs.Verification, err)
+	}
+	if v := rs.Verification[0]; v.Stage != "tests" || v.Status != harness.ClaimClaimed || v.Claims != 1 || v.Verified != 0 || len(v.Blockers) == 0 {
+		t.Fatalf("run_status stage: %+v", v)
+	}
 	if runs(t, counter) != 1 {
 		t.Fatal("run_verify ran the check")
 	}

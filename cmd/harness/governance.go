@@ -154,7 +154,7 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 		return nil
 	}
 	fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
-	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check")
+	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation")
 	repo := fs.String("repo", "", "repository id")
 	op := fs.String("operation", "", "operation name")
 	runID := fs.String("run", "", "run id: the entries of one run")

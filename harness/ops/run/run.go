@@ -10,6 +10,7 @@ package run
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
@@ -17,7 +18,9 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/runs"
+	"github.com/harnessd/harnessd/internal/verify"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
 // Ops returns the run operations.
@@ -99,7 +102,47 @@ type StateResult struct {
 	// ChildRuns are the run's children: state, stage and blockers
 	// (run_status).
 	ChildRuns []messages.RunChild `json:"child_runs,omitempty"`
+	// Verification is each claimed stage's status, claimed or verified,
+	// with its blockers (run_status): what was claimed beside what was
+	// verified.
+	Verification []StageVerification `json:"verification,omitempty"`
 	op.Meta
+}
+
+// StageVerification is the claimed-vs-verified status of one stage.
+type StageVerification struct {
+	Stage      string    `json:"stage"`
+	Status     string    `json:"status"` // claimed or verified
+	Claims     int       `json:"claims"`
+	Verified   int       `json:"verified"`
+	VerifiedAt time.Time `json:"verified_at,omitzero"`
+	Blockers   []string  `json:"blockers,omitempty"`
+}
+
+// stages reads the claim records of a run (run_claim, run_verify).
+func stages(c *op.Call, runID string) []StageVerification {
+	var out []StageVerification
+	_ = c.Env.Store.Scan(persistence.ClaimRunPrefix(runID), func(_ []byte, decode func(any) error) error {
+		var st verify.Stage
+		if decode(&st) != nil {
+			return nil
+		}
+		sv := StageVerification{Stage: st.Stage, Status: st.Status, Claims: len(st.Claims)}
+		for _, cl := range st.Claims {
+			if cl.Status == verify.StatusVerified {
+				sv.Verified++
+			}
+		}
+		if v := st.Verification; v != nil {
+			sv.VerifiedAt = v.At
+			for _, b := range v.Blockers {
+				sv.Blockers = append(sv.Blockers, b.Reason)
+			}
+		}
+		out = append(out, sv)
+		return nil
+	})
+	return out
 }
 
 func caller(ctx context.Context) messages.Caller {
@@ -243,7 +286,8 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans, ChildRuns: rs.Children(ctx, got.State)}, nil
+		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans, ChildRuns: rs.Children(ctx, got.State),
+			Verification: stages(c, got.State.RunID)}, nil
 	}}, nil
 }
 
