@@ -166,14 +166,14 @@ func (a *runActor) snapshot() messages.RunState {
 
 func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 	s.RunID = a.st.RunID
-	if s.InputHash == "" && len(s.Input) > 0 {
-		if h, err := ledger.InputHash(s.Op, s.Input); err == nil {
-			s.InputHash = h
-		}
-	}
-	s.Input = nil
 	s.Stage = a.st.CurrentStage
 	s.Persist = runs.Persisted(s)
+	// The canonical input hash costs more than the rest of a span; a plain
+	// successful read needs it only when someone looks (RunGet hashes the
+	// ring's spans then), unless a retry streak is open.
+	if s.Outcome != "ok" || s.Persist || len(a.st.Retries) > 0 {
+		hashInput(&s)
+	}
 	runs.Count(&a.st.Counters, s)
 	if s.JobID != "" {
 		a.st.Jobs = append(a.st.Jobs, s.JobID)
@@ -428,9 +428,20 @@ func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) 
 	ctx.Send(ctx.Parent(), runEnded{id: a.st.RunID, at: now})
 }
 
+// hashInput sets the span's input hash from its input and drops the input.
+func hashInput(s *messages.RunSpan) {
+	if s.InputHash == "" && len(s.Input) > 0 {
+		if h, err := ledger.InputHash(s.Op, s.Input); err == nil {
+			s.InputHash = h
+		}
+	}
+	s.Input = nil
+}
+
 func (a *runActor) get(ctx actor.Context, m messages.RunGet) {
 	got := messages.RunGot{State: a.snapshot(), DroppedSpans: a.ring.Dropped()}
 	if m.Spans {
+		a.ring.Each(hashInput)
 		var stored []messages.RunSpan
 		if a.stored && (a.ring.Dropped() > 0 || a.restored) {
 			var err error

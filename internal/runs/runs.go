@@ -280,6 +280,14 @@ func (r *Ring) Spans() []messages.RunSpan {
 	return append(out, r.buf[:r.next]...)
 }
 
+// Each calls f with a pointer to every span in the ring, to update it in
+// place.
+func (r *Ring) Each(f func(*messages.RunSpan)) {
+	for i := range r.buf {
+		f(&r.buf[i])
+	}
+}
+
 // Dropped counts the spans that fell out.
 func (r *Ring) Dropped() int64 { return r.dropped }
 
