@@ -309,3 +309,40 @@ func TestAuditAndApprovalsCarryTheRun(t *testing.T) {
 		t.Fatalf("no approval observation: %+v", st.Observations)
 	}
 }
+
+// The policy's max_retries bounds the retries of every new run (implicit
+// ones too); run_start's max_retries overrides it.
+func TestPolicyMaxRetriesBoundsRuns(t *testing.T) {
+	dir := t.TempDir()
+	h, err := openWithPolicy(t, dir, "version: 1\nmax_retries: 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	ctx := harness.WithCaller(context.Background(), harness.Caller{Session: "s-retry"})
+	r, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := harness.ReadFileArgs{RepoID: r.ID, Path: "missing.txt"}
+	for i := range 2 { // the call and its one retry run
+		if _, err := h.ReadFile(ctx, missing); errs.CodeOf(err) != errs.NotFound {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	if _, err := h.ReadFile(ctx, missing); errs.CodeOf(err) != errs.RetryLimit {
+		t.Fatalf("second retry under max_retries 1: %v, want RETRY_LIMIT", err)
+	}
+	three := 3
+	run, err := h.RunStart(context.Background(), harness.RunStartArgs{MaxRetries: &three})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := harness.WithRun(context.Background(), run.RunID)
+	for i := range 4 {
+		if _, err := h.ReadFile(in, missing); errs.CodeOf(err) != errs.NotFound {
+			t.Fatalf("run_start max_retries 3, attempt %d: %v", i+1, err)
+		}
+	}
+}

@@ -201,6 +201,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout, Runs: &h.rt.Runs,
 	}
 	git.Confine = h.env.ConfineGit
+	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err

@@ -127,6 +127,9 @@ type PolicyInfo struct {
 	Rules  int    `json:"rules"`
 }
 
+// MaxRetries is the loaded policy's max_retries (nil = the runs' default).
+func (g *Governor) MaxRetries() *int { return g.currentPolicy().MaxRetries() }
+
 // Policy reports the loaded policy.
 func (g *Governor) Policy() PolicyInfo {
 	p := g.currentPolicy()

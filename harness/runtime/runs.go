@@ -25,10 +25,20 @@ type Runs struct {
 	r     *Runtime
 	pid   *actor.PID
 	index *actors.RunIndex
+	// maxRetries is the default retry bound of new runs (the policy's
+	// max_retries); nil or a nil answer = internal/runs' default.
+	maxRetries func() *int
 }
+
+// SetMaxRetries sets where new runs take their default retry bound from.
+// Call it before the runtime starts.
+func (c *Runs) SetMaxRetries(f func() *int) { c.maxRetries = f }
 
 // Start starts a run and returns it once it is stored.
 func (c Runs) Start(ctx context.Context, m messages.RunStart) (messages.RunState, error) {
+	if m.MaxRetries == nil && c.maxRetries != nil {
+		m.MaxRetries = c.maxRetries()
+	}
 	got, err := Ask[messages.RunGot](ctx, c.r, c.pid, m)
 	return got.State, err
 }

@@ -59,15 +59,15 @@ func Load(path string) (*Policy, error) {
 // See the package documentation for what is checked.
 func Parse(b []byte, source string) (*Policy, error) {
 	p := parser{source: source}
-	rules, err := p.parse(b)
+	rules, maxRetries, err := p.parse(b)
 	if err != nil {
 		return nil, err
 	}
-	digest, err := digestOf(rulesOf(rules))
+	digest, err := digestOf(rulesOf(rules), maxRetries)
 	if err != nil {
 		return nil, err
 	}
-	return &Policy{source: source, digest: digest, rules: rules}, nil
+	return &Policy{source: source, digest: digest, rules: rules, maxRetries: maxRetries}, nil
 }
 
 func rulesOf(cs []compiled) []Rule {
@@ -79,8 +79,9 @@ func rulesOf(cs []compiled) []Rule {
 }
 
 type parser struct {
-	source string
-	label  string // the rule being parsed: its id, or "rules[i]"; "" outside rules
+	maxRetries *int
+	source     string
+	label      string // the rule being parsed: its id, or "rules[i]"; "" outside rules
 }
 
 // errorf builds the coded parse error. line 0 means unknown.
@@ -117,7 +118,15 @@ func (p *parser) errorf(line int, format string, args ...any) error {
 	return e
 }
 
-func (p *parser) parse(b []byte) ([]compiled, error) {
+func (p *parser) parse(b []byte) ([]compiled, *int, error) {
+	rules, err := p.parseRules(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rules, p.maxRetries, nil
+}
+
+func (p *parser) parseRules(b []byte) ([]compiled, error) {
 	if len(b) > MaxBytes {
 		return nil, p.errorf(0, "policy is larger than %d bytes", MaxBytes)
 	}
@@ -144,9 +153,16 @@ func (p *parser) parse(b []byte) ([]compiled, error) {
 		}
 		root = root.Content[0]
 	}
-	fields, err := p.mapping(root, "the policy", "version", "rules")
+	fields, err := p.mapping(root, "the policy", "version", "rules", "max_retries")
 	if err != nil {
 		return nil, err
+	}
+	if mr, ok := fields["max_retries"]; ok {
+		n, err := strconv.Atoi(mr.Value)
+		if mr.Kind != yaml.ScalarNode || err != nil || n < 0 || n > MaxRetriesLimit {
+			return nil, p.errorf(mr.Line, "max_retries %s: want a whole number from 0 to %d (the retries of a failed call a run allows per stage)", describe(mr), MaxRetriesLimit)
+		}
+		p.maxRetries = &n
 	}
 	v, ok := fields["version"]
 	if !ok {

@@ -105,6 +105,21 @@ type Policy struct {
 	source string
 	digest string
 	rules  []compiled
+	// maxRetries is the policy's max_retries: the retries of a failed call
+	// a run allows per stage (nil = the runs' default).
+	maxRetries *int
+}
+
+// MaxRetriesLimit bounds max_retries.
+const MaxRetriesLimit = 100
+
+// MaxRetries returns the policy's max_retries, nil when it sets none.
+func (p *Policy) MaxRetries() *int {
+	if p == nil || p.maxRetries == nil {
+		return nil
+	}
+	n := *p.maxRetries
+	return &n
 }
 
 type compiled struct {
@@ -366,12 +381,13 @@ func anyPathMatches(globs []glob, paths []string) bool {
 
 // canonical is the form the digest is computed over.
 type canonical struct {
-	Version int    `json:"version"`
-	Rules   []Rule `json:"rules"`
+	Version    int    `json:"version"`
+	Rules      []Rule `json:"rules"`
+	MaxRetries *int   `json:"max_retries,omitempty"`
 }
 
-func digestOf(rules []Rule) (string, error) {
-	c := canonical{Version: 1, Rules: rules}
+func digestOf(rules []Rule, maxRetries *int) (string, error) {
+	c := canonical{Version: 1, Rules: rules, MaxRetries: maxRetries}
 	if c.Rules == nil {
 		c.Rules = []Rule{}
 	}

@@ -327,7 +327,7 @@ func TestDefault(t *testing.T) {
 	if got, want := d.Digest(), DefaultDigest; got != want {
 		t.Errorf("Default().Digest() = %s, want %s", got, want)
 	}
-	if got, err := digestOf(nil); err != nil || got != DefaultDigest {
+	if got, err := digestOf(nil, nil); err != nil || got != DefaultDigest {
 		t.Errorf("digestOf(nil) = %s, %v; want %s (update DefaultDigest)", got, err, DefaultDigest)
 	}
 	if got := d.Source(); got != DefaultSource {
@@ -590,8 +590,46 @@ func TestRequireVerifiedDigest(t *testing.T) {
 		t.Error("digest did not change with the stage")
 	}
 	c := mustParse(t, "version: 1\nrules:\n  - {id: r, tools: [git_commit], decision: deny}\n").Digest()
-	want, err := digestOf([]Rule{{ID: "r", Tools: []string{"git_commit"}, Decision: Deny}})
+	want, err := digestOf([]Rule{{ID: "r", Tools: []string{"git_commit"}, Decision: Deny}}, nil)
 	if err != nil || c != want {
 		t.Errorf("digest of a decision rule = %s, want %s (%v)", c, want, err)
+	}
+}
+
+func TestMaxRetries(t *testing.T) {
+	cases := []struct {
+		src  string
+		want int // -1 = unset
+		ok   bool
+	}{
+		{"version: 1\n", -1, true},
+		{"version: 1\nmax_retries: 5\n", 5, true},
+		{"version: 1\nmax_retries: 0\n", 0, true},
+		{"version: 1\nmax_retries: 101\n", 0, false},
+		{"version: 1\nmax_retries: -1\n", 0, false},
+		{"version: 1\nmax_retries: many\n", 0, false},
+		{"version: 1\nmax_retries: [1]\n", 0, false},
+	}
+	for _, c := range cases {
+		p, err := Parse([]byte(c.src), "t.yaml")
+		if (err == nil) != c.ok {
+			t.Fatalf("%q: err %v, want ok=%v", c.src, err, c.ok)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "max_retries") {
+				t.Fatalf("%q: error %v does not name max_retries", c.src, err)
+			}
+			continue
+		}
+		got := p.MaxRetries()
+		if (got == nil) != (c.want < 0) || (got != nil && *got != c.want) {
+			t.Fatalf("%q: MaxRetries = %v, want %d", c.src, got, c.want)
+		}
+	}
+	// The default digest stays that of the empty policy; a setting changes it.
+	a, _ := Parse([]byte("version: 1\n"), "a")
+	b, _ := Parse([]byte("version: 1\nmax_retries: 2\n"), "b")
+	if a.Digest() != DefaultDigest || a.Digest() == b.Digest() {
+		t.Fatalf("digests %s %s", a.Digest(), b.Digest())
 	}
 }
