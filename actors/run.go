@@ -440,17 +440,17 @@ func hashInput(s *messages.RunSpan) {
 
 func (a *runActor) get(ctx actor.Context, m messages.RunGet) {
 	got := messages.RunGot{State: a.snapshot(), DroppedSpans: a.ring.Dropped()}
-	if m.Spans {
-		a.ring.Each(hashInput)
-		var stored []messages.RunSpan
-		if a.stored && (a.ring.Dropped() > 0 || a.restored) {
-			var err error
-			if stored, err = storedSpans(a.cfg.Store, a.st.RunID); err != nil {
-				a.lg.Warn("read stored spans", zap.Error(err))
-			}
-		}
-		got.Spans = runs.Merge(a.ring.Spans(), stored)
+	if !m.Spans {
+		ctx.Respond(got)
+		return
 	}
+	a.ring.Each(hashInput)
+	if a.stored && (a.ring.Dropped() > 0 || a.restored) {
+		// The stored spans are a walk of the store: off the mailbox.
+		withStored(ctx, a.cfg.Tasks, a.cfg.Store, got, a.ring.Spans())
+		return
+	}
+	got.Spans = a.ring.Spans()
 	ctx.Respond(got)
 }
 

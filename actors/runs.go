@@ -188,6 +188,9 @@ type RunsConfig struct {
 	// Linger is how long an ended run's actor (and its in-memory read
 	// spans) stays before only its stored record remains; 0 = 1 h.
 	Linger time.Duration
+	// Tasks runs the walks of a run's stored spans; nil = untracked
+	// goroutines.
+	Tasks *Tasks
 	// OnEvent receives every run event (the OTLP exporter); nil = none.
 	// It must not block.
 	OnEvent func(messages.RunEvent)
@@ -542,15 +545,31 @@ func (a *runsActor) getStored(ctx actor.Context, m messages.RunGet) {
 		return
 	}
 	got := messages.RunGot{State: st}
-	if m.Spans {
-		spans, err := storedSpans(a.cfg.Store, m.RunID)
+	if !m.Spans {
+		ctx.Respond(got)
+		return
+	}
+	withStored(ctx, a.cfg.Tasks, a.cfg.Store, got, nil)
+}
+
+// withStored answers the current request with got and the run's stored
+// spans merged with ring (the spans held in memory). The walk of the
+// store runs in a tracked task, never in Receive; the answer goes to the
+// requester from there.
+func withStored(ctx actor.Context, tasks *Tasks, store *persistence.Store, got messages.RunGot, ring []messages.RunSpan) {
+	sender, root := ctx.Sender(), ctx.ActorSystem().Root
+	if sender == nil {
+		return
+	}
+	tasks.Go(func() {
+		stored, err := storedSpans(store, got.State.RunID)
 		if err != nil {
-			reply(ctx, nil, errs.Wrap(errs.Unavailable, err, "read the spans of run %s: %v", m.RunID, err))
+			root.Send(sender, Failure(errs.Wrap(errs.Unavailable, err, "read the spans of run %s: %v", got.State.RunID, err)))
 			return
 		}
-		got.Spans = spans
-	}
-	ctx.Respond(got)
+		got.Spans = runs.Merge(ring, stored)
+		root.Send(sender, got)
+	})
 }
 
 func (a *runsActor) dropSessions(id string) {

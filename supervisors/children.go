@@ -147,7 +147,7 @@ func Jobs(d Deps) Child {
 // Runs is the supervisor of the run actors: run/<id>, one per live run.
 func Runs(d Deps) Child {
 	o := d.RunsOptions
-	cfg := actors.RunsConfig{Store: d.Store, Index: d.Runs, Logger: d.logger(), Now: d.Now, Jobs: d.JobsPID,
+	cfg := actors.RunsConfig{Store: d.Store, Index: d.Runs, Logger: d.logger(), Now: d.Now, Jobs: d.JobsPID, Tasks: d.Tasks,
 		SweepEvery: o.SweepEvery, ResumeWindow: o.ResumeWindow, Linger: o.Linger, OnEvent: o.OnEvent}
 	props := actor.PropsFromProducer(actors.NewRuns(cfg), d.recover(),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))

@@ -286,11 +286,10 @@ func (l Latency) segments() map[string]float64 {
 	if l.ExecutionMs == nil {
 		return nil
 	}
-	m := make(map[string]float64, 6)
-	for name, v := range map[string]*float64{"routing": l.RoutingMs, "policy": l.PolicyMs, "snapshot": l.SnapshotMs,
-		"execution": l.ExecutionMs, "receipt": l.ReceiptMs, "sandbox": l.SandboxMs} {
+	m := make(map[string]float64, int(numSegments))
+	for i, v := range [numSegments]*float64{l.RoutingMs, l.PolicyMs, l.SnapshotMs, l.ExecutionMs, l.ReceiptMs, l.SandboxMs} {
 		if v != nil && *v > 0 {
-			m[name] = *v
+			m[Segment(i).String()] = *v
 		}
 	}
 	return m
