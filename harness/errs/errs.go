@@ -58,6 +58,21 @@ const (
 	// RetryLimit: the same failed call was retried past its run's bound;
 	// details carry the history and the recovery plan.
 	RetryLimit Code = "RETRY_LIMIT"
+	// StorageFull: the data dir's file system (or the work tree's) has no
+	// room for the write; nothing was written, reads keep working, and
+	// writes succeed again once space is freed.
+	StorageFull Code = "STORAGE_FULL"
+	// StoreDamaged: the store failed a check at open or in use (a missing
+	// MANIFEST, a bad checksum, lost acknowledged entries); the message
+	// names the file and the recovery (harness store verify|restore).
+	StoreDamaged Code = "STORE_DAMAGED"
+	// RepositoryMoved: the registered root (or its .git) is no longer the
+	// directory registered under this repo_id (moved, deleted or
+	// replaced); nothing was done. Register the new location.
+	RepositoryMoved Code = "REPOSITORY_MOVED"
+	// ConcurrentModification: git read the work tree or index while
+	// another writer changed it; nothing was changed; retry the call.
+	ConcurrentModification Code = "CONCURRENT_MODIFICATION"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

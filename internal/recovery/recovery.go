@@ -156,6 +156,10 @@ var classes = map[errs.Code]class{
 	errs.Deadlock:                {Deadlock, true, "the call was failed to break a wait cycle"},
 	errs.VerificationRequired:    {Contract, false, "the call needs a verified stage first"},
 	errs.RetryLimit:              {Budget, false, "the call was retried past the run's bound"},
+	errs.StorageFull:             {Transient, false, "the disk is full"},
+	errs.StoreDamaged:            {Unknown, false, "harnessd's store is damaged"},
+	errs.RepositoryMoved:         {Contract, false, "the repository was moved or replaced"},
+	errs.ConcurrentModification:  {Transient, true, "another writer changed the files while git read them"},
 }
 
 // Classify returns the failure type a code says on its own, and whether
@@ -308,6 +312,10 @@ func Plan(a Assessment, attempts, bound int) RecoveryPlan {
 			Reason: "the work tree may or may not hold the write: compare the reported digests (git_diff, read_file) before anything else, or ask a person"}
 	case errs.RunEnded:
 		return RecoveryPlan{Action: Abort, Reason: "the run has ended: start a new run (run_start), or leave run_id out"}
+	case errs.StorageFull, errs.StoreDamaged:
+		return RecoveryPlan{Action: AskHuman, Reason: "a person must free disk space (or repair the store: harness store verify); the call can then be made again"}
+	case errs.RepositoryMoved:
+		return RecoveryPlan{Action: Abort, Reason: "the registered root is not the directory registered: register its new location (repository_register) and use the new repo_id"}
 	case errs.VerificationRequired:
 		return RecoveryPlan{Action: Abort, Reason: "verify the stage first (its blockers are in the error's details), then make the call again"}
 	}

@@ -53,6 +53,10 @@ var everyCode = []struct {
 	{errs.Deadlock, Deadlock, true, RetryAfter},
 	{errs.VerificationRequired, Contract, false, Abort},
 	{errs.RetryLimit, Budget, false, Abort},
+	{errs.StorageFull, Transient, false, AskHuman},
+	{errs.StoreDamaged, Unknown, false, AskHuman},
+	{errs.RepositoryMoved, Contract, false, Abort},
+	{errs.ConcurrentModification, Transient, true, RetryAfter},
 }
 
 // TestEveryCodeIsListed reads the constants of harness/errs from its

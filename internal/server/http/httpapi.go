@@ -254,6 +254,14 @@ func StatusOf(c errs.Code) int {
 		return http.StatusPreconditionFailed
 	case errs.RetryLimit:
 		return http.StatusTooManyRequests
+	case errs.StorageFull:
+		return http.StatusInsufficientStorage
+	case errs.StoreDamaged:
+		return http.StatusServiceUnavailable
+	case errs.RepositoryMoved:
+		return http.StatusConflict
+	case errs.ConcurrentModification:
+		return http.StatusConflict
 	}
 	return http.StatusInternalServerError
 }

@@ -419,6 +419,10 @@ func TestStatusOf(t *testing.T) {
 		{errs.Deadlock, 409},
 		{errs.VerificationRequired, 412},
 		{errs.RetryLimit, 429},
+		{errs.StorageFull, 507},
+		{errs.StoreDamaged, 503},
+		{errs.RepositoryMoved, 409},
+		{errs.ConcurrentModification, 409},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
