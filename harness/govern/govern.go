@@ -157,13 +157,24 @@ func (g *Governor) ReloadPolicy() (PolicyInfo, error) {
 // waiting: a failure to audit never turns a success into a failure. The
 // loaded policy's digest is recorded in every entry.
 func (g *Governor) AuditAppend(e audit.Entry) {
+	g.audit.Append(messages.AuditEntry(g.stamp(e)))
+}
+
+// AuditAppendDurable appends an entry and returns a wait that answers once
+// it is durable: a mutation waits for its entry before it answers, so
+// after a kill -9 every acknowledged write has its audit entry.
+func (g *Governor) AuditAppendDurable(e audit.Entry) func() error {
+	return g.audit.AppendDurable(messages.AuditEntry(g.stamp(e)))
+}
+
+func (g *Governor) stamp(e audit.Entry) audit.Entry {
 	if e.PolicyDigest == "" {
 		e.PolicyDigest = g.currentPolicy().Digest()
 	}
 	if e.Actor == "" {
 		e.Actor = "agent"
 	}
-	g.audit.Append(messages.AuditEntry(e))
+	return e
 }
 
 // History returns a copy of a repository's recent counts.

@@ -103,15 +103,23 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return out, nil
 	}
 	env.Wrote(c.Repo.Repo.ID)
+	// The audit entry is durable before the answer (the audit actor's
+	// group commit, overlapped with the ledger's completion): after a
+	// kill -9 every acknowledged write has its entry.
+	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
+	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
+	audited := env.Gov.AuditAppendDurable(auditEntry)
 	stored, _ := json.Marshal(out)
 	if err := env.Ledger.Complete(context.Background(), t.RequestID, stored); err != nil {
 		if w, ok := out.(warner); ok {
 			w.Warn("the write succeeded but the ledger could not record it: " + errs.From(err).Message)
 		}
 	}
-	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
-	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
-	env.Gov.AuditAppend(auditEntry)
+	if err := audited(); err != nil {
+		if w, ok := out.(warner); ok {
+			w.Warn("the write succeeded but its audit entry could not be made durable: " + errs.From(err).Message)
+		}
+	}
 	c.receipt = kept
 	return out, nil
 }

@@ -86,6 +86,10 @@ type Audit interface {
 	// Append seals and stores an entry without waiting (a failure to audit
 	// never turns a success into a failure).
 	Append(e messages.AuditEntry)
+	// AppendDurable seals and stores an entry and returns a wait that
+	// answers once the entry is durable (the audit actor's group commit),
+	// so a caller can overlap the wait with its own work.
+	AppendDurable(e messages.AuditEntry) func() error
 	// Query returns the entries matching the filter, oldest first.
 	Query(ctx context.Context, q messages.AuditQuery) (messages.AuditEntries, error)
 	// Verify checks the hash chain.
@@ -99,6 +103,17 @@ type actorAudit struct {
 
 func (c actorAudit) Append(e messages.AuditEntry) {
 	c.r.system.Root.Send(c.pid, messages.AuditAppend{Entry: e})
+}
+
+func (c actorAudit) AppendDurable(e messages.AuditEntry) func() error {
+	msg := messages.AuditAppend{Entry: e}
+	timeout := c.r.cfg.RequestTimeout
+	f := c.r.system.Root.RequestFuture(c.pid, msg, timeout)
+	return func() error {
+		res, err := f.Result()
+		_, err = replyAs[messages.AuditAppended](c.pid, msg, res, err, timeout)
+		return err
+	}
 }
 
 func (c actorAudit) Query(ctx context.Context, q messages.AuditQuery) (messages.AuditEntries, error) {

@@ -105,6 +105,12 @@ func (f *FakeAudit) Append(e messages.AuditEntry) {
 	f.entries = append(f.entries, e)
 }
 
+// AppendDurable implements Audit: a fake entry is durable at once.
+func (f *FakeAudit) AppendDurable(e messages.AuditEntry) func() error {
+	f.Append(e)
+	return func() error { return nil }
+}
+
 // Entries returns a copy of what was appended.
 func (f *FakeAudit) Entries() []messages.AuditEntry {
 	f.mu.Lock()
