@@ -542,6 +542,14 @@ func carveStamp(p Policy, now time.Time) (_ string, settled bool) {
 		b.WriteByte(',')
 	}
 	stamp("/etc")
+	if p.Root != "" {
+		// The ruleset holds the root by its inode: another directory
+		// put at the same path (a replaced repository) needs its own.
+		var st syscall.Stat_t
+		if syscall.Stat(p.Root, &st) == nil {
+			b.WriteString("root." + strconv.FormatUint(uint64(st.Dev), 36) + "." + strconv.FormatUint(st.Ino, 36) + ",")
+		}
+	}
 	if p.Root == "" || len(p.Secrets) == 0 {
 		return b.String(), settled
 	}
