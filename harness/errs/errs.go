@@ -101,10 +101,23 @@ func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wrap returns a coded error that keeps cause for errors.Is/As.
+// Wrap returns a coded error that keeps cause for errors.Is/As. Wrapping
+// as Internal a cause that carries a code of its own (a coded *Error, or
+// an error with an ErrorCode method such as the store's full-disk and
+// damage errors) keeps the cause's code: a disk that is full stays
+// STORAGE_FULL however many layers report it.
 func Wrap(code Code, cause error, format string, args ...any) *Error {
+	if code == Internal && cause != nil {
+		if c := CodeOf(cause); c != Internal && c != "" {
+			code = c
+		}
+	}
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}
 }
+
+// coder is an error of a lower layer (persistence) that names the stable
+// code it maps to without importing this package.
+type coder interface{ ErrorCode() string }
 
 // E returns a bare error of the given code, for use as an errors.Is target.
 func E(code Code) *Error { return &Error{Code: code} }
@@ -129,6 +142,10 @@ func CodeOf(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	var c coder
+	if errors.As(err, &c) {
+		return Code(c.ErrorCode())
 	}
 	if errors.Is(err, errContextCanceled) {
 		return Cancelled
