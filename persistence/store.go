@@ -1,10 +1,15 @@
 package persistence
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -27,6 +32,14 @@ type Options struct {
 	Logger *zap.Logger
 	// GCInterval is how often the value log is garbage-collected; 0 = 5 min.
 	GCInterval time.Duration
+	// MarksPath is the marks file (beside the store directory, not in
+	// it) that lets Open detect a store that lost acknowledged writes;
+	// "" = no marks (tests, throw-away stores).
+	MarksPath string
+	// Reserve is the free space kept on the store's file system: a
+	// write that would leave less is refused with a *FullError. 0 =
+	// DefaultReserve of the file system's size; negative = no check.
+	Reserve int64
 }
 
 // Store is a typed key/value store over Badger. Safe for concurrent use.
@@ -47,6 +60,25 @@ type Store struct {
 	drained  *sync.Cond
 
 	writes atomic.Uint64 // committed read-write transactions
+
+	guard *guard // nil in memory
+	marks *marks // nil without a marks file
+	seq   atomic.Uint64
+}
+
+// commitSeqKey is rewritten (blindly, so it never conflicts) by every synced
+// commit: the version of its newest value is the version of the last
+// synced commit, which compaction never drops, and which the marks file
+// remembers.
+var commitSeqKey = MetaKey("seq")
+
+// identityKey holds the store's identity, written once with sync.
+var identityKey = MetaKey("identity")
+
+// Identity is the store's identity record.
+type Identity struct {
+	StoreID string    `json:"store_id"`
+	Created time.Time `json:"created"`
 }
 
 // Writes counts the read-write transactions committed so far: tests check
@@ -73,10 +105,25 @@ func (s *Store) leave() {
 	s.life.Unlock()
 }
 
-// Open opens (creating if needed) the store and starts its value-log GC loop.
-func Open(o Options) (*Store, error) {
+// Open opens (creating if needed) the store and starts its value-log GC
+// loop. An existing store is checked first: its files (MANIFEST present
+// beside data, every table's checksums) and, with a marks file, that it
+// holds every synced commit the marks recorded. A store that fails is
+// refused with a *DamageError naming the file and the recovery.
+func Open(o Options) (st *Store, err error) {
 	if !o.InMemory && o.Dir == "" {
 		return nil, errors.New("persistence: open: no directory")
+	}
+	var m *marks
+	if !o.InMemory {
+		if o.MarksPath != "" {
+			if m, err = loadMarks(o.MarksPath); err != nil {
+				return nil, err
+			}
+		}
+		if err := preflight(o.Dir, m); err != nil {
+			return nil, err
+		}
 	}
 	bo := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
@@ -98,12 +145,18 @@ func Open(o Options) (*Store, error) {
 	if o.Logger != nil {
 		bo = bo.WithLogger(badgerLogger{o.Logger.Named("badger").Sugar()})
 	}
-	db, err := badger.Open(bo)
+	db, err := openBadger(bo)
 	if err != nil {
-		return nil, fmt.Errorf("open store %q: %w", o.Dir, err)
+		return nil, fmt.Errorf("open store %q: %w", o.Dir, mapOpenErr(o.Dir, err))
 	}
 	s := &Store{db: db, stopc: make(chan struct{}), donec: make(chan struct{})}
 	s.drained = sync.NewCond(&s.life)
+	if !o.InMemory {
+		if err := s.reconcile(o, m); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	interval := o.GCInterval
 	if interval <= 0 {
 		interval = 5 * time.Minute
@@ -115,6 +168,124 @@ func Open(o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// openBadger opens Badger, turning a panic on its own goroutine (a
+// damaged file it did not expect) into an error.
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("badger panicked while opening: %v", r)
+		}
+	}()
+	return badger.Open(bo)
+}
+
+// reconcile checks the opened store against its marks and its identity,
+// then (re)writes both.
+func (s *Store) reconcile(o Options, m *marks) error {
+	var id Identity
+	err := s.db.View(func(txn *badger.Txn) error { return txnGet(txn, identityKey, &id) })
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("read store identity: %w", err)
+	}
+	version, err := s.seqVersion()
+	if err != nil {
+		return err
+	}
+	if m != nil && m.present {
+		switch {
+		case id.StoreID == "" && m.Version > 0:
+			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("the store has no identity record, but %s says it is %s",
+				o.MarksPath, m.summary()), Recovery: recoveryText(o.Dir)}
+		case id.StoreID != "" && m.StoreID != "" && id.StoreID != m.StoreID:
+			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("the store is %s, but %s belongs to store %s: another store was put in its place",
+				id.StoreID, o.MarksPath, m.StoreID), Recovery: recoveryText(o.Dir)}
+		case version < m.Version:
+			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("acknowledged writes are missing: the store's last synced commit is version %d, "+
+				"but %s recorded version %d (a write-ahead log (%s) garbled or truncated, or a table lost, after a crash); "+
+				"answering from it would run acknowledged requests again", version, o.MarksPath, m.Version, walFiles(o.Dir)),
+				Recovery: recoveryText(o.Dir)}
+		}
+	}
+	g, err := newGuard(o.Dir, o.Reserve)
+	if err != nil {
+		return err
+	}
+	if id.StoreID == "" {
+		if err := g.check(); err != nil {
+			return err
+		}
+		id = Identity{StoreID: newStoreID(), Created: time.Now().UTC()}
+		if m != nil && m.StoreID != "" {
+			id.StoreID = m.StoreID
+		}
+		err := s.db.Update(func(txn *badger.Txn) error {
+			b, err := Encode(id)
+			if err != nil {
+				return err
+			}
+			return txn.Set(identityKey, b)
+		})
+		if err == nil {
+			err = s.db.Sync()
+		}
+		if err != nil {
+			return fmt.Errorf("write store identity: %w", mapErr(err))
+		}
+	}
+	s.guard = g
+	if m != nil {
+		m.StoreID = id.StoreID
+		m.Version = max(m.Version, version)
+		if err := m.open(); err != nil {
+			return err
+		}
+		s.marks = m
+	}
+	return nil
+}
+
+// seqVersion returns the version of meta/seq's newest value (0 if none).
+func (s *Store) seqVersion() (uint64, error) {
+	var v uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(commitSeqKey)
+		if err != nil {
+			return err
+		}
+		v = item.Version()
+		return nil
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	return v, mapErr(err)
+}
+
+func walFiles(dir string) string {
+	ms, _ := filepath.Glob(filepath.Join(dir, "*.mem"))
+	for i := range ms {
+		ms[i] = filepath.Base(ms[i])
+	}
+	if len(ms) == 0 {
+		return "no .mem file left"
+	}
+	return strings.Join(ms, ", ")
+}
+
+// Identity returns the store's identity (empty in memory).
+func (s *Store) Identity() Identity {
+	var id Identity
+	_ = s.Get(identityKey, &id)
+	return id
+}
+
+// Marks returns what the marks file records now (zero without one).
+func (s *Store) Marks() Marks { return s.marks.snapshot() }
+
+// FenceFloor is the fencing floor a reset kept: every new fencing token
+// must be above it.
+func (s *Store) FenceFloor() uint64 { return s.marks.snapshot().FenceFloor }
 
 func (s *Store) gcLoop(interval time.Duration) {
 	defer close(s.donec)
@@ -149,7 +320,7 @@ func (s *Store) Close() error {
 			s.drained.Wait()
 		}
 		s.life.Unlock()
-		s.closeErr = s.db.Close()
+		s.closeErr = errors.Join(s.db.Close(), s.marks.close())
 	})
 	return s.closeErr
 }
@@ -205,15 +376,33 @@ func (s *Store) DeleteSync(key []byte) error {
 }
 
 // Update runs fn in a read-write transaction, retrying on conflict, and
-// fsyncs after commit when sync is true.
+// fsyncs after commit when sync is true. A write is refused first when the
+// store's file system is short of its reserve (*FullError) or its
+// directory was removed or replaced (*DamageError).
 func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 	if !s.enter() {
 		return ErrClosed
 	}
 	defer s.leave()
+	if err := s.guard.check(); err != nil {
+		return err
+	}
 	var err error
+	var fence uint64
 	for attempt := 0; attempt < 8; attempt++ {
-		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Txn{txn: txn}) })
+		err = s.db.Update(func(txn *badger.Txn) error {
+			t := &Txn{txn: txn}
+			if err := fn(t); err != nil {
+				return err
+			}
+			fence = t.fence
+			if sync && s.marks != nil {
+				var b [8]byte
+				binary.BigEndian.PutUint64(b[:], s.seq.Add(1))
+				return txn.Set(commitSeqKey, b[:])
+			}
+			return nil
+		})
 		if !errors.Is(err, badger.ErrConflict) {
 			break
 		}
@@ -224,7 +413,18 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 	s.writes.Add(1)
 	if sync {
 		if err := s.db.Sync(); err != nil {
-			return fmt.Errorf("persistence: sync: %w", err)
+			return fmt.Errorf("persistence: sync: %w", mapErr(err))
+		}
+	}
+	if s.marks != nil && (sync || fence > 0) {
+		var v uint64
+		if sync {
+			if v, err = s.seqVersion(); err != nil {
+				return err
+			}
+		}
+		if err := s.marks.raise(v, fence); err != nil {
+			return fmt.Errorf("persistence: write marks: %w", err)
 		}
 	}
 	return nil
@@ -312,16 +512,23 @@ func (s *Store) Size() (lsm, vlog int64) {
 }
 
 // Txn is a read-write transaction handed to Update's function.
-type Txn struct{ txn *badger.Txn }
+type Txn struct {
+	txn   *badger.Txn
+	fence uint64 // the highest fencing mark put
+}
 
 // Get decodes the value at key into v, or returns ErrNotFound.
 func (t *Txn) Get(key []byte, v any) error { return txnGet(t.txn, key, v) }
 
-// Put stores v at key.
+// Put stores v at key. A fencing mark (a uint64 under fence/) raises the
+// marks file's fencing high-water mark once the transaction commits.
 func (t *Txn) Put(key []byte, v any) error {
 	b, err := Encode(v)
 	if err != nil {
 		return err
+	}
+	if tok, ok := v.(uint64); ok && bytes.HasPrefix(key, []byte(PrefixFence)) {
+		t.fence = max(t.fence, tok)
 	}
 	return t.setRaw(key, b)
 }
@@ -347,6 +554,8 @@ func mapErr(err error) error {
 		return ErrNotFound
 	case errors.Is(err, badger.ErrDBClosed):
 		return ErrClosed
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return &FullError{cause: err}
 	}
 	return err
 }
