@@ -35,6 +35,8 @@ type createdDir struct{ abs, rel string }
 // committer carries the state of the commit phase that a rollback needs.
 type committer struct {
 	sync    bool
+	root    string // checkout root, for messages; "" if not known
+	tmp     *temps
 	touched []*file      // files whose target may have changed, in order
 	created []createdDir // directories created, parents first
 	temp    string       // temp file not yet renamed, "" if none
@@ -43,7 +45,7 @@ type committer struct {
 
 // commit writes the plan to disk, rolling back on any failure.
 func (p *plan) commit(ctx context.Context, o Options) error {
-	c := &committer{sync: !o.NoSync, dirs: make(map[string]struct{})}
+	c := &committer{sync: !o.NoSync, root: p.root, tmp: newTemps(p.root), dirs: make(map[string]struct{})}
 	for _, f := range p.files {
 		if f.unchanged() {
 			continue
@@ -68,9 +70,9 @@ func (c *committer) step(ctx context.Context, o Options, f *file) error {
 		if err := c.mkdirs(dir, f); err != nil {
 			return err
 		}
-		tmp, err := writeTemp(dir, filepath.Base(f.abs), f.data, f.mode, c.sync)
+		tmp, err := writeTemp(c.tmp.dirFor(dir), filepath.Base(f.abs), f.data, f.mode, c.sync)
 		if err != nil {
-			return errs.Wrap(errs.Internal, err, "write %q: %v", f.rel, err)
+			return ioError(err, c.root, f.rel, "write %q: %v", f.rel, err)
 		}
 		c.temp = tmp
 	}
@@ -82,8 +84,13 @@ func (c *committer) step(ctx context.Context, o Options, f *file) error {
 	c.touched = append(c.touched, f)
 	c.dirs[dir] = struct{}{}
 	if f.exists {
-		if err := os.Rename(c.temp, f.abs); err != nil {
-			return errs.Wrap(errs.Internal, err, "replace %q: %v", f.rel, err)
+		if err := renameFile(c.temp, f.abs); err != nil {
+			if isNoSpace(err) {
+				// The rename did not happen: the target is untouched
+				// and needs no restore (which would need space too).
+				c.touched = c.touched[:len(c.touched)-1]
+			}
+			return ioError(err, c.root, f.rel, "replace %q: %v", f.rel, err)
 		}
 		c.temp = ""
 		return nil
@@ -102,7 +109,7 @@ func (c *committer) mkdirs(dir string, f *file) error {
 		if _, err := os.Lstat(d); err == nil {
 			break
 		} else if !isNotExist(err) {
-			return errs.Wrap(errs.Internal, err, "create parent directories of %q: %v", rel, err)
+			return ioError(err, c.root, rel, "create parent directories of %q: %v", rel, err)
 		}
 		missing = append(missing, d)
 		if filepath.Dir(d) == d {
@@ -112,7 +119,7 @@ func (c *committer) mkdirs(dir string, f *file) error {
 	for i := len(missing) - 1; i >= 0; i-- {
 		d := missing[i]
 		if err := os.Mkdir(d, 0o755); err != nil {
-			return errs.Wrap(errs.Internal, err, "create parent directories of %q: %v", rel, err)
+			return ioError(err, c.root, rel, "create parent directories of %q: %v", rel, err)
 		}
 		c.created = append(c.created, createdDir{abs: d, rel: relDir(f, d)})
 		c.dirs[filepath.Dir(d)] = struct{}{}
@@ -127,7 +134,7 @@ func (c *committer) syncDirs() error {
 	}
 	for _, d := range sortedKeys(c.dirs) {
 		if err := syncDir(d); err != nil {
-			return errs.Wrap(errs.Internal, err, "fsync directory: %v", err)
+			return ioError(err, c.root, "", "fsync directory: %v", err)
 		}
 	}
 	return nil
@@ -143,7 +150,7 @@ func (c *committer) rollback(cause error) error {
 	failed := make(map[string]string)
 	for i := len(c.touched) - 1; i >= 0; i-- {
 		f := c.touched[i]
-		if err := restore(f, c.sync); err != nil {
+		if err := restore(f, c.tmp.dirFor(filepath.Dir(f.abs)), c.sync); err != nil {
 			failed[f.rel] = err.Error()
 		}
 	}
@@ -191,9 +198,10 @@ func relDir(f *file, dir string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(f.rel, filepath.ToSlash(rest)), "/")
 }
 
-// restore puts f's original state back on disk.
-func restore(f *file, sync bool) error {
-	dir, base := filepath.Dir(f.abs), filepath.Base(f.abs)
+// restore puts f's original state back on disk, through a temp file in
+// tmpDir.
+func restore(f *file, tmpDir string, sync bool) error {
+	base := filepath.Base(f.abs)
 	switch {
 	case !f.existed:
 		fi, err := os.Lstat(f.abs)
@@ -211,21 +219,21 @@ func restore(f *file, sync bool) error {
 		}
 		return nil
 	case f.isLink:
-		tmp, err := tempSymlink(dir, base, f.linkTarget)
+		tmp, err := tempSymlink(tmpDir, base, f.linkTarget)
 		if err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, f.abs); err != nil {
+		if err := renameFile(tmp, f.abs); err != nil {
 			_ = os.Remove(tmp)
 			return err
 		}
 		return nil
 	default:
-		tmp, err := writeTemp(dir, base, f.origData, f.origMode, sync)
+		tmp, err := writeTemp(tmpDir, base, f.origData, f.origMode, sync)
 		if err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, f.abs); err != nil {
+		if err := renameFile(tmp, f.abs); err != nil {
 			_ = os.Remove(tmp)
 			return err
 		}
@@ -274,21 +282,22 @@ func verify(f *file) error {
 	return nil
 }
 
-// writeTemp writes data to a new temp file next to the target, fsyncs it
-// if sync, sets its mode and returns its path. On error no file is left.
+// writeTemp writes data to a new temp file in dir (the checkout's temp dir,
+// or the target's own directory), fsyncs it if sync, sets its mode and
+// returns its path. base is the target's name. On error no file is left.
 func writeTemp(dir, base string, data []byte, mode os.FileMode, sync bool) (path string, err error) {
 	fh, err := os.CreateTemp(dir, tempPrefix(base)+"*")
 	if err != nil {
 		return "", err
 	}
-	path = fh.Name()
+	name := fh.Name() // not path: the error returns set path to ""
 	defer func() {
 		if err != nil {
 			_ = fh.Close()
-			_ = os.Remove(path)
+			_ = os.Remove(name)
 		}
 	}()
-	if _, err = fh.Write(data); err != nil {
+	if _, err = writeData(fh, data); err != nil {
 		return "", err
 	}
 	// Chmod before the fsync so the mode is durable with the content;
@@ -304,7 +313,7 @@ func writeTemp(dir, base string, data []byte, mode os.FileMode, sync bool) (path
 	if err = fh.Close(); err != nil {
 		return "", err
 	}
-	return path, nil
+	return name, nil
 }
 
 // tempSymlink creates a symlink to target under a fresh temp name in dir.
@@ -320,14 +329,6 @@ func tempSymlink(dir, base, target string) (string, error) {
 		}
 	}
 	return "", errors.New("could not find a free temp name for a symbolic link")
-}
-
-// IsTempName reports whether base (a file name without directory) is a temp
-// file name of this package, ".<name>.harnessd-tmp-<random>". A crash can
-// leave such files behind; sweepers and listings can use this to find them.
-func IsTempName(base string) bool {
-	i := strings.LastIndex(base, tempMarker)
-	return len(base) > 0 && base[0] == '.' && i > 0 && i+len(tempMarker) < len(base)
 }
 
 func tempPrefix(base string) string {

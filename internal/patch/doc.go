@@ -10,8 +10,8 @@
 //     touched file is read once, and the whole patch is simulated in memory so
 //     later ops see the results of earlier ones. Conflicts (PATCH_CONFLICT)
 //     are found here, before the disk is touched.
-//  2. Commit: each changed file is written to a temp file in its own
-//     directory (".<name>.harnessd-tmp-<random>"), fsynced, chmodded and
+//  2. Commit: each changed file is written to a temp file
+//     (".<name>.harnessd-tmp-<random>", see below), fsynced, chmodded and
 //     renamed over the target; deletes are a remove. Options.Fence is called
 //     immediately before each rename or remove. Directories are fsynced once
 //     at the end. Missing parent directories are created and remembered.
@@ -32,6 +32,27 @@
 // and some old, and may leave an orphaned temp file. The caller's request
 // ledger reports REQUEST_OUTCOME_UNKNOWN in that case, together with the
 // current digests (see Digest) so the agent can see what is on disk.
+//
+// # Temp files
+//
+// Temp files go to <gitdir>/harnessd-tmp of the checkout (see GitDir; the
+// .git file of a linked worktree or submodule is followed), where git
+// status, search and `git add -A` never see them. The checkout root is the
+// resolved path with its relative path removed. When there is no git dir,
+// when harnessd-tmp is not a plain directory, or when it is on another file
+// system than the target's directory (st_dev differs, so the rename would
+// not be atomic), the temp file is written beside the target instead. Either
+// way its name matches IsTempName. A crash can leave one behind: SweepTemp
+// removes them, and should run at start and when a repository is registered.
+//
+// # Full disks
+//
+// ENOSPC or EDQUOT while creating a directory, writing a temp file or
+// renaming it over its target is STORAGE_FULL ("no space left on the file
+// system of <root>: free space and retry"): the temp file is removed, the
+// target of that step is untouched, and the files changed before it are
+// rolled back (a rollback that itself runs out of space is
+// PATCH_ROLLBACK_INCOMPLETE with the STORAGE_FULL cause in its details).
 //
 // # Limits
 //

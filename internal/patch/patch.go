@@ -89,8 +89,9 @@ type Result struct {
 // Errors are *errs.Error: INVALID_ARGUMENT, PATH_NOT_ALLOWED, IS_DIRECTORY and
 // the resolver's codes for bad input; PATCH_CONFLICT (details "path",
 // "op_index", and "matches" for replace) when the ops do not fit the files;
-// CANCELLED/TIMEOUT, LEASE_LOST (Fence) or INTERNAL (I/O) when the commit
-// failed and was rolled back; PATCH_ROLLBACK_INCOMPLETE (details "paths")
+// CANCELLED/TIMEOUT, LEASE_LOST (Fence), STORAGE_FULL (ENOSPC or EDQUOT;
+// details "path") or INTERNAL (other I/O) when the commit failed and was
+// rolled back; PATCH_ROLLBACK_INCOMPLETE (details "paths")
 // when the rollback itself could not restore everything.
 //
 // Apply is not safe to call concurrently on overlapping files; the caller

@@ -44,6 +44,7 @@ type file struct {
 // plan is a validated patch: the files in first-touch order with their final
 // planned content, and the changes to report.
 type plan struct {
+	root    string // checkout root from the first resolved path; "" if not known
 	files   []*file
 	changes []Change
 }
@@ -96,6 +97,9 @@ func newPlan(r Resolver, ops []Op, o Options) (*plan, error) {
 
 	// Pass 2: simulate in memory.
 	p := &plan{changes: make([]Change, 0, len(ops))}
+	if len(res) > 0 {
+		p.root = rootOf(res[0].abs, res[0].rel)
+	}
 	byAbs := make(map[string]*file, len(ops))
 	budget := 0
 	for i, op := range ops {

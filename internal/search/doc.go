@@ -14,6 +14,9 @@
 // symlink is not searched); only regular files are read.
 //
 // A candidate is then dropped, in this order, when:
+//   - its base name is a temp file name of a patch (patch.IsTempName,
+//     ".<name>.harnessd-tmp-<random>"), a copy a crash left behind: never
+//     reported or counted, tracked or not (the Go engine never opens it);
 //   - Request.Glob does not select it (a doublestar pattern over the
 //     slash-separated relative path; a pattern without '/' is matched against
 //     the base name at any depth, like rg -g; a leading '/' anchors the

@@ -74,7 +74,7 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 	}
 	excluded := 0
 	for _, f := range files {
-		if (p.glob == nil || p.glob.match(f)) && p.exclude(f) {
+		if !isTemp(f) && (p.glob == nil || p.glob.match(f)) && p.exclude(f) {
 			excluded++
 		}
 	}
@@ -267,7 +267,7 @@ func (p *plan) readRG(r io.Reader, skip map[string]bool, need int) (ms []Match, 
 				}
 				rel := strings.TrimPrefix(string(path), "./")
 				pending = pending[:0]
-				keep = !skip[rel] && (p.glob == nil || p.glob.match(rel)) && (p.exclude == nil || !p.exclude(rel))
+				keep = !skip[rel] && !isTemp(rel) && (p.glob == nil || p.glob.match(rel)) && (p.exclude == nil || !p.exclude(rel))
 			case "match":
 				if !keep || len(ms)+len(pending) >= need {
 					continue

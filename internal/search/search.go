@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/patch"
 )
 
 // Defaults and caps of Request and Limits.
@@ -190,10 +191,14 @@ func (s *Searcher) prepare(root string, req Request) (*plan, error) {
 }
 
 // filter applies the glob and Exclude to the listed files, in that order, and
-// counts the files Exclude rejected.
+// counts the files Exclude rejected. harnessd's own temp files are dropped
+// first and not counted.
 func (p *plan) filter(files []string) (cands []string, excluded int) {
 	cands = make([]string, 0, len(files))
 	for _, f := range files {
+		if isTemp(f) {
+			continue
+		}
 		if p.glob != nil && !p.glob.match(f) {
 			continue
 		}
@@ -205,6 +210,11 @@ func (p *plan) filter(files []string) (cands []string, excluded int) {
 	}
 	return cands, excluded
 }
+
+// isTemp reports whether rel (slash-separated) is a temp file of a patch
+// (see patch.IsTempName): a complete or partial copy of another file that a
+// crash left behind. It is never searched or reported.
+func isTemp(rel string) bool { return patch.IsTempName(rel[strings.LastIndexByte(rel, '/')+1:]) }
 
 func (p *plan) result(ms []Match, engine string, excluded int) Result {
 	r := Result{Matches: ms, Engine: engine, Excluded: excluded}

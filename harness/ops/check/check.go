@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
@@ -332,7 +333,7 @@ func exclude(env *op.Env) func(rel string) bool {
 		if _, ok := env.Deny.Match(rel); ok {
 			return true
 		}
-		return rel == ".harnessd" || strings.HasPrefix(rel, ".harnessd/") || strings.Contains(path.Base(rel), ".harnessd-tmp-")
+		return rel == ".harnessd" || strings.HasPrefix(rel, ".harnessd/") || patch.IsTempName(path.Base(rel))
 	}
 }
 
