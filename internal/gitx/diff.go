@@ -73,6 +73,13 @@ func (g *Git) diffArgs(ctx context.Context, o DiffOptions, numstat bool) []strin
 	}
 	args = append(args, "--")
 	args = append(args, o.Paths...)
+	if o.Rev != "" && len(o.Paths) == 0 {
+		// "diff <rev> --" has exactly two arguments after the options,
+		// which git reads as two files (--no-index) when the first is
+		// outside the work tree. A third argument (":/", the whole tree,
+		// the same diff) rules that mode out whatever the revision.
+		args = append(args, ":/")
+	}
 	for _, p := range o.Exclude {
 		args = append(args, ":(exclude,literal)"+p)
 	}

@@ -96,15 +96,28 @@
 //
 // # Agent input
 //
-// Revisions pass [ValidateRev] and paths pass [ValidatePathspec] before they
-// reach git, so neither can start with '-'. Revisions follow --end-of-options
+// Revisions pass [CheckRev] (or [ValidateRev]) and paths pass
+// [ValidatePathspec] before they reach git, so neither can start with '-'
+// and no revision is spelled as a path. Revisions follow --end-of-options
 // (git >= 2.24; detected once per binary) and paths always follow "--".
+// git diff with exactly two arguments after its options, the first outside
+// the work tree, runs in its implicit --no-index mode and compares files
+// (a file named "--" in the repository supplies the second): [Git.Diff]
+// therefore passes ":/" (the whole tree) after "--" when a revision is given
+// without paths, so git never takes that mode whatever the revision.
 //
 // # Output and errors
 //
 // Output is bounded: [Git.Run] keeps at most maxOut bytes of stdout and 64 KiB
 // of stderr. Failures are *errs.Error values: NOT_A_GIT_REPOSITORY,
 // NOT_FOUND (missing directory or unknown revision), INVALID_ARGUMENT,
-// TIMEOUT/CANCELLED (context), UNAVAILABLE (no git binary) or INTERNAL, with
-// git's trimmed stderr in the message.
+// CONCURRENT_MODIFICATION (another writer raced git: "short read while
+// indexing", a held index.lock or other .lock, "unable to write new index
+// file", a ref that moved ("is at A but expected B"); details "retryable":
+// true, and the message says to retry), STORAGE_FULL (git reported ENOSPC
+// or EDQUOT), TIMEOUT/CANCELLED (context), UNAVAILABLE (no git binary) or
+// INTERNAL, with git's trimmed stderr in the message.
+//
+// [Git.Status] leaves out untracked temp files of internal/patch
+// (patch.IsTempName), which only a crash leaves in the work tree.
 package gitx

@@ -360,6 +360,14 @@ func (g *Git) classify(ctx context.Context, dir string, args []string, err error
 	}
 	msg := trimStderr(stderr)
 	code := codeForStderr(msg)
+	switch code {
+	case errs.ConcurrentModification:
+		return errs.Wrap(code, err, "git %s failed because another process changed the work tree or index at the same time (exit %d): %s; nothing was changed: retry the call",
+			sub, exitErr.ExitCode(), msg).With("exit_code", exitErr.ExitCode()).With("retryable", true)
+	case errs.StorageFull:
+		return errs.Wrap(code, err, "no space left on the file system of %s: free space and retry (git %s, exit %d: %s)",
+			dir, sub, exitErr.ExitCode(), msg).With("exit_code", exitErr.ExitCode())
+	}
 	e := errs.Wrap(code, err, "git %s failed (exit %d): %s", sub, exitErr.ExitCode(), msg)
 	return e.With("exit_code", exitErr.ExitCode())
 }
@@ -383,11 +391,23 @@ func trimStderr(b []byte) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// stderrCodes maps fragments of git's messages to codes, first match wins.
+// stderrCodes maps fragments of git's messages (matched lowercased) to
+// codes, first match wins.
 var stderrCodes = []struct {
 	frag string
 	code errs.Code
 }{
+	// A full disk can make git fail with any of the messages below.
+	{"no space left on device", errs.StorageFull},
+	{"disk quota exceeded", errs.StorageFull},
+	// Another writer changed the work tree or the index while git read
+	// or wrote it (a file shrank while hashed, a lock is held, a ref moved
+	// under a compare-and-swap): nothing was changed, the same call can
+	// succeed.
+	{"short read while indexing", errs.ConcurrentModification},
+	{".lock': file exists", errs.ConcurrentModification},
+	{"unable to write new index file", errs.ConcurrentModification},
+	{"but expected", errs.ConcurrentModification}, // cannot lock ref 'x': is at A but expected B
 	{"not a git repository", errs.NotAGitRepository},
 	{"must be run in a work tree", errs.NotAGitRepository},
 	{"detected dubious ownership", errs.NotAGitRepository},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/patch"
 )
 
 // Status is the state of a work tree as reported by one
@@ -83,7 +84,9 @@ func (g *Git) Status(ctx context.Context, dir string) (Status, error) {
 }
 
 // ParseStatus parses the output of `git status --porcelain=v2 --branch -z`.
-// Unknown header lines ("# ...") and ignored entries ("! path") are skipped;
+// Unknown header lines ("# ...") and ignored entries ("! path") are skipped,
+// and so are untracked temp files of a patch (".<name>.harnessd-tmp-<n>",
+// see patch.IsTempName), which a crash can leave and nobody should stage;
 // malformed records give an INVALID_ARGUMENT error. The slices in the result
 // are never nil, so they encode as [] in JSON.
 func ParseStatus(b []byte) (Status, error) { return parseStatus(b, false) }
@@ -118,9 +121,12 @@ func parseStatus(b []byte, lenient bool) (Status, error) {
 		case 'u':
 			err = st.unmerged(rec)
 		case '?':
-			if len(rec) < 3 || rec[1] != ' ' {
+			switch {
+			case len(rec) < 3 || rec[1] != ' ':
 				err = malformed("untracked", rec)
-			} else {
+			case isTempFile(rec[2:]):
+				// A patch's temp file left by a crash: not the agent's.
+			default:
 				st.Untracked = append(st.Untracked, string(rec[2:]))
 			}
 		case '!':
@@ -137,6 +143,12 @@ func parseStatus(b []byte, lenient bool) (Status, error) {
 	}
 	st.Clean = len(st.Staged) == 0 && len(st.Unstaged) == 0 && len(st.Untracked) == 0 && len(st.Conflicted) == 0
 	return st, nil
+}
+
+// isTempFile reports whether the path p is a temp file of a patch
+// (patch.IsTempName of its base name).
+func isTempFile(p []byte) bool {
+	return patch.IsTempName(string(p[bytes.LastIndexByte(p, '/')+1:]))
 }
 
 func malformed(kind string, rec []byte) error {

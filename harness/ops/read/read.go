@@ -183,7 +183,7 @@ func EmptySlices(st gitx.Status) gitx.Status {
 type GitDiffArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
 	Staged                  bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD (or against rev)"`
-	Rev                     string   `json:"rev,omitempty" jsonschema:"diff against this revision (e.g. HEAD~1, main, A..B)"`
+	Rev                     string   `json:"rev,omitempty" jsonschema:"diff against this revision (e.g. HEAD~1, main, v1.0, A..B, A...B, @{u}); never a file path: put paths in paths"`
 	Paths                   []string `json:"paths,omitempty" jsonschema:"limit the diff to these paths"`
 	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"patch byte cap (default 262144)"`
 	Context                 int      `json:"context,omitempty" jsonschema:"lines of context (default 3)"`
@@ -199,6 +199,12 @@ type GitDiffResult struct {
 }
 
 func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) {
+	if args.Rev != "" {
+		// Refused before anything runs; Diff checks again.
+		if err := gitx.CheckRev("rev", args.Rev); err != nil {
+			return nil, err
+		}
+	}
 	return &op.Plan{Gate: govern.Input{Paths: args.Paths}, Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
 		root, git := c.Root, c.Env.Git
 		opts := gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context}
