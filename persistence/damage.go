@@ -53,7 +53,7 @@ func recoveryText(dir string) string {
 func preflight(dir string, m *marks) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if m != nil && m.present {
+		if m != nil && m.present && (m.Version > 0 || m.StoreID != "") {
 			return &DamageError{File: dir, Problem: fmt.Sprintf("the store directory is missing, but %s says a store with %s was here",
 				filepath.Base(m.path), m.summary()), Recovery: recoveryText(dir)}
 		}

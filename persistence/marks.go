@@ -82,7 +82,9 @@ func decodeMarks(b []byte) (Marks, error) {
 		return Marks{}, errors.New("the marks file fails its checksum")
 	}
 	var m Marks
-	m.StoreID = hex.EncodeToString(b[8:24])
+	if [16]byte(b[8:24]) != [16]byte{} { // zero: a reset store, not yet opened
+		m.StoreID = hex.EncodeToString(b[8:24])
+	}
 	m.Version = binary.BigEndian.Uint64(b[24:32])
 	m.FenceHigh = binary.BigEndian.Uint64(b[32:40])
 	m.FenceFloor = binary.BigEndian.Uint64(b[40:48])

@@ -320,6 +320,13 @@ func (s *Store) Close() error {
 			s.drained.Wait()
 		}
 		s.life.Unlock()
+		if err := s.guard.same(); err != nil {
+			// The directory is gone: Badger's close would retry flushing
+			// its memtable into it forever. The process leaves Badger as
+			// it is (its goroutines end with the process).
+			s.closeErr = err
+			return
+		}
 		s.closeErr = errors.Join(s.db.Close(), s.marks.close())
 	})
 	return s.closeErr
