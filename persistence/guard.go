@@ -106,6 +106,9 @@ func (g *guard) check() error {
 // same reports a DamageError when the store directory was removed or
 // replaced since open.
 func (g *guard) same() error {
+	if g == nil {
+		return nil
+	}
 	var st syscall.Stat_t
 	err := syscall.Stat(g.dir, &st)
 	switch {
@@ -123,9 +126,4 @@ func (g *guard) same() error {
 
 // Check reports whether a write would be accepted now: nil, a *FullError
 // or a *DamageError. The daemon polls it to notice a removed data dir.
-func (s *Store) Check() error {
-	if s.guard == nil {
-		return nil
-	}
-	return s.guard.same()
-}
+func (s *Store) Check() error { return s.guard.same() }
