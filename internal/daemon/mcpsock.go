@@ -9,13 +9,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+
+	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 )
 
 // mcpSocket serves MCP sessions on a unix socket, one session per
 // connection, newline-delimited JSON-RPC (the stdio framing). `harnessd mcp`
 // pipes its stdin and stdout to it byte for byte, so an agent on stdio talks
 // to the daemon's own MCP server: no second server, no HTTP hop, and the
-// daemon's progress notifications reach the agent.
+// daemon's progress notifications reach the agent. Frames are read by
+// mcpserver.StreamTransport: a bad frame gets a JSON-RPC error and the
+// session goes on (docs/mcp-frames.md).
 type mcpSocket struct {
 	ln  net.Listener
 	srv *mcp.Server
@@ -53,7 +57,7 @@ func (m *mcpSocket) accept() {
 			}
 			return
 		}
-		ss, err := m.srv.Connect(context.Background(), &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+		ss, err := m.srv.Connect(context.Background(), &mcpserver.StreamTransport{Conn: conn, Logger: m.lg}, nil)
 		if err != nil {
 			m.lg.Warn("mcp session", zap.Error(err))
 			conn.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,5 +53,28 @@ func BenchmarkMCPReadFile(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
+	}
+}
+
+// BenchmarkCheckFrame measures the validation of one 16 MiB frame (the
+// largest the stream transport reads) and of a small tools/call frame.
+func BenchmarkCheckFrame(b *testing.B) {
+	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"content":"`
+	tail := `"}}}`
+	frames := map[string][]byte{
+		"small": []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"repo_id":"repo_1","path":"README.md"}}}`),
+		"16MiB": []byte(head + strings.Repeat("a", mcpserver.DefaultMaxFrameBytes-len(head)-len(tail)) + tail),
+	}
+	for _, name := range []string{"small", "16MiB"} {
+		frame := frames[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if fe := mcpserver.CheckFrame(frame); fe != nil {
+					b.Fatal(fe)
+				}
+			}
+		})
 	}
 }

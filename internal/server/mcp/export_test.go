@@ -1,0 +1,12 @@
+package mcpserver
+
+import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+// Internals the external tests pin.
+var EncodeErrorResponse = encodeErrorResponse
+
+// ShapeOf is shapeOf with its result spread out.
+func ShapeOf(b []byte) (id jsonrpc.ID, response bool) {
+	sh := shapeOf(b)
+	return sh.ID, sh.Response
+}
