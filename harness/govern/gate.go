@@ -45,7 +45,8 @@ type Input struct {
 	// the route does not escalate it; Run reads the route from the call.
 	RunsDurable bool
 	// Caller is who asked: the run, the MCP session and the client. Audit
-	// entries and approval requests carry it.
+	// entries and approval requests carry it, and loop detection counts
+	// repetitions per caller (LoopScope: its run, else its session).
 	Caller messages.Caller
 	// RequireVerified are stages of the caller's run the operation asks to
 	// have verified (git_commit's require_verified). The decision lists
@@ -136,7 +137,7 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		v := g.loopCheck(in.Tool, hv, in.TreeRevision)
+		v := g.loopCheck(LoopScope(in.Caller), in.Tool, hv, in.TreeRevision)
 		mi.Loop = &v
 	}
 	if in.ApprovalID != "" {
@@ -222,7 +223,8 @@ func lexicalScope(root, p string) error {
 // CheckLoop runs the loop check alone for an operation whose tree revision
 // is known only when it runs (a run_command step of a batch, whose gate
 // was passed before the steps ahead of it ran). A loop is audited and
-// answered LOOP_DETECTED, as from the gate.
+// answered LOOP_DETECTED, as from the gate. Like the gate's, the check is
+// in the scope of in.Caller (LoopScope).
 func (g *Governor) CheckLoop(in Input) error {
 	if in.TreeRevision == "" {
 		return nil
@@ -231,7 +233,7 @@ func (g *Governor) CheckLoop(in Input) error {
 	if err != nil {
 		return errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}
-	v := g.loopCheck(in.Tool, hv, in.TreeRevision)
+	v := g.loopCheck(LoopScope(in.Caller), in.Tool, hv, in.TreeRevision)
 	if !v.Loop {
 		return nil
 	}

@@ -203,16 +203,31 @@ func (g *Governor) noteHistory(repoID string, f func(*mediate.History)) {
 	f(x)
 }
 
-func (g *Governor) loopCheck(op, inputHash, tree string) loop.Verdict {
+// LoopScope is whose repetitions loop detection counts together for a
+// caller: its run, else its MCP session, else (a caller that says who it
+// is in no way, such as the embedded library called without one) the
+// global scope "". Agent B running what agent A ran is not a loop.
+func LoopScope(c messages.Caller) string {
+	switch {
+	case c.RunID != "":
+		return "run:" + c.RunID
+	case c.Session != "":
+		return "session:" + c.Session
+	}
+	return ""
+}
+
+func (g *Governor) loopCheck(scope, op, inputHash, tree string) loop.Verdict {
 	if g.cfg.LoopThreshold < 0 {
 		return loop.Verdict{}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.loops.Check(op, inputHash, tree, g.now())
+	return g.loops.Check(scope, op, inputHash, tree, g.now())
 }
 
-// LoopRecord records the result of a run for loop detection.
+// LoopRecord records the result of a run for loop detection, in the
+// scope o.Scope (LoopScope of the caller).
 func (g *Governor) LoopRecord(o loop.Observation) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -8,7 +8,12 @@
 //
 // # Rules
 //
-// Observations are grouped by key: the operation name and its input hash.
+// Observations are grouped by key: the scope, the operation name and its
+// input hash. The scope says whose repetition it is (harnessd passes the
+// caller's run, else its MCP session): two agents running the same command
+// are not one agent repeating itself, so a scope's observations never count
+// towards another scope's loop. The empty scope is the global one, for
+// callers that identify themselves in no way.
 // With Threshold T (default 3) and Window W (default 10 minutes), Check
 // reports a loop when either holds:
 //
@@ -30,7 +35,7 @@
 //
 // # Memory
 //
-// At most MaxEntries keys (default 10,000) are kept; recording a new key
+// At most MaxEntries keys (default 10,000, over all scopes) are kept; recording a new key
 // beyond that evicts the key recorded least recently. Keys whose last
 // observation is older than the window are dropped as new observations are
 // recorded. Each key keeps a bounded number of observations (at most T per

@@ -20,7 +20,7 @@ type Config struct {
 	Threshold int
 	// Window is how far back observations count (default 10 minutes).
 	Window time.Duration
-	// MaxEntries bounds the keys (op + input) kept (default 10,000); the least
+	// MaxEntries bounds the keys (scope + op + input) kept (default 10,000); the least
 	// recently recorded key is evicted first.
 	MaxEntries int
 }
@@ -43,6 +43,10 @@ func (c Config) withDefaults() Config {
 
 // Observation is one finished operation.
 type Observation struct {
+	// Scope is whose repetition this is: observations of one scope never
+	// count towards a loop of another ("" = the global scope, for callers
+	// that say who they are in no way).
+	Scope        string
 	Op           string
 	InputHash    string
 	ResultHash   string
@@ -69,7 +73,7 @@ type Detector struct {
 	order *list.List            // least recently recorded first
 }
 
-type key struct{ op, input string }
+type key struct{ scope, op, input string }
 
 type mark struct {
 	at      time.Time
@@ -136,16 +140,16 @@ func New(cfg Config) *Detector {
 // Config returns the effective configuration (defaults filled in).
 func (d *Detector) Config() Config { return d.cfg }
 
-// Len returns the number of keys (op + input) remembered.
+// Len returns the number of keys (scope + op + input) remembered.
 func (d *Detector) Len() int { return len(d.keys) }
 
 func (d *Detector) failLimit() int { return max(d.cfg.Threshold-1, 1) }
 
-// Check tells, before op runs with inputHash on treeRevision, whether running
-// it would repeat a loop (see the package documentation for the rules). It
-// does not change the detector.
-func (d *Detector) Check(op, inputHash, treeRevision string, now time.Time) Verdict {
-	el, ok := d.keys[key{op, inputHash}]
+// Check tells, before op runs with inputHash on treeRevision for scope,
+// whether running it would repeat a loop of that scope (see the package
+// documentation for the rules). It does not change the detector.
+func (d *Detector) Check(scope, op, inputHash, treeRevision string, now time.Time) Verdict {
+	el, ok := d.keys[key{scope, op, inputHash}]
 	if !ok {
 		return Verdict{}
 	}
@@ -189,7 +193,7 @@ func times(n int) string {
 
 // Record adds the observation of a finished operation.
 func (d *Detector) Record(o Observation) {
-	k := key{o.Op, o.InputHash}
+	k := key{o.Scope, o.Op, o.InputHash}
 	m := mark{at: o.At, receipt: o.ReceiptID}
 	var e *entry
 	if el, ok := d.keys[k]; ok {

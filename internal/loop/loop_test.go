@@ -97,7 +97,7 @@ func TestCheck(t *testing.T) {
 			if in == "" {
 				in = "in"
 			}
-			v := d.Check("run_command", in, tt.checkTree, at(tt.checkMin))
+			v := d.Check("", "run_command", in, tt.checkTree, at(tt.checkMin))
 			if v.Loop != tt.wantLoop || v.Count != tt.wantCount || v.Earlier != tt.wantEarlier {
 				t.Errorf("Check = %+v, want loop %v count %d earlier %q", v, tt.wantLoop, tt.wantCount, tt.wantEarlier)
 			}
@@ -119,7 +119,7 @@ func TestHintText(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		d.Record(Observation{Op: "read_file", InputHash: "h", ResultHash: "r", ReceiptID: "rcpt_" + strconv.Itoa(i), At: at(float64(i))})
 	}
-	v := d.Check("read_file", "h", "", at(4))
+	v := d.Check("", "read_file", "h", "", at(4))
 	if want := "nothing changed since receipt rcpt_1: the same input returned the same result 3 times"; !strings.HasPrefix(v.Hint, want) {
 		t.Errorf("Hint = %q, want prefix %q", v.Hint, want)
 	}
@@ -128,7 +128,7 @@ func TestHintText(t *testing.T) {
 func TestCheckDoesNotRecord(t *testing.T) {
 	d := New(Config{})
 	for i := 0; i < 10; i++ {
-		if v := d.Check("op", "in", "T", at(float64(i))); v.Loop || v.Count != 0 {
+		if v := d.Check("", "op", "in", "T", at(float64(i))); v.Loop || v.Count != 0 {
 			t.Fatalf("Check on an empty detector = %+v, want no loop", v)
 		}
 	}
@@ -168,10 +168,10 @@ func TestMaxEntriesEvictsOldest(t *testing.T) {
 	if got, want := d.Len(), 3; got != want {
 		t.Fatalf("Len() = %d, want %d", got, want)
 	}
-	if v := d.Check("op", "1", "", at(1)); v.Count != 0 {
+	if v := d.Check("", "op", "1", "", at(1)); v.Count != 0 {
 		t.Errorf("evicted key 1 still counted: %+v", v)
 	}
-	if v := d.Check("op", "0", "", at(1)); v.Count != 2 {
+	if v := d.Check("", "op", "0", "", at(1)); v.Count != 2 {
 		t.Errorf("key 0 count = %d, want 2", v.Count)
 	}
 }
@@ -214,7 +214,7 @@ func BenchmarkLoopCheck(b *testing.B) {
 	now := at(2)
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := d.Check("run_command", "sha256:42", "T", now); v.Loop {
+		if v := d.Check("", "run_command", "sha256:42", "T", now); v.Loop {
 			b.Fatal("unexpected loop")
 		}
 	}
@@ -229,5 +229,47 @@ func BenchmarkLoopRecord(b *testing.B) {
 		i++
 		now = now.Add(time.Millisecond)
 		d.Record(Observation{Op: "run_command", InputHash: strconv.Itoa(i % 20_000), ResultHash: "r", TreeRevision: "T", At: now})
+	}
+}
+
+// Loops are per scope: two runs repeating the same call do not trip each
+// other, while one run repeating itself still does.
+func TestCheckPerScope(t *testing.T) {
+	type call struct {
+		scope  string
+		result string
+		failed bool
+	}
+	ok := func(scope string) call { return call{scope: scope, result: "same"} }
+	fail := func(scope string) call { return call{scope: scope, result: "err", failed: true} }
+	tests := []struct {
+		name      string
+		calls     []call
+		scope     string // the scope checked
+		wantLoop  bool
+		wantCount int
+	}{
+		{name: "two runs twice each", calls: []call{ok("run:a"), ok("run:a"), ok("run:b"), ok("run:b")}, scope: "run:b", wantCount: 2},
+		{name: "interleaved runs", calls: []call{ok("run:a"), ok("run:b"), ok("run:a"), ok("run:b"), ok("run:a")}, scope: "run:b", wantCount: 2},
+		{name: "one run three times", calls: []call{ok("run:a"), ok("run:b"), ok("run:a"), ok("run:a")}, scope: "run:a", wantLoop: true, wantCount: 3},
+		{name: "another run's failures", calls: []call{fail("run:a"), fail("run:a")}, scope: "run:b"},
+		{name: "one run's failures", calls: []call{fail("run:a"), fail("run:b"), fail("run:a")}, scope: "run:a", wantLoop: true, wantCount: 2},
+		{name: "sessions are scopes too", calls: []call{ok("session:s1"), ok("session:s1"), ok("session:s2")}, scope: "session:s2", wantCount: 1},
+		{name: "the global scope is its own", calls: []call{ok("run:a"), ok("run:a"), ok("run:a")}, scope: "", wantCount: 0},
+		{name: "global repeats still loop", calls: []call{ok(""), ok(""), ok("")}, scope: "", wantLoop: true, wantCount: 3},
+		{name: "a run is not charged with global repeats", calls: []call{ok(""), ok(""), ok("")}, scope: "run:a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(Config{})
+			for i, c := range tt.calls {
+				d.Record(Observation{Scope: c.scope, Op: "run_command", InputHash: "ls pkg", ResultHash: c.result, Failed: c.failed,
+					TreeRevision: "T", ReceiptID: "r" + strconv.Itoa(i), At: at(float64(i) / 10)})
+			}
+			v := d.Check(tt.scope, "run_command", "ls pkg", "T", at(1))
+			if v.Loop != tt.wantLoop || v.Count != tt.wantCount {
+				t.Fatalf("Check(%q) = %+v, want loop %v count %d", tt.scope, v, tt.wantLoop, tt.wantCount)
+			}
+		})
 	}
 }
