@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -19,6 +20,13 @@ import (
 // high-water mark of each key is persisted with sync before a grant).
 //
 // Mailbox order is the synchronisation: no lock guards the table.
+//
+// When harnessd begins shutting down (LeaseDrain) the checkout answers its
+// queued requests UNAVAILABLE at once, with nothing_written in the details
+// (the mutation engine then closes their ledger entries as never begun),
+// and refuses every later request that would have to wait; holders finish.
+// It also remembers the last maxEnded leases that ended, so a reader can
+// ask who held the checkout while it ran (LeaseHistory).
 type Checkout struct {
 	repo  messages.Repository
 	store *persistence.Store
@@ -31,6 +39,14 @@ type Checkout struct {
 	waiters  []*waiter
 	seq      uint64
 	runs     map[string]string // lease id -> the run it was taken for (leases of runs only)
+
+	// draining is set once harnessd began shutting down: no request waits.
+	draining bool
+	// ended holds the last maxEnded leases that ended, oldest first; the
+	// memory reaches back to endedFrom (this instance's start, or the end
+	// of the newest lease it forgot).
+	ended     []messages.HeldLease
+	endedFrom time.Time
 
 	// deadlocks is the deadlock detector the waits of runs are reported
 	// to (nil = none); reported is set while it holds waits of this checkout.
@@ -55,6 +71,22 @@ type waiter struct {
 // previous one is issued, so a restart (even after kill -9) starts above
 // every token ever issued, at the cost of one fsync per fenceBlock grants.
 const fenceBlock = 1024
+
+// maxEnded bounds the memory of ended leases (LeaseHistory).
+const maxEnded = 256
+
+// DetailNothingWritten is the detail an error of a lease request carries
+// when the request was answered before it held its lease (harnessd began
+// shutting down, or the checkout stopped, while it waited): nothing of it
+// was written, so its ledger entry is closed as never begun.
+const DetailNothingWritten = "nothing_written"
+
+// errShuttingDown answers a request that waits, or would wait, for a lease
+// once harnessd began shutting down.
+func errShuttingDown() error {
+	return errs.New(errs.Unavailable, "harnessd is shutting down; retry after it restarts — nothing was written").
+		With(DetailNothingWritten, true)
+}
 
 // waitExpired tells the checkout that a queued Acquire ran out of time.
 type waitExpired struct{ seq uint64 }
@@ -109,6 +141,10 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		a.waitExpired(ctx, m.seq)
 	case messages.ListLeases:
 		ctx.Respond(messages.LeaseList{Leases: a.list()})
+	case messages.LeaseHistory:
+		ctx.Respond(a.history(m.Since))
+	case messages.LeaseDrain:
+		ctx.Respond(messages.LeaseDrained{Refused: a.drain(ctx)})
 	case messages.DeadlockBreak:
 		a.breakWait(ctx, m)
 	case messages.DeadlockResync:
@@ -122,7 +158,8 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		// (and withdrawn from the deadlock detector).
 		for _, w := range a.waiters {
 			w.timer.Stop()
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "checkout %s is stopping", a.repo.CheckoutID)))
+			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "checkout %s is stopping; retry — nothing was written", a.repo.CheckoutID).
+				With(DetailNothingWritten, true)))
 		}
 		a.waiters = nil
 		a.reportWaits(ctx)
@@ -144,11 +181,14 @@ func (a *Checkout) restore(ctx actor.Context) {
 		panic("checkout: restore fencing marks: " + err.Error())
 	}
 	a.table = lease.NewTable(hw)
+	a.table.SetFloor(a.store.FenceFloor()) // tokens stay above a reset or restored store's
 	a.reserved = hw
 	a.pids = map[string]*actor.PID{}
 	a.runs = map[string]string{}
 	a.waiters = nil
 	a.reported = false
+	a.draining = false
+	a.ended, a.endedFrom = nil, a.now()
 	var durable []messages.LeaseInfo
 	err = a.store.Scan(persistence.LeasePrefix(a.repo.CheckoutID), func(_ []byte, decode func(any) error) error {
 		var li messages.LeaseInfo
@@ -169,7 +209,7 @@ func (a *Checkout) restore(ctx actor.Context) {
 		}
 	}
 	for _, l := range a.table.Expire(now) {
-		a.forget(ctx, l, "expired while harnessd was down")
+		a.forget(ctx, l, expiredWhileDown)
 	}
 	for _, l := range a.table.Leases() {
 		a.spawnLease(ctx, a.info(l))
@@ -194,7 +234,12 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 			return
 		}
 	}
-	// Busy and the caller will wait: queue in mailbox order.
+	// Busy and the caller would wait: refused once shutdown began (nothing
+	// was written), else queued in mailbox order.
+	if a.draining {
+		reply(ctx, nil, errShuttingDown())
+		return
+	}
 	a.seq++
 	seq, self, sys := a.seq, ctx.Self(), ctx.ActorSystem()
 	w := &waiter{seq: seq, req: req, run: m.RunID, since: a.now(), sender: ctx.Sender()}
@@ -347,8 +392,16 @@ func (a *Checkout) expire(ctx actor.Context, now time.Time) {
 	}
 }
 
-// forget stops a lease's actor and deletes its durable record.
-func (a *Checkout) forget(ctx actor.Context, l lease.Lease, _ string) {
+// expiredWhileDown is the reason forget is given for a durable lease that
+// expired while harnessd was down: it ended before this instance.
+const expiredWhileDown = "expired while harnessd was down"
+
+// forget stops a lease's actor and deletes its durable record; a lease
+// that ends now is remembered as ended (LeaseHistory).
+func (a *Checkout) forget(ctx actor.Context, l lease.Lease, reason string) {
+	if reason != expiredWhileDown {
+		a.remember(a.info(l), a.now())
+	}
 	delete(a.runs, l.ID)
 	if pid := a.pids[l.ID]; pid != nil {
 		ctx.Stop(pid)
@@ -417,6 +470,50 @@ func (a *Checkout) waitExpired(ctx actor.Context, seq uint64) {
 		a.serveWaiters(ctx)
 		return
 	}
+}
+
+// drain answers every queued request UNAVAILABLE (nothing was written) and
+// makes the checkout refuse every later one that would wait: harnessd is
+// shutting down. It returns how many it answered.
+func (a *Checkout) drain(ctx actor.Context) int {
+	a.draining = true
+	n := len(a.waiters)
+	for _, w := range a.waiters {
+		w.timer.Stop()
+		ctx.Send(w.sender, Failure(errShuttingDown()))
+	}
+	a.waiters = nil
+	if n > 0 {
+		a.lg.Info("shutting down: lease waiters answered at once", zap.Int("waiters", n))
+		a.reportWaits(ctx)
+	}
+	return n
+}
+
+// remember records a lease that ended at end, forgetting the oldest beyond
+// maxEnded.
+func (a *Checkout) remember(info messages.LeaseInfo, end time.Time) {
+	if len(a.ended) == maxEnded {
+		a.endedFrom = a.ended[0].Ended
+		a.ended = append(a.ended[:0], a.ended[1:]...)
+	}
+	a.ended = append(a.ended, messages.HeldLease{LeaseInfo: info, Ended: end})
+}
+
+// history returns every lease held at some moment since since: those that
+// ended since then and the live ones, oldest grant first.
+func (a *Checkout) history(since time.Time) messages.LeaseHeld {
+	out := messages.LeaseHeld{Complete: !a.endedFrom.After(since)}
+	for _, h := range a.ended {
+		if !h.Ended.Before(since) {
+			out.Leases = append(out.Leases, h)
+		}
+	}
+	for _, l := range a.table.Leases() {
+		out.Leases = append(out.Leases, messages.HeldLease{LeaseInfo: a.info(l)})
+	}
+	slices.SortStableFunc(out.Leases, func(x, y messages.HeldLease) int { return x.Granted.Compare(y.Granted) })
+	return out
 }
 
 func (a *Checkout) list() []messages.LeaseInfo {

@@ -17,7 +17,9 @@ import (
 // Ledger is the request ledger: it turns a retried mutation into a replay
 // of the stored result instead of a second write. Begin is
 // create-if-absent and completion compare-and-set, both decided in mailbox
-// order and written with sync. At start, entries left executing by a crash
+// order and written with sync. A request that gave up before writing
+// anything (shutdown began while it waited for its lease) is abandoned:
+// its entry is deleted, so it runs normally after the restart. At start, entries left executing by a crash
 // become unknown (RecoverLedger, run once at boot before the actor starts):
 // they answer REQUEST_OUTCOME_UNKNOWN, never a silent re-run.
 //
@@ -34,7 +36,8 @@ type Ledger struct {
 
 	// Group commit: transitions decided while a flush is pending are
 	// staged here (and read through by later decisions) and written in
-	// one synced transaction; their answers are held until then.
+	// one synced transaction; their answers are held until then. A staged
+	// entry without a state is a deletion (an abandoned request).
 	staged map[string]ledger.Entry
 	held   []heldReply
 	kicked bool
@@ -94,6 +97,9 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	case messages.LedgerFail:
 		r, err := a.fail(m)
 		a.answer(ctx, r, err)
+	case messages.LedgerAbandon:
+		r, err := a.abandon(m)
+		a.answer(ctx, r, err)
 	case ledgerFlush:
 		a.flush(ctx)
 	case messages.LedgerGet:
@@ -148,7 +154,13 @@ func (a *ledgerActor) flush(ctx actor.Context) {
 	}
 	err := a.store.Update(true, func(tx *persistence.Txn) error {
 		for id, e := range a.staged {
-			if err := tx.Put(persistence.LedgerKey(id), e); err != nil {
+			var err error
+			if e.State == "" {
+				err = tx.Delete(persistence.LedgerKey(id))
+			} else {
+				err = tx.Put(persistence.LedgerKey(id), e)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -218,6 +230,9 @@ func RecoverLedger(store *persistence.Store, lg *zap.Logger, now time.Time) erro
 
 func (a *Ledger) get(id string) (ledger.Entry, error) {
 	if e, ok := a.staged[id]; ok {
+		if e.State == "" {
+			return ledger.Entry{}, persistence.ErrNotFound // deleted, not yet flushed
+		}
 		return e, nil
 	}
 	var e ledger.Entry
@@ -272,6 +287,20 @@ func (a *Ledger) fail(m messages.LedgerFail) (messages.LedgerDone, error) {
 	}
 	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
+}
+
+// abandon deletes an executing entry whose request gave up before it wrote
+// anything (compare-and-delete: ledger.Abandon).
+func (a *Ledger) abandon(m messages.LedgerAbandon) (messages.LedgerDone, error) {
+	e, err := a.get(m.RequestID)
+	if err != nil {
+		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "ledger: abandon %q: %v", m.RequestID, err)
+	}
+	if err := ledger.Abandon(e, m.InputHash); err != nil {
+		return messages.LedgerDone{}, err
+	}
+	a.stage(ledger.Entry{RequestID: m.RequestID}) // no state: a deletion
+	return messages.LedgerDone{Entry: toMsg(e)}, nil
 }
 
 // stage records a transition for the next group commit.

@@ -75,3 +75,32 @@ type LeaseExpired struct {
 
 // LeaseTouched tells a lease actor its lease was renewed until Expires.
 type LeaseTouched struct{ Expires time.Time }
+
+// LeaseDrain tells a checkout that harnessd is shutting down: every queued
+// Acquire is answered UNAVAILABLE at once (nothing of it was written; the
+// error's details say nothing_written), and so is every later Acquire that
+// would have to wait. Grants that need no wait, renewals, fences and
+// releases go on, so the holders finish. Answered with LeaseDrained.
+type LeaseDrain struct{}
+
+// LeaseDrained answers LeaseDrain: how many queued requests it answered.
+type LeaseDrained struct{ Refused int }
+
+// LeaseHistory asks a checkout for every lease held at some moment since
+// Since: the live ones and those that ended since then (released or
+// expired, from a bounded memory of ended leases). Answered with LeaseHeld.
+type LeaseHistory struct{ Since time.Time }
+
+// LeaseHeld answers LeaseHistory, oldest grant first. Complete is false
+// when the memory of ended leases no longer reaches back to Since (some
+// may be missing).
+type LeaseHeld struct {
+	Leases   []HeldLease
+	Complete bool
+}
+
+// HeldLease is a lease of LeaseHeld; Ended is zero while it is held.
+type HeldLease struct {
+	LeaseInfo
+	Ended time.Time `json:"ended_at,omitzero"`
+}

@@ -66,3 +66,13 @@ type LedgerPrune struct{ Now time.Time }
 
 // LedgerPruned answers LedgerPrune.
 type LedgerPruned struct{ Removed int }
+
+// LedgerAbandon closes an executing entry as never begun: its request gave
+// up before it wrote anything (harnessd began shutting down while it waited
+// for its lease). The entry is deleted (compare-and-delete on InputHash), so
+// the same request runs normally later, neither REQUEST_OUTCOME_UNKNOWN nor
+// a stored failure. Answered with LedgerDone (the entry as it was).
+type LedgerAbandon struct {
+	RequestID string
+	InputHash string
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"go.uber.org/zap"
+
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
@@ -62,8 +64,19 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		e := auditEntry
 		e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message
 		env.Gov.AuditAppend(e)
+		if runtime.NothingWritten(cause) {
+			// Answered before it held its lease (harnessd began shutting
+			// down while it waited): nothing was written, so the entry is
+			// closed as never begun and the same request runs normally
+			// after the restart, not REQUEST_OUTCOME_UNKNOWN.
+			aerr := env.Ledger.Abandon(context.Background(), t.RequestID, hash)
+			if aerr == nil {
+				return cause
+			}
+			env.Logger.Warn("ledger: close a request as never begun", zap.String("request_id", t.RequestID), zap.Error(aerr))
+		}
 		if ferr := env.Ledger.Fail(context.Background(), t.RequestID, cause); ferr != nil {
-			env.Logger.Warn("ledger: record failure")
+			env.Logger.Warn("ledger: record failure", zap.String("request_id", t.RequestID), zap.Error(ferr))
 		}
 		return cause
 	}
@@ -103,21 +116,22 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return out, nil
 	}
 	env.Wrote(c.Repo.Repo.ID)
-	// The audit entry is durable before the answer (the audit actor's
-	// group commit, overlapped with the ledger's completion): after a
-	// kill -9 every acknowledged write has its entry.
+	// The audit entry is durable before the ledger records success (the
+	// audit actor's group commit): after a kill -9 every request the
+	// ledger calls succeeded, and so every acknowledged one, has its
+	// entry; a kill between the two leaves an audited write whose ledger
+	// entry answers REQUEST_OUTCOME_UNKNOWN, which is the truth.
 	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
 	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
-	audited := env.Gov.AuditAppendDurable(auditEntry)
+	if err := env.Gov.AuditAppendDurable(auditEntry)(); err != nil {
+		if w, ok := out.(warner); ok {
+			w.Warn("the write succeeded but its audit entry could not be made durable: " + errs.From(err).Message)
+		}
+	}
 	stored, _ := json.Marshal(out)
 	if err := env.Ledger.Complete(context.Background(), t.RequestID, stored); err != nil {
 		if w, ok := out.(warner); ok {
 			w.Warn("the write succeeded but the ledger could not record it: " + errs.From(err).Message)
-		}
-	}
-	if err := audited(); err != nil {
-		if w, ok := out.(warner); ok {
-			w.Warn("the write succeeded but its audit entry could not be made durable: " + errs.From(err).Message)
 		}
 	}
 	c.receipt = kept

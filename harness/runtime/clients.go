@@ -25,8 +25,8 @@ type Registry struct {
 }
 
 // Register records a canonical, already checked work tree.
-func (c Registry) Register(ctx context.Context, root, commonDir string, now time.Time) (messages.Registered, error) {
-	return Ask[messages.Registered](ctx, c.r, c.pid, messages.Register{Root: root, CommonDir: commonDir, Now: now})
+func (c Registry) Register(ctx context.Context, root, commonDir string, id messages.RootIdentity, now time.Time) (messages.Registered, error) {
+	return Ask[messages.Registered](ctx, c.r, c.pid, messages.Register{Root: root, CommonDir: commonDir, Identity: id, Now: now})
 }
 
 // Unregister forgets a repository.
@@ -53,6 +53,10 @@ type Ledger interface {
 	Complete(ctx context.Context, requestID string, result json.RawMessage) error
 	// Fail records failure; the request may be retried.
 	Fail(ctx context.Context, requestID string, cause error) error
+	// Abandon closes an executing entry as never begun (deletes it): the
+	// request gave up before it wrote anything, so the same request runs
+	// normally later. inputHash must be the executing attempt's.
+	Abandon(ctx context.Context, requestID, inputHash string) error
 	// Get returns one entry.
 	Get(ctx context.Context, requestID string) (messages.LedgerGot, error)
 }
@@ -74,6 +78,11 @@ func (c actorLedger) Complete(ctx context.Context, id string, result json.RawMes
 func (c actorLedger) Fail(ctx context.Context, id string, cause error) error {
 	e := errs.From(cause)
 	_, err := Ask[messages.LedgerDone](ctx, c.r, c.pid, messages.LedgerFail{RequestID: id, Code: string(e.Code), Message: e.Message})
+	return err
+}
+
+func (c actorLedger) Abandon(ctx context.Context, id, inputHash string) error {
+	_, err := Ask[messages.LedgerDone](ctx, c.r, c.pid, messages.LedgerAbandon{RequestID: id, InputHash: inputHash})
 	return err
 }
 

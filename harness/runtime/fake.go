@@ -78,6 +78,21 @@ func (f *FakeLedger) Fail(_ context.Context, id string, cause error) error {
 	return err
 }
 
+// Abandon implements Ledger.
+func (f *FakeLedger) Abandon(_ context.Context, id, inputHash string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[id]
+	if !ok {
+		return errs.New(errs.NotFound, "no request %q", id)
+	}
+	if err := ledger.Abandon(e, inputHash); err != nil {
+		return err
+	}
+	delete(f.entries, id)
+	return nil
+}
+
 // Get implements Ledger.
 func (f *FakeLedger) Get(_ context.Context, id string) (messages.LedgerGot, error) {
 	f.mu.Lock()

@@ -83,7 +83,13 @@ type Table struct {
 	holder    map[Key]string // id of the lease that holds highWater[key]
 	now       time.Time      // latest time passed to any method
 	prepared  []parsedKey    // keys of the last Prepare, so Commit need not re-validate
+	floor     uint64         // every new token is above it (a store reset or restore)
 }
+
+// SetFloor makes every token issued from now on greater than floor: after
+// the store was reset or restored from a backup, the high-water marks it
+// holds are older than tokens already handed out.
+func (t *Table) SetFloor(floor uint64) { t.floor = floor }
 
 // entry is a recorded lease with its keys split for fast overlap checks.
 type entry struct {
@@ -209,7 +215,7 @@ func (t *Table) Prepare(req Request, now time.Time) (Lease, error) {
 	}
 	tokens := make(map[Key]uint64, len(keys))
 	for i, k := range keys {
-		hw := t.highWater[k]
+		hw := max(t.highWater[k], t.floor)
 		if hw == math.MaxUint64 {
 			return Lease{}, errs.New(errs.Internal, "fencing tokens of %q are exhausted", clip(string(k)))
 		}

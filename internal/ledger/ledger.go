@@ -253,6 +253,28 @@ func Fail(e Entry, cause error, now time.Time) (Entry, error) {
 	return e, nil
 }
 
+// Abandon checks that e may be closed as never begun: a request that gave
+// up before it could write anything (harnessd began shutting down while the
+// request waited for its lease). The owner then deletes the entry, so the
+// request id is free again: the same request runs normally after a restart,
+// neither REQUEST_OUTCOME_UNKNOWN nor a stored failure. It is a
+// compare-and-delete: e must be executing with inputHash (the attempt that
+// abandons is the one that began); anything else gives an errs.Internal
+// error (wrapping ErrNotExecuting for another state) and must not be
+// deleted.
+func Abandon(e Entry, inputHash string) error {
+	if e.State != StateExecuting {
+		return errs.Wrap(errs.Internal, ErrNotExecuting,
+			"ledger: cannot abandon request %q: it is %s, not executing", e.RequestID, e.State).
+			With("request_id", e.RequestID).With("state", string(e.State))
+	}
+	if e.InputHash != inputHash {
+		return errs.New(errs.Internal, "ledger: cannot abandon request %q: it executes another input", e.RequestID).
+			With("request_id", e.RequestID)
+	}
+	return nil
+}
+
 // MarkUnknown is the boot transition executing -> unknown for entries whose
 // operation was cut off by a restart. It reports whether e changed.
 func MarkUnknown(e Entry, now time.Time) (Entry, bool) {

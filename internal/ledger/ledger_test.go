@@ -389,3 +389,41 @@ func BenchmarkBegin(b *testing.B) {
 		}
 	})
 }
+
+func TestAbandon(t *testing.T) {
+	entry := func(s State, hash string) Entry {
+		return Entry{RequestID: "r1", Operation: "apply_patch", InputHash: hash, State: s, Created: t0, Updated: t0}
+	}
+	tests := []struct {
+		name       string
+		e          Entry
+		hash       string
+		wantErr    bool
+		notExecErr bool
+	}{
+		{"executing", entry(StateExecuting, hashA), hashA, false, false},
+		{"another input", entry(StateExecuting, hashA), hashB, true, false},
+		{"succeeded", entry(StateSucceeded, hashA), hashA, true, true},
+		{"failed", entry(StateFailed, hashA), hashA, true, true},
+		{"unknown", entry(StateUnknown, hashA), hashA, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Abandon(tt.e, tt.hash)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Abandon = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && errs.CodeOf(err) != errs.Internal {
+				t.Fatalf("code = %s, want INTERNAL", errs.CodeOf(err))
+			}
+			if got := errors.Is(err, ErrNotExecuting); got != tt.notExecErr {
+				t.Fatalf("errors.Is(err, ErrNotExecuting) = %v, want %v", got, tt.notExecErr)
+			}
+		})
+	}
+	// After an abandon the owner deletes the entry: the same request begins
+	// anew, as if never seen.
+	if _, d, err := Begin(nil, "r1", "apply_patch", hashA, nil, t0); err != nil || d != Proceed {
+		t.Fatalf("Begin after abandon = %s, %v; want proceed", d, err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
@@ -28,13 +30,22 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", Draw: runs.Draw{Commands: 1}, ReadOnly: true,
-			Description: "Run a read-only command given as a typed argv (no shell string) on the Fast Path, bounded in time and output. Writing, unknown or long commands answer ROUTE_DURABLE_REQUIRED; destructive or remote-writing ones ROUTE_REJECTED.",
+			Description: runCommandDescription,
 			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
 		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", ReadOnly: true,
 			Description: "Explain how harnessd would route an operation (fast, durable or reject) and why, without executing anything.",
 			Prepare:     routeExplain}),
 	}
 }
+
+// runCommandDescription is run_command's description in the tool list,
+// with the fields of its result that need saying.
+const runCommandDescription = "Run a read-only command given as a typed argv (no shell string) on the Fast Path, bounded in time and output. " +
+	"Writing, unknown or long commands answer ROUTE_DURABLE_REQUIRED; destructive or remote-writing ones ROUTE_REJECTED. " +
+	"tree_changed says the work tree changed while the command ran, tree_changed_by who changed it: " +
+	"\"others\" (other writers held the changed paths meanwhile, named in concurrent_writes, with concurrent_receipts once their receipts are stored; the output may reflect their changes), " +
+	"\"command\" (no other writer held the checkout: the command itself or a process outside harnessd) or \"command_and_others\" (some change is under nothing the other writers held). " +
+	"Under the sandbox's read-only profile the command cannot write: there tree_changed only ever means other writers held the checkout while it ran."
 
 // RunCommandArgs are the arguments of run_command.
 type RunCommandArgs struct {
@@ -51,10 +62,19 @@ type RunCommandResult struct {
 	proc.Result
 	CommandClass string `json:"command_class"`
 	Redactions   int    `json:"redactions,omitempty"`
-	// TreeChanged is true when the work tree's status differs after the
-	// command: a "readonly" command changed files.
-	TreeChanged bool     `json:"tree_changed"`
-	Warnings    []string `json:"warnings,omitempty"`
+	// TreeChanged is true when the work tree changed while the command
+	// ran; TreeChangedBy says who (ChangedByCommand, ChangedByOthers or
+	// ChangedByCommandAndOthers). Under the sandbox's read-only profile
+	// the command cannot write: it is true there only when other writers
+	// held the checkout while the command ran.
+	TreeChanged   bool   `json:"tree_changed"`
+	TreeChangedBy string `json:"tree_changed_by,omitempty"`
+	// ConcurrentWrites are the other writers that held write leases on the
+	// checkout while the command ran (reported with TreeChanged), and
+	// ConcurrentReceipts the receipts of their writes already stored.
+	ConcurrentWrites   []ConcurrentWrite `json:"concurrent_writes,omitempty"`
+	ConcurrentReceipts []string          `json:"concurrent_receipts,omitempty"`
+	Warnings           []string          `json:"warnings,omitempty"`
 	// RunID identifies this run (loop detection names earlier runs by it).
 	RunID string `json:"run_id"`
 	op.Meta
@@ -104,19 +124,19 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 			plan.Run = func(ctx context.Context) (any, error) {
 				rev := CheapRevision(root.Path(), c.Env.Generation(c.Repo.Repo.ID))
 				in := plan.Gate
-				in.Tool, in.TreeRevision = c.Op.Name, rev
+				in.Tool, in.TreeRevision, in.Caller = c.Op.Name, rev, c.Caller
 				repo := c.Repo.Repo
 				in.Repo = &repo
 				if err := c.Env.Gov.CheckLoop(in); err != nil {
 					return nil, err
 				}
-				return execute(ctx, c, args, d, dir, rev, true)
+				return execute(ctx, c, args, d, dir, rev, treeWatch{})
 			}
 			return plan, nil
 		}
 		rev := CheapRevision(root.Path(), c.Env.Generation(c.Repo.Repo.ID))
 		plan.Gate.TreeRevision = rev
-		plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, rev, true) }
+		plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, rev, treeWatch{}) }
 		return plan, nil
 	}
 	if c.InBatch {
@@ -124,13 +144,13 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 		// known only when it runs, so it snapshots then, and its loop check
 		// (the one part of the gate that needs the tree) runs then too.
 		plan.Run = func(ctx context.Context) (any, error) {
-			before, err := TreeDigest(ctx, c.Env.Git, root.Path())
+			w, err := watchTree(ctx, c)
 			if err != nil {
 				return nil, err
 			}
 			c.Mark(op.SegSnapshot)
 			in := plan.Gate
-			in.Tool, in.TreeRevision = c.Op.Name, before
+			in.Tool, in.TreeRevision, in.Caller = c.Op.Name, w.before.digest, c.Caller
 			if c.HasRepo() {
 				repo := c.Repo.Repo
 				in.Repo = &repo
@@ -138,24 +158,49 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 			if err := c.Env.Gov.CheckLoop(in); err != nil {
 				return nil, err
 			}
-			return execute(ctx, c, args, d, dir, before, false)
+			return execute(ctx, c, args, d, dir, w.before.digest, w)
 		}
 		return plan, nil
 	}
-	before, err := TreeDigest(ctx, c.Env.Git, root.Path())
+	w, err := watchTree(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	c.Mark(op.SegSnapshot)
-	plan.Gate.TreeRevision = before
-	plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, before, false) }
+	plan.Gate.TreeRevision = w.before.digest
+	plan.Run = func(ctx context.Context) (any, error) { return execute(ctx, c, args, d, dir, w.before.digest, w) }
 	return plan, nil
 }
 
+// treeWatch is how execute tells whether the tree changed while the
+// command ran: unconfined, the snapshot before it (and when it was
+// taken); confined (the zero treeWatch), nothing, since the command cannot
+// write: only other writers can.
+type treeWatch struct {
+	since  time.Time
+	before treeState
+	taken  bool
+}
+
+// watchTree snapshots the tree before an unconfined command.
+func watchTree(ctx context.Context, c *op.Call) (treeWatch, error) {
+	since := c.Env.Now()
+	before, err := snapshotTree(ctx, c.Env.Git, c.Root.Path())
+	if err != nil {
+		return treeWatch{}, err
+	}
+	return treeWatch{since: since, before: before, taken: true}, nil
+}
+
 // execute runs the command in the read profile of the sandbox (when
-// confined, the work tree cannot change: no snapshot after it either).
-func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, dir, before string, confined bool) (*RunCommandResult, error) {
+// confined, the command cannot change the work tree: no snapshot after it
+// either, only the question whether others wrote meanwhile). before is the
+// tree revision of loop detection.
+func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, dir, before string, w treeWatch) (*RunCommandResult, error) {
 	env := c.Env
+	if !w.taken {
+		w.since = env.Now()
+	}
 	timeout := FastTimeoutDefault
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
@@ -203,16 +248,7 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 	out.Stdout.Text, n1 = red.String(res.Stdout.Text)
 	out.Stderr.Text, n2 = red.String(res.Stderr.Text)
 	out.Redactions = n1 + n2
-	if !confined {
-		after, err := TreeDigest(ctx, env.Git, c.Root.Path())
-		if err != nil {
-			out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
-		} else if after != before {
-			out.TreeChanged = true
-			out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran")
-			env.Logger.Warn("read-only command changed the work tree")
-		}
-	}
+	checkTree(ctx, c, w, out)
 	if res.TimedOut {
 		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
 	}
@@ -221,13 +257,73 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 	}
 	out.RunID = "run_" + strconv.FormatInt(env.Now().UnixNano(), 36)
 	failed := res.ExitCode != 0 || res.TimedOut
-	env.Gov.LoopRecord(loop.Observation{Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID, Failed: failed,
+	env.Gov.LoopRecord(loop.Observation{Scope: govern.LoopScope(c.Caller), Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID, Failed: failed,
 		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
 	if failed {
 		env.Gov.NoteFailure(c.Repo.Repo.ID)
 	}
 	c.FinishIn(op.SegReceipt)
 	return out, nil
+}
+
+// checkTree tells whether the work tree changed while the command ran and
+// who changed it. Unconfined, a second snapshot says whether it changed,
+// and the checkout's leases who held the changed paths meanwhile (asked
+// only when something changed). Confined, the command cannot write: the
+// tree changed only if other writers held the checkout meanwhile (one
+// round trip to the checkout, no git).
+func checkTree(ctx context.Context, c *op.Call, w treeWatch, out *RunCommandResult) {
+	env := c.Env
+	var paths []string
+	var head bool
+	if w.taken {
+		after, err := snapshotTree(ctx, env.Git, c.Root.Path())
+		if err != nil {
+			out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
+			return
+		}
+		if after.digest == w.before.digest {
+			return
+		}
+		paths, head = after.changedSince(w.before)
+	}
+	until := env.Now()
+	held, complete, err := concurrentWrites(ctx, c, w.since, until)
+	if err != nil {
+		out.Warnings = append(out.Warnings, "could not ask which writers held the checkout while the command ran: "+err.Error())
+	}
+	if !complete {
+		defer func() {
+			if out.TreeChanged {
+				out.Warnings = append(out.Warnings, "the checkout's memory of ended leases did not reach back to the command's start: some writers may be missing from concurrent_writes")
+			}
+		}()
+	}
+	if !w.taken {
+		if len(held) == 0 {
+			return
+		}
+		out.TreeChanged, out.TreeChangedBy = true, ChangedByOthers
+		out.ConcurrentWrites, out.ConcurrentReceipts = describeWrites(c, held, w.since, until)
+		out.Warnings = append(out.Warnings, plural(len(held), "other writer")+" held the checkout while this command ran (concurrent_writes): its output may reflect their changes; the command itself cannot write (the sandbox's read-only profile)")
+		return
+	}
+	by, writers, unheld := attribute(c.Repo.Repo.CheckoutID, held, paths, head)
+	out.TreeChanged, out.TreeChangedBy = true, by
+	if len(writers) > 0 {
+		out.ConcurrentWrites, out.ConcurrentReceipts = describeWrites(c, writers, w.since, until)
+	}
+	switch by {
+	case ChangedByOthers:
+		out.Warnings = append(out.Warnings, "the work tree changed while this command ran: "+plural(len(writers), "other writer")+" held what changed (concurrent_writes); its output may reflect their changes")
+	case ChangedByCommandAndOthers:
+		out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran: "+plural(len(writers), "other writer")+
+			" changed some of it (concurrent_writes), but none held "+clipList(unheld)+": the command or a process outside harnessd changed that")
+		env.Logger.Warn("read-only command changed the work tree", zap.Strings("paths", unheld))
+	default:
+		out.Warnings = append(out.Warnings, "the work tree changed while this read-only command ran and no other writer held what changed: the command or a process outside harnessd changed "+clipList(unheld))
+		env.Logger.Warn("read-only command changed the work tree", zap.Strings("paths", unheld))
+	}
 }
 
 // configEnv is gitx.ConfigEnv without its error (a failure of the scanner
@@ -272,29 +368,8 @@ func CheapRevision(root string, gen uint64) string {
 // and modification time of every changed or untracked file, so a change to
 // an already-modified file shows too.
 func TreeDigest(ctx context.Context, git *gitx.Git, root string) (string, error) {
-	st, err := git.Status(ctx, root)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.New()
-	add := func(s string) { sum.Write([]byte(s)); sum.Write([]byte{0}) }
-	add(st.Head)
-	stamp := func(rel string) {
-		add(rel)
-		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
-			add(strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + ":" + fi.Mode().String())
-		}
-	}
-	for _, es := range [][]gitx.Entry{st.Staged, st.Unstaged, st.Conflicted} {
-		for _, e := range es {
-			add(e.Status)
-			stamp(e.Path)
-		}
-	}
-	for _, p := range st.Untracked {
-		stamp(p)
-	}
-	return hex.EncodeToString(sum.Sum(nil)), nil
+	ts, err := snapshotTree(ctx, git, root)
+	return ts.digest, err
 }
 
 // RouteExplainArgs are the arguments of route_explain.
