@@ -153,9 +153,21 @@ func (a *Registry) register(ctx actor.Context, m messages.Register) (messages.Re
 	}
 	id := RepoID(m.Root)
 	if r, ok := a.repos[id]; ok {
-		return messages.Registered{Repo: r}, nil
+		if m.Identity == (messages.RootIdentity{}) || r.Identity == m.Identity {
+			return messages.Registered{Repo: r}, nil
+		}
+		// The directory at the path is not the one recorded (or none
+		// was): record this one, so REPOSITORY_MOVED stops.
+		old := r.Identity
+		r.Identity, r.CommonDir = m.Identity, m.CommonDir
+		if err := a.store.PutSync(persistence.RepoKey(id), r); err != nil {
+			return messages.Registered{}, errs.Wrap(errs.Internal, err, "persist repository: %v", err)
+		}
+		a.repos[id] = r
+		a.publish()
+		return messages.Registered{Repo: r, Reidentified: old != (messages.RootIdentity{})}, nil
 	}
-	r := messages.Repository{ID: id, CheckoutID: CheckoutID(m.Root), Root: m.Root, CommonDir: m.CommonDir, Registered: m.Now.UTC()}
+	r := messages.Repository{ID: id, CheckoutID: CheckoutID(m.Root), Root: m.Root, CommonDir: m.CommonDir, Registered: m.Now.UTC(), Identity: m.Identity}
 	if err := a.store.PutSync(persistence.RepoKey(id), r); err != nil {
 		return messages.Registered{}, errs.Wrap(errs.Internal, err, "persist repository: %v", err)
 	}

@@ -39,6 +39,11 @@ type Config struct {
 	DataDir string
 	// InMemory keeps the store in memory (tests, throw-away embedding).
 	InMemory bool
+	// StoreReserve is the free space kept on the data dir's file system:
+	// a write that would leave less answers STORAGE_FULL (reads go on,
+	// writes resume once space is freed). 0 = a sixteenth of the file
+	// system, between 1 MiB and 64 MiB; negative = no check.
+	StoreReserve int64
 	// Logger receives all logs; nil = no logs.
 	Logger *zap.Logger
 	// RequestTimeout bounds one request to an actor; 0 = 10 s.
@@ -151,15 +156,16 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		}
 	}()
 
-	storeDir, dataDir := "", ""
+	storeDir, dataDir, marksPath := "", "", ""
 	if !cfg.InMemory {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
-		storeDir, dataDir = filepath.Join(cfg.DataDir, "store"), cfg.DataDir
+		storeDir, dataDir, marksPath = StoreDir(cfg.DataDir), cfg.DataDir, MarksPath(cfg.DataDir)
 	}
-	if h.store, err = persistence.Open(persistence.Options{Dir: storeDir, InMemory: cfg.InMemory, Logger: cfg.Logger}); err != nil {
-		return nil, err
+	if h.store, err = persistence.Open(persistence.Options{Dir: storeDir, InMemory: cfg.InMemory, Logger: cfg.Logger,
+		MarksPath: marksPath, Reserve: cfg.StoreReserve}); err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "%v", err)
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 		DataDir: dataDir, Runs: runsOptions(cfg)}); err != nil {
@@ -206,6 +212,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err
 	}
+	h.afterBoot(ctx)
 	return h, nil
 }
 
@@ -222,6 +229,12 @@ func runsOptions(cfg Config) supervisors.RunsOptions {
 // error.
 func (h *Harness) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
+		// Requests queued for a lease are answered UNAVAILABLE now, not
+		// after the wait: nothing of theirs was written, and their ledger
+		// entries are closed as never begun while the ledger still runs.
+		if _, err := h.rt.DrainLeaseWaits(ctx); err != nil {
+			h.lg.Warn("shutdown: lease waiters not all answered", zap.Error(err))
+		}
 		if !h.pipe.Close(ctx) {
 			h.lg.Warn("closing with operations still running")
 		}
@@ -253,6 +266,14 @@ func (h *Harness) teardown() error {
 // enter marks work in flight for the facade methods that are not
 // operations; it fails once Close has begun.
 func (h *Harness) enter() (func(), error) { return h.pipe.Enter() }
+
+// StoreDir is where the store of a data dir lives.
+func StoreDir(dataDir string) string { return filepath.Join(dataDir, "store") }
+
+// MarksPath is the store's marks file of a data dir: beside the store,
+// so a store that lost acknowledged writes (or was replaced or emptied)
+// is refused at open.
+func MarksPath(dataDir string) string { return filepath.Join(dataDir, "store.marks") }
 
 // Store returns the underlying store (for tools such as `harness store dump`).
 func (h *Harness) Store() *persistence.Store { return h.store }

@@ -9,6 +9,19 @@ type Repository struct {
 	Root       string    `json:"root"`
 	CommonDir  string    `json:"git_common_dir"`
 	Registered time.Time `json:"registered_at"`
+	// Identity is the root's (and its .git's) device and inode at
+	// registration: an operation on a root that no longer matches
+	// answers REPOSITORY_MOVED. Zero for records from before it was kept.
+	Identity RootIdentity `json:"identity,omitzero"`
+}
+
+// RootIdentity is the device and inode of a work tree's root and of its
+// .git entry.
+type RootIdentity struct {
+	Dev    uint64 `json:"dev"`
+	Ino    uint64 `json:"ino"`
+	GitDev uint64 `json:"git_dev"`
+	GitIno uint64 `json:"git_ino"`
 }
 
 // Register asks the registry to record a work tree. Root and CommonDir are
@@ -17,6 +30,7 @@ type Repository struct {
 type Register struct {
 	Root      string
 	CommonDir string
+	Identity  RootIdentity
 	Now       time.Time
 }
 
@@ -25,6 +39,9 @@ type Register struct {
 type Registered struct {
 	Repo    Repository
 	Created bool
+	// Reidentified: the path was registered, but the directory there
+	// was another one (moved or replaced); the record now names this one.
+	Reidentified bool
 }
 
 // Unregister asks the registry to forget a repository.

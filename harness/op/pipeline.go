@@ -282,6 +282,14 @@ func (c *Call) resolve(repoID string) error {
 	if err != nil {
 		return err
 	}
+	// The root must still be the directory registered: a moved, deleted
+	// or replaced root answers REPOSITORY_MOVED before anything runs (a
+	// patch would recreate a deleted root; another repository at the
+	// path would be served under this repo_id).
+	if err := pathsafe.CheckIdentity(r.Repo.ID, r.Repo.Root, r.Repo.Identity); err != nil {
+		c.Env.Forget(r.Repo.ID)
+		return err
+	}
 	root, err := c.Env.Root(r)
 	if err != nil {
 		return err

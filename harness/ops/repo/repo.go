@@ -8,8 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -41,6 +45,9 @@ type RegisterArgs struct {
 type RegisterResult struct {
 	Repository
 	Created bool `json:"created"`
+	// Reidentified: the path was registered, but another directory was
+	// there; the record now names this one.
+	Reidentified bool `json:"reidentified,omitempty"`
 	op.Meta
 }
 
@@ -71,11 +78,23 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 			return nil, errs.New(errs.PathNotAllowed, "harnessd's data dir %s is inside %s: commands run in the checkout could read its token and store; "+
 				"move the data dir (harnessd serve --data-dir DIR) or register a directory that does not hold it", d, root).With("path", args.Path)
 		}
-		r, err := c.Env.RT.Registry.Register(ctx, root, common, c.Env.Now())
+		ident, err := pathsafe.IdentityOf(root)
+		if err != nil {
+			return nil, errs.Wrap(errs.NotAGitRepository, err, "path %q: %v", args.Path, err).With("path", args.Path)
+		}
+		r, err := c.Env.RT.Registry.Register(ctx, root, common, ident, c.Env.Now())
 		if err != nil {
 			return nil, err
 		}
-		return &RegisterResult{Repository: r.Repo, Created: r.Created}, nil
+		c.Env.Forget(r.Repo.ID) // a re-identified root gets a fresh path checker
+		if r.Created {
+			// Leftovers of an earlier harnessd (a crash, a full disk):
+			// nothing of this one writes here yet.
+			if _, err := patch.SweepTemp(root); err != nil {
+				c.Env.Logger.Warn("register: sweep temp files", zap.String("root", root), zap.Error(err))
+			}
+		}
+		return &RegisterResult{Repository: r.Repo, Created: r.Created, Reidentified: r.Reidentified}, nil
 	}}, nil
 }
 
