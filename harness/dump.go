@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -31,4 +32,30 @@ func (h *Harness) DumpStore(ctx context.Context, prefix string, w io.Writer) (in
 		return nil
 	})
 	return n, err
+}
+
+// VerifyStore checks the store while it serves: every table's checksums,
+// its directory, and that it holds what its marks file recorded.
+func (h *Harness) VerifyStore(ctx context.Context) (persistence.Report, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return persistence.Report{}, err
+	}
+	defer leave()
+	r, err := h.store.Verify()
+	if err != nil {
+		return r, errs.Wrap(errs.Internal, err, "%v", err)
+	}
+	return r, nil
+}
+
+// BackupStore writes a full backup of the store to w (Badger's backup
+// format; `harness store restore` reads it) and returns its version.
+func (h *Harness) BackupStore(ctx context.Context, w io.Writer) (uint64, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	return h.store.Backup(w)
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,8 +107,13 @@ func serve(args []string, stderr io.Writer) error {
 	policyPath := fs.String("policy", "", "policy file (default <data-dir>/policy.yaml; reload with SIGHUP or `harness policy reload`)")
 	sbMode := fs.String("sandbox", "auto", "confinement of the processes harnessd starts: require (refuse to start commands without Landlock), auto, off")
 	otlp := fs.String("otlp-endpoint", "", "export run spans over OTLP/HTTP to this collector, e.g. http://127.0.0.1:4318 (default off)")
+	reserveText := fs.String("store-reserve", "auto", "free space kept on the data dir's file system; writes that would leave less answer STORAGE_FULL (auto = 1/16 of it, 1-64 MiB; e.g. 256MiB; off)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	reserve, err := parseReserve(*reserveText)
+	if err != nil {
+		return usageError{err}
 	}
 	if _, err := sandbox.ParseMode(*sbMode); err != nil {
 		return usageError{err}
@@ -118,7 +125,35 @@ func serve(args []string, stderr io.Writer) error {
 	defer lg.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp}, lg)
+	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
+		StoreReserve: reserve}, lg)
+}
+
+// parseReserve reads --store-reserve: auto (0), off (-1), or a size in
+// bytes with an optional KiB/MiB/GiB (or K/M/G) suffix.
+func parseReserve(s string) (int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return 0, nil
+	case "off", "none":
+		return -1, nil
+	}
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("--store-reserve %q: want auto, off, or a size such as 64MiB", s)
+	}
+	return n * mult, nil
 }
 
 func mcpBridge(args []string, stderr io.Writer) error {

@@ -36,10 +36,10 @@ var ErrAlreadyRunning = errors.New("harnessd is already running")
 
 // lock takes the data dir's exclusive lock and writes the pid file. The
 // returned release undoes both.
-func lock(p Paths) (release func(), err error) {
+func lock(p Paths) (release func(), held *os.File, err error) {
 	f, err := os.OpenFile(p.Lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
+		return nil, nil, fmt.Errorf("open lock file: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -47,17 +47,35 @@ func lock(p Paths) (release func(), err error) {
 		if b, rerr := os.ReadFile(p.Pid); rerr == nil {
 			pid = "pid " + strings.TrimSpace(string(b))
 		}
-		return nil, fmt.Errorf("%w on data dir %s (%s, socket %s)", ErrAlreadyRunning, p.DataDir, pid, p.Socket)
+		return nil, nil, fmt.Errorf("%w on data dir %s (%s, socket %s)", ErrAlreadyRunning, p.DataDir, pid, p.Socket)
 	}
 	if err := os.WriteFile(p.Pid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("write pid file: %w", err)
+		return nil, nil, fmt.Errorf("write pid file: %w", err)
 	}
 	return func() {
 		_ = os.Remove(p.Pid)
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
-	}, nil
+	}, f, nil
+}
+
+// stillHeld reports an error when the lock file at p.Lock is no longer the
+// file this daemon locked (removed, or replaced: then a second daemon can
+// lock the path and both would write).
+func stillHeld(p Paths, held *os.File) error {
+	mine, err := held.Stat()
+	if err != nil {
+		return fmt.Errorf("stat the held lock file: %w", err)
+	}
+	now, err := os.Stat(p.Lock)
+	if err != nil {
+		return fmt.Errorf("the data dir's lock file %s was removed (%v): another daemon could start on this data dir", p.Lock, err)
+	}
+	if !os.SameFile(mine, now) {
+		return fmt.Errorf("the data dir's lock file %s was replaced: another daemon may hold this data dir", p.Lock)
+	}
+	return nil
 }
 
 // ReadToken returns the bearer token of a data dir.
@@ -92,4 +110,12 @@ func ensureToken(p Paths) (string, error) {
 		return "", fmt.Errorf("write token: %w", err)
 	}
 	return t, nil
+}
+
+// HoldDataDir takes the data dir's lock for a tool that must run while no
+// daemon does (harness store restore and reset); ErrAlreadyRunning when a
+// daemon holds it.
+func HoldDataDir(dataDir string) (release func(), err error) {
+	release, _, err = lock(PathsOf(dataDir))
+	return release, err
 }

@@ -40,6 +40,12 @@ type Config struct {
 	// OTLPEndpoint exports run spans over OTLP/HTTP ("" = off), e.g.
 	// http://127.0.0.1:4318.
 	OTLPEndpoint string
+	// StoreReserve is the free space kept on the data dir's file system
+	// (0 = the default, negative = no check); see harness.Config.
+	StoreReserve int64
+	// DataDirPoll is how often the daemon checks that it still holds its
+	// data dir (lock file and store directory); 0 = 250ms.
+	DataDirPoll time.Duration
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -80,7 +86,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	release, err := lock(p)
+	release, held, err := lock(p)
 	if err != nil {
 		return err
 	}
@@ -121,7 +127,8 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		}
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
-	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent})
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
+		StoreReserve: cfg.StoreReserve})
 	if err != nil {
 		return err
 	}
@@ -203,10 +210,27 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		cfg.Ready(p)
 	}
 
+	// The daemon holds its data dir: once the lock file or the store
+	// directory is removed or replaced, writes are refused by the store
+	// and the daemon stops, rather than acknowledge writes that vanish
+	// while a second daemon starts on the same path.
+	lost := make(chan error, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchDataDir(watchCtx, cfg.DataDirPoll, func() error {
+		if err := stillHeld(p, held); err != nil {
+			return err
+		}
+		return h.Store().Check()
+	}, lost)
+
 	var runErr error
 wait:
 	for {
 		select {
+		case runErr = <-lost:
+			lg.Error("the data dir is gone or replaced; refusing new work and shutting down", zap.Error(runErr))
+			break wait
 		case <-ctx.Done():
 			lg.Info("shutting down", zap.Duration("shutdown_wait", cfg.ShutdownWait))
 			break wait
@@ -249,6 +273,27 @@ wait:
 		lg.Info("stopped cleanly")
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// watchDataDir runs check every interval (default 250ms) until it fails,
+// then sends its error on lost.
+func watchDataDir(ctx context.Context, interval time.Duration, check func() error, lost chan<- error) {
+	if interval <= 0 {
+		interval = 250 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := check(); err != nil {
+				lost <- err
+				return
+			}
+		}
+	}
 }
 
 // counted counts the MCP tool calls in the daemon's metrics, beside the
