@@ -10,6 +10,10 @@
 // # Shutdown order
 //
 // Close:
+//  0. answers every request queued for a lease UNAVAILABLE at once
+//     (nothing_written: true) and closes their ledger entries as never
+//     begun, so the same request_id runs normally after the restart;
+//     later requests that would wait are refused;
 //  1. stops accepting new operations;
 //  2. poisons the root supervisor, which drains its children in reverse
 //     start order (each finishes what is already queued);

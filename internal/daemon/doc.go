@@ -13,7 +13,9 @@
 // # Shutdown order (Serve, on SIGINT/SIGTERM)
 //
 //  1. stop accepting connections (listeners closed, idle connections drained);
-//  2. close the Harness: refuse new operations, wait for running ones up to
+//  2. close the Harness: answer requests queued for a lease UNAVAILABLE at
+//     once (their ledger entries closed as never begun), refuse new
+//     operations, wait for running ones up to
 //     --shutdown-wait, drain the actor tree in reverse start order, close the store;
 //  3. end the remaining streams (MCP SSE) and close the servers;
 //  4. remove the socket and pid file, release the lock.
