@@ -62,17 +62,25 @@ func preflight(dir string, m *marks) error {
 	if err != nil {
 		return fmt.Errorf("read store directory %s: %w", dir, err)
 	}
-	var ssts, data []string
+	var data []string
 	manifest := false
 	for _, e := range ents {
 		n := e.Name()
 		switch {
 		case n == "MANIFEST":
 			manifest = true
-		case strings.HasSuffix(n, ".sst"):
-			ssts = append(ssts, n)
+		case strings.HasSuffix(n, ".mem"):
+			// A kill between Badger creating a memtable file and sizing
+			// it leaves it empty, and Badger then refuses to open
+			// (dgraph-io/badger#2207). An empty file holds no data.
+			if info, err := e.Info(); err == nil && info.Size() == 0 {
+				if err := os.Remove(filepath.Join(dir, n)); err != nil {
+					return fmt.Errorf("remove the empty memtable file %s: %w", n, err)
+				}
+				continue
+			}
 			data = append(data, n)
-		case strings.HasSuffix(n, ".vlog"), strings.HasSuffix(n, ".mem"):
+		case strings.HasSuffix(n, ".sst"), strings.HasSuffix(n, ".vlog"):
 			data = append(data, n)
 		}
 	}
@@ -96,13 +104,49 @@ func preflight(dir string, m *marks) error {
 		}
 		_ = kr.Close()
 	}
-	sort.Strings(ssts)
-	for _, n := range ssts {
-		if err := verifyTable(filepath.Join(dir, n)); err != nil {
-			return &DamageError{File: filepath.Join(dir, n), Problem: err.Error(), Recovery: recoveryText(dir), cause: err}
+	if !manifest {
+		return nil
+	}
+	tables, err := manifestTables(dir)
+	if err != nil {
+		return &DamageError{File: filepath.Join(dir, "MANIFEST"), Problem: "the manifest cannot be read: " + err.Error(), Recovery: recoveryText(dir), cause: err}
+	}
+	// Only the tables the manifest lists hold data: a table a crash cut
+	// while it was being written is not listed, and Badger removes it.
+	for _, t := range tables {
+		path := table.NewFilename(t.id, dir)
+		if _, err := os.Stat(path); err != nil {
+			return &DamageError{File: path, Problem: "the manifest lists this table, but it is missing", Recovery: recoveryText(dir), cause: err}
+		}
+		if err := verifyTable(path, t.compression); err != nil {
+			return &DamageError{File: path, Problem: err.Error(), Recovery: recoveryText(dir), cause: err}
 		}
 	}
 	return nil
+}
+
+type listedTable struct {
+	id          uint64
+	compression options.CompressionType
+}
+
+// manifestTables returns the tables MANIFEST lists, in id order.
+func manifestTables(dir string) ([]listedTable, error) {
+	f, err := os.Open(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listedTable, 0, len(m.Tables))
+	for id, t := range m.Tables {
+		out = append(out, listedTable{id: id, compression: t.Compression})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
 }
 
 func head(s []string, n int) []string {
@@ -115,7 +159,7 @@ func head(s []string, n int) []string {
 // verifyTable opens one table read-only and checks every block's
 // checksum. A table so damaged that Badger's decoder panics is an error
 // here, not a crash.
-func verifyTable(path string) (err error) {
+func verifyTable(path string, compression options.CompressionType) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprint(r)
@@ -135,7 +179,7 @@ func verifyTable(path string) (err error) {
 	}
 	t, err := table.OpenTable(mf, table.Options{
 		ReadOnly: true, BlockSize: 4 << 10, BloomFalsePositive: 0.01,
-		ChkMode: options.OnTableRead, Compression: options.Snappy,
+		ChkMode: options.OnTableRead, Compression: compression,
 	})
 	if err != nil {
 		return fmt.Errorf("checksum or format check failed: %v", err)
