@@ -7,6 +7,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 )
 
 // Code is a stable, machine-readable error code.
@@ -152,6 +153,11 @@ func CodeOf(err error) Code {
 	}
 	if errors.Is(err, errDeadlineExceeded) {
 		return Timeout
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// A process (git, rg) whose output stayed open past its wait:
+		// under heavy load, not a fault of the call; retry it.
+		return Unavailable
 	}
 	return Internal
 }
