@@ -9,7 +9,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
 
-.PHONY: help build run test lint bench bench-go bench-ci tidy fuzz clean
+.PHONY: help build run test lint bench bench-go bench-ci soak tidy fuzz clean
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ bench-go: ## every Go benchmark of every package
 bench-ci: ## the suite briefly and every Go benchmark once, so they keep compiling and working
 	$(GO) run ./bench --iterations 5 --warmup 1
 	$(GO) test -run='^$$' -bench=. -benchtime=1x $(PKGS)
+
+soak: ## mixed load of SOAK_CLIENTS (default 32) MCP clients on a daemon for SOAK (default 5m); fails on errors or growth
+	HARNESSD_SOAK=$(or $(SOAK),5m) HARNESSD_SOAK_CLIENTS=$(or $(SOAK_CLIENTS),32) $(GO) test -count=1 -timeout=0 -run='^TestSoak$$' -v ./cmd/harnessd/ $(ARGS)
 
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \

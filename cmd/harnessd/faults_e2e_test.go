@@ -99,7 +99,7 @@ func TestDiskFullIsAnErrorNotACrash(t *testing.T) {
 
 // serveOnce runs `harnessd serve` on a data dir that must be refused and
 // returns its exit error and stderr.
-func serveOnce(t *testing.T, dataDir string) (error, string) {
+func serveOnce(t *testing.T, dataDir string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(harnessdBin, "serve", "--data-dir", dataDir)
 	var stderr bytes.Buffer
@@ -111,12 +111,12 @@ func serveOnce(t *testing.T, dataDir string) (error, string) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return err, stderr.String()
+		return stderr.String(), err
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
 		t.Fatalf("harnessd started on a damaged store:\n%s", stderr.String())
-		return nil, ""
+		return "", nil
 	}
 }
 
@@ -178,7 +178,7 @@ func TestDamagedStoreRefusedAtStart(t *testing.T) {
 			stopDaemonOf(t, dataDir) // a clean stop leaves the data in tables
 			tt.damage(t, filepath.Join(dataDir, "store"))
 
-			err, stderr := serveOnce(t, dataDir)
+			stderr, err := serveOnce(t, dataDir)
 			if err == nil {
 				t.Fatalf("harnessd exited 0 on a damaged store:\n%s", stderr)
 			}
