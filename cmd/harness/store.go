@@ -203,4 +203,3 @@ func (c *cli) storeRecover(run func(persistence.Options) (string, persistence.Ma
 	fmt.Fprintf(c.stdout, "  new fencing tokens start above %d\n", m.FenceFloor)
 	return nil
 }
-

@@ -56,4 +56,3 @@ func CheckIdentity(repoID, root string, want messages.RootIdentity) error {
 	}
 	return nil
 }
-
