@@ -40,10 +40,11 @@ func (e *DamageError) Unwrap() error { return e.cause }
 
 // recoveryText is the advice every refusal at open carries.
 func recoveryText(dir string) string {
-	return fmt.Sprintf("nothing was changed. Recover with `harness store restore --data-dir %s BACKUP` from a backup "+
-		"(`harness store backup`), or start fresh with `harness store reset --data-dir %s`, which moves the store aside "+
-		"and keeps the fencing high-water mark so tokens never go back; `harness store verify --data-dir %s` repeats this check",
-		filepath.Dir(dir), filepath.Dir(dir), filepath.Dir(dir))
+	d := filepath.Dir(dir)
+	return fmt.Sprintf("nothing was changed. Recover with `harness --data-dir %s store restore BACKUP` from a backup "+
+		"(made with `harness store backup FILE`), or start fresh with `harness --data-dir %s store reset --yes`, which moves the store aside "+
+		"and keeps the fencing high-water mark so tokens never go back; `harness --data-dir %s store verify` repeats this check",
+		d, d, d)
 }
 
 // preflight checks the files of an existing store directory before Badger

@@ -52,7 +52,7 @@ func wantDamage(t *testing.T, err error, file string, words ...string) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
 	}
-	if de.ErrorCode() != "STORE_DAMAGED" || !strings.Contains(err.Error(), "harness store restore") {
+	if de.ErrorCode() != "STORE_DAMAGED" || !strings.Contains(err.Error(), "store restore BACKUP") {
 		t.Errorf("error %q lacks the code or the recovery", err)
 	}
 }

@@ -114,7 +114,7 @@ func (g *guard) same() error {
 	switch {
 	case errors.Is(err, syscall.ENOENT):
 		return &DamageError{File: g.dir, Problem: "the store directory was removed while harnessd ran; nothing more is written (it would vanish)",
-			Recovery: "stop this daemon; restore the data dir from a backup or start afresh (harness store reset)"}
+			Recovery: "stop this daemon; restore the data dir from a backup or start afresh (harness store reset --yes)"}
 	case err != nil:
 		return fmt.Errorf("stat store directory: %w", err)
 	case uint64(st.Dev) != g.dev || st.Ino != g.ino:

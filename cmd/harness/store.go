@@ -184,7 +184,7 @@ func (c *cli) storeRecover(run func(persistence.Options) (string, persistence.Ma
 	release, err := daemon.HoldDataDir(c.dataDir)
 	if err != nil {
 		if errors.Is(err, daemon.ErrAlreadyRunning) {
-			return errs.New(errs.InvalidArgument, "%v: stop it first (SIGTERM, or `systemctl --user stop harnessd`)", err)
+			return errs.New(errs.InvalidArgument, "%v: stop it first (kill -TERM <its pid>; it finishes what runs and exits)", err)
 		}
 		return errs.Wrap(errs.Internal, err, "%v", err)
 	}

@@ -185,7 +185,7 @@ func TestDamagedStoreRefusedAtStart(t *testing.T) {
 			if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
 				t.Fatalf("harnessd panicked on a damaged store:\n%s", stderr)
 			}
-			for _, w := range []string{"store damaged", tt.names, "harness store restore", "harness store reset"} {
+			for _, w := range []string{"store damaged", tt.names, "store restore BACKUP", "store reset --yes"} {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("the refusal does not say %q:\n%s", w, stderr)
 				}
