@@ -62,19 +62,15 @@ func (s *Store) Verify() (Report, error) {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		it := txn.NewIterator(opts)
-		defer it.Close()
-		fence := []byte(PrefixFence)
 		for it.Rewind(); it.Valid(); it.Next() {
 			r.Keys++
-			item := it.Item()
-			if len(item.Key()) > len(fence) && string(item.Key()[:len(fence)]) == PrefixFence {
-				var tok uint64
-				if err := item.Value(func(b []byte) error { return Decode(b, &tok) }); err != nil {
-					return &DamageError{File: r.Dir, Problem: fmt.Sprintf("fencing mark %q does not decode: %v", item.Key(), err), Recovery: recoveryText(r.Dir)}
-				}
-				r.FenceHigh = max(r.FenceHigh, tok)
-			}
 		}
+		it.Close()
+		high, err := fenceHigh(txn)
+		if err != nil {
+			return &DamageError{File: r.Dir, Problem: err.Error(), Recovery: recoveryText(r.Dir)}
+		}
+		r.FenceHigh = high
 		return nil
 	})
 	if err != nil {
@@ -172,22 +168,37 @@ func priorFence(o Options) (uint64, error) {
 	if _, err := os.Stat(o.Dir); err == nil && preflight(o.Dir, nil) == nil {
 		if db, err := openBadger(badger.DefaultOptions(o.Dir).WithLogger(nil).WithReadOnly(true)); err == nil {
 			_ = db.View(func(txn *badger.Txn) error {
-				opts := badger.DefaultIteratorOptions
-				opts.Prefix = []byte(PrefixFence)
-				it := txn.NewIterator(opts)
-				defer it.Close()
-				for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
-					var tok uint64
-					if it.Item().Value(func(b []byte) error { return Decode(b, &tok) }) == nil {
-						floor = max(floor, tok)
-					}
-				}
+				high, _ := fenceHigh(txn) // what decodes counts: the store is why one resets
+				floor = max(floor, high)
 				return nil
 			})
 			_ = db.Close()
 		}
 	}
 	return floor, nil
+}
+
+// fenceHigh is the highest fencing mark under fence/. It reads every mark,
+// and reports the first that does not decode (with the highest of the
+// others).
+func fenceHigh(txn *badger.Txn) (uint64, error) {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(PrefixFence)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var high uint64
+	var bad error
+	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
+		var tok uint64
+		if err := it.Item().Value(func(b []byte) error { return Decode(b, &tok) }); err != nil {
+			if bad == nil {
+				bad = fmt.Errorf("fencing mark %q does not decode: %v", it.Item().Key(), err)
+			}
+			continue
+		}
+		high = max(high, tok)
+	}
+	return high, bad
 }
 
 func moveAside(dir, why string) (string, error) {

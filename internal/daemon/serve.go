@@ -43,9 +43,6 @@ type Config struct {
 	// StoreReserve is the free space kept on the data dir's file system
 	// (0 = the default, negative = no check); see harness.Config.
 	StoreReserve int64
-	// DataDirPoll is how often the daemon checks that it still holds its
-	// data dir (lock file and store directory); 0 = 250ms.
-	DataDirPoll time.Duration
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -217,7 +214,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	lost := make(chan error, 1)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go watchDataDir(watchCtx, cfg.DataDirPoll, func() error {
+	go watchDataDir(watchCtx, dataDirPoll, func() error {
 		if err := stillHeld(p, held); err != nil {
 			return err
 		}
@@ -275,12 +272,13 @@ wait:
 	return errors.Join(runErr, closeErr)
 }
 
-// watchDataDir runs check every interval (default 250ms) until it fails,
-// then sends its error on lost.
+// dataDirPoll is how often the daemon checks that it still holds its data
+// dir (a stat of the lock file and of the store directory).
+const dataDirPoll = 250 * time.Millisecond
+
+// watchDataDir runs check every interval until it fails, then sends its
+// error on lost.
 func watchDataDir(ctx context.Context, interval time.Duration, check func() error, lost chan<- error) {
-	if interval <= 0 {
-		interval = 250 * time.Millisecond
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
