@@ -635,9 +635,9 @@ func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
 	case r.ExitCode == 0 && r.Signal == "":
 		ev = JobEvSucceed
 	case r.Signal != "":
-		cause = errs.New(errs.Internal, "the job was killed by signal %s", r.Signal)
+		cause = errs.New(errs.JobFailed, "the job was killed by signal %s: its logs (job_logs) tell why", r.Signal).With("signal", r.Signal)
 	default:
-		cause = errs.New(errs.Internal, "the job exited with status %d", r.ExitCode)
+		cause = errs.New(errs.JobFailed, "the job exited with status %d: its logs (job_logs) tell why", r.ExitCode).With("exit_code", r.ExitCode)
 	}
 	a.finishWith(ctx, ev, cause, func(j *messages.Job) {
 		code := r.ExitCode

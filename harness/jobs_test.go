@@ -162,6 +162,9 @@ func TestJobFailureSummary(t *testing.T) {
 	if f.Error == nil || len(f.Summary) == 0 || !strings.Contains(strings.Join(f.Summary, "\n"), "something broke") {
 		t.Fatalf("got error %+v summary %q", f.Error, f.Summary)
 	}
+	if f.Error.Code != "JOB_FAILED" || !strings.Contains(f.Error.Message, "status 3") {
+		t.Errorf("a job exiting 3 has error %+v, want JOB_FAILED naming the status", f.Error)
+	}
 	if got := logs(t, h, r.JobID, "stderr"); got != "error: something broke\n" {
 		t.Fatalf("got stderr %q", got)
 	}

@@ -74,6 +74,20 @@ const (
 	// ConcurrentModification: git read the work tree or index while
 	// another writer changed it; nothing was changed; retry the call.
 	ConcurrentModification Code = "CONCURRENT_MODIFICATION"
+	// GitIdentityRequired: git_commit (or a job's commit) found no author
+	// identity; the message gives the git config commands that set one.
+	GitIdentityRequired Code = "GIT_IDENTITY_REQUIRED"
+	// JobFailed: a durable job ended with a non-zero exit status or a
+	// signal; details carry exit_code or signal.
+	JobFailed Code = "JOB_FAILED"
+	// CheckFailed: a check ran and did not pass (the CLI's `harness check`
+	// exits 1 with it); the check's result carries the evidence.
+	CheckFailed Code = "CHECK_FAILED"
+	// TargetMoved: the directory at a repository-free target's root is
+	// not the one granted (moved, deleted, or another directory swapped in
+	// under the same path: its device and inode differ); nothing was done.
+	// Register the directory again (target_register) for a new target_id.
+	TargetMoved Code = "TARGET_MOVED"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

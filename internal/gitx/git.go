@@ -364,6 +364,9 @@ func (g *Git) classify(ctx context.Context, dir string, args []string, err error
 	case errs.ConcurrentModification:
 		return errs.Wrap(code, err, "git %s failed because another process changed the work tree or index at the same time (exit %d): %s; nothing was changed: retry the call",
 			sub, exitErr.ExitCode(), msg).With("exit_code", exitErr.ExitCode()).With("retryable", true)
+	case errs.GitIdentityRequired:
+		return errs.Wrap(code, err, "git %s needs an author identity and none is configured: run `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com` (or set them in the repository with `git -C %s config ...`), then retry",
+			sub, dir).With("exit_code", exitErr.ExitCode())
 	case errs.StorageFull:
 		return errs.Wrap(code, err, "no space left on the file system of %s: free space and retry (git %s, exit %d: %s)",
 			dir, sub, exitErr.ExitCode(), msg).With("exit_code", exitErr.ExitCode())
@@ -408,6 +411,12 @@ var stderrCodes = []struct {
 	{".lock': file exists", errs.ConcurrentModification},
 	{"unable to write new index file", errs.ConcurrentModification},
 	{"but expected", errs.ConcurrentModification}, // cannot lock ref 'x': is at A but expected B
+	// No author identity: "Please tell me who you are", "empty ident
+	// name (for <...>) not allowed", "unable to auto-detect email address".
+	{"please tell me who you are", errs.GitIdentityRequired},
+	{"empty ident name", errs.GitIdentityRequired},
+	{"unable to auto-detect email address", errs.GitIdentityRequired},
+	{"was given and auto-detection is disabled", errs.GitIdentityRequired}, // user.useConfigOnly
 	{"not a git repository", errs.NotAGitRepository},
 	{"must be run in a work tree", errs.NotAGitRepository},
 	{"detected dubious ownership", errs.NotAGitRepository},

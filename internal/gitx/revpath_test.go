@@ -286,6 +286,9 @@ func TestConcurrentWriteStderr(t *testing.T) {
 		{"error: unable to write file x: No space left on device\nfatal: unable to write new index file", errs.StorageFull},
 		{"fatal: write error: Disk quota exceeded", errs.StorageFull},
 		{"fatal: bad revision 'nope'", errs.NotFound},
+		{"Author identity unknown\n\n*** Please tell me who you are.\n\nRun\n\n  git config --global user.email \"you@example.com\"", errs.GitIdentityRequired},
+		{"fatal: empty ident name (for <root@host>) not allowed", errs.GitIdentityRequired},
+		{"fatal: unable to auto-detect email address (got 'root@host.(none)')", errs.GitIdentityRequired},
 		{"fatal: something else", errs.Internal},
 	}
 	for _, tt := range tests {

@@ -160,6 +160,10 @@ var classes = map[errs.Code]class{
 	errs.StoreDamaged:            {Unknown, false, "harnessd's store is damaged"},
 	errs.RepositoryMoved:         {Contract, false, "the repository was moved or replaced"},
 	errs.ConcurrentModification:  {Transient, true, "another writer changed the files while git read them"},
+	errs.GitIdentityRequired:     {Contract, false, "git has no author identity configured"},
+	errs.JobFailed:               {Contract, false, "the job's command failed"},
+	errs.CheckFailed:             {Contract, false, "the check did not pass"},
+	errs.TargetMoved:             {Contract, false, "the target's directory was moved or replaced"},
 }
 
 // Classify returns the failure type a code says on its own, and whether

@@ -57,6 +57,10 @@ var everyCode = []struct {
 	{errs.StoreDamaged, Unknown, false, AskHuman},
 	{errs.RepositoryMoved, Contract, false, Abort},
 	{errs.ConcurrentModification, Transient, true, RetryAfter},
+	{errs.GitIdentityRequired, Contract, false, Abort},
+	{errs.JobFailed, Contract, false, Abort},
+	{errs.CheckFailed, Contract, false, Abort},
+	{errs.TargetMoved, Contract, false, Abort},
 }
 
 // TestEveryCodeIsListed reads the constants of harness/errs from its
