@@ -28,8 +28,18 @@ type Op struct {
 	// Agent is false for operations people use but agents must not see as
 	// MCP tools.
 	Agent bool
+	// Title is a short human name for the tool (MCP title).
+	Title string
+	// Destructive is true when the operation may delete or overwrite
+	// (MCP destructiveHint); Idempotent when repeating the same call has
+	// no further effect (idempotentHint: reads, and writes replayed by
+	// their request_id).
+	Destructive, Idempotent bool
 	// InputSchema is the JSON schema of the arguments object.
 	InputSchema *jsonschema.Schema
+	// OutputSchema is the JSON schema of the result (nil when the spec
+	// names no Output).
+	OutputSchema *jsonschema.Schema
 
 	resolved *jsonschema.Resolved
 	inType   reflect.Type
@@ -61,6 +71,15 @@ type Spec[In any] struct {
 	// OutsideRuns marks the operations about runs themselves (run_start,
 	// run_status, ...): they record no span and draw no budget.
 	OutsideRuns bool
+	// Title is the tool's short human name; empty makes one of the name.
+	Title string
+	// Output is a value of the result type (e.g. ReadFileResult{}): its
+	// schema is the tool's outputSchema. Every agent operation names one.
+	Output any
+	// Destructive: the operation may delete or overwrite what exists.
+	// Idempotent: repeating the same call changes nothing more (reads are
+	// idempotent by being read-only).
+	Destructive, Idempotent bool
 }
 
 // Plan is a prepared operation.
@@ -86,9 +105,19 @@ type Plan struct {
 // Def builds an Op from a typed spec. It panics on a schema that cannot be
 // built: a programming error caught by the registry's tests.
 func Def[In any](s Spec[In]) Op {
-	schema, err := jsonschema.For[In](&jsonschema.ForOptions{})
+	schema, err := inputSchema(reflect.TypeFor[In]())
 	if err != nil {
 		panic(fmt.Sprintf("op %s: schema: %v", s.Name, err))
+	}
+	var out *jsonschema.Schema
+	if s.Output != nil {
+		if out, err = outputSchema(reflect.TypeOf(s.Output)); err != nil {
+			panic(fmt.Sprintf("op %s: output schema: %v", s.Name, err))
+		}
+	}
+	title := s.Title
+	if title == "" {
+		title = titleOf(s.Name)
 	}
 	schema.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
 	// Every agent operation takes an optional run_id: the run the call
@@ -111,7 +140,8 @@ func Def[In any](s Spec[In]) Op {
 	}
 	o := Op{
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
-		InputSchema: schema, resolved: resolved, inType: reflect.TypeFor[In](),
+		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly,
+		InputSchema: schema, OutputSchema: out, resolved: resolved, inType: reflect.TypeFor[In](),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
 			if strip {
@@ -160,8 +190,8 @@ func (o *Op) approvalOf(in any) string {
 // types and missing required fields are INVALID_ARGUMENT) and decodes it
 // strictly into the operation's input type.
 func (o *Op) Decode(raw json.RawMessage) (any, error) {
-	raw = normArgs(raw)
-	if err := o.Validate(raw); err != nil {
+	raw, err := o.check(raw)
+	if err != nil {
 		return nil, err
 	}
 	return o.decode(raw)
@@ -169,18 +199,39 @@ func (o *Op) Decode(raw json.RawMessage) (any, error) {
 
 // Validate checks args against the input schema without running anything.
 func (o *Op) Validate(args json.RawMessage) error {
+	_, err := o.check(args)
+	return err
+}
+
+// check validates args and returns them as decode should read them:
+// members sent as null are dropped (an optional field sent as null is
+// absent). An unknown or missing field, or a value outside an enum, is
+// INVALID_ARGUMENT naming the field and the fix (REQUEST_ID_REQUIRED for
+// a missing request_id); other schema violations are INVALID_ARGUMENT
+// with the validator's message.
+func (o *Op) check(args json.RawMessage) (json.RawMessage, error) {
 	args = normArgs(args)
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
-		return errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
+		return nil, errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
 	}
 	if _, ok := inst.(map[string]any); !ok {
-		return errs.New(errs.InvalidArgument, "%s: arguments must be a JSON object", o.Name)
+		return nil, errs.New(errs.InvalidArgument, "%s: arguments must be a JSON object", o.Name)
+	}
+	if dropNulls(inst) {
+		b, err := json.Marshal(inst)
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "%s: re-encode arguments: %v", o.Name, err)
+		}
+		args = b
+	}
+	if e := fieldError(o.Name, "", inst, o.InputSchema); e != nil {
+		return nil, e
 	}
 	if err := o.resolved.Validate(inst); err != nil {
-		return errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
+		return nil, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
 	}
-	return nil
+	return args, nil
 }
 
 // normArgs treats absent and null arguments as the empty object.

@@ -148,6 +148,9 @@ func checkFields(i int, op Op) (os.FileMode, bool, error) {
 			return 0, false, bad("content, overwrite and mode are not used by replace")
 		}
 	case OpCreate, OpWrite:
+		if op.NewText != "" && op.Content == "" && op.OldText == "" {
+			return 0, false, bad("the file's text goes in content (new_text is only used by replace)")
+		}
 		if op.OldText != "" || op.NewText != "" || op.All {
 			return 0, false, bad("old_text, new_text and all are only used by replace")
 		}

@@ -45,7 +45,7 @@ const (
 // apply: check (argv, cwd, timeout_ms, effects as for run_check, repo_id),
 // receipt (receipt_id) or file (path, sha256, repo_id).
 type Evidence struct {
-	Kind      string   `json:"kind" jsonschema:"check, receipt or file"`
+	Kind      string   `json:"kind" enum:"check,receipt,file" jsonschema:"check: a check as given to run_check (argv, cwd); receipt: a write's receipt (receipt_id); file: a file with its sha256 (path, sha256)"`
 	RepoID    string   `json:"repo_id,omitempty" jsonschema:"the repository (check, file); default: the claim's repo_id, else the run's"`
 	Argv      []string `json:"argv,omitempty" jsonschema:"check: the check's argv exactly as given to run_check"`
 	Cwd       string   `json:"cwd,omitempty" jsonschema:"check: its cwd as given to run_check"`

@@ -30,13 +30,13 @@ import (
 // Ops returns batch, batch_result and read_lanes.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[BatchArgs]{Name: "batch",
+		op.Def(op.Spec[BatchArgs]{Name: "batch", Output: Result{}, Destructive: true,
 			Description: "Run up to 20 typed steps (read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage, git_commit) as one call. The whole batch is routed and checked before any step runs: if one step would be rejected or needs the Durable Path, nothing runs. Mutating steps share one lease and one request_id (required). Large step results come back as result_ref, fetched with batch_result.",
 			Repo:        func(a BatchArgs) string { return a.RepoID }, Prepare: prepareBatch}),
-		op.Def(op.Spec[ResultArgs]{Name: "batch_result", ReadOnly: true,
+		op.Def(op.Spec[ResultArgs]{Name: "batch_result", Output: ResultResult{}, ReadOnly: true,
 			Description: "Fetch a large step result of a recent batch by its result_ref (kept in memory for 10 minutes).",
 			Prepare:     batchResult}),
-		op.Def(op.Spec[ReadLanesArgs]{Name: "read_lanes", ReadOnly: true,
+		op.Def(op.Spec[ReadLanesArgs]{Name: "read_lanes", Output: ReadLanesResult{}, ReadOnly: true,
 			Description: "Run up to 16 read-only steps (search, read_file, git_status, git_diff, readonly run_command) at once on up to 4 lanes. Every step is checked before any runs; results come back in input order with each lane's start and finish, and whether they overlapped.",
 			Repo:        func(a ReadLanesArgs) string { return a.RepoID }, Prepare: prepareLanes}),
 	}
@@ -57,7 +57,7 @@ func stepKinds() []string {
 
 // Step is one step of a batch or one lane of read_lanes.
 type Step struct {
-	Kind string         `json:"kind" jsonschema:"operation of the step: read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage or git_commit"`
+	Kind string         `json:"kind" enum:"read_file,search,git_status,git_diff,apply_patch,run_command,run_check,git_stage,git_commit" jsonschema:"operation of the step: read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage or git_commit"`
 	Args map[string]any `json:"args,omitempty" jsonschema:"the step operation's own arguments, without repo_id (and without request_id: the batch's covers every step)"`
 }
 
@@ -66,7 +66,7 @@ type BatchArgs struct {
 	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
 	Steps                   []Step `json:"steps" jsonschema:"1 to 20 steps, run in order"`
 	StopOnError             *bool  `json:"stop_on_error,omitempty" jsonschema:"stop at the first failed step; later steps are skipped (default true)"`
-	Mode                    string `json:"mode,omitempty" jsonschema:"auto (default), fast or durable; batches run on the Fast Path only: a durable step or mode durable answers ROUTE_DURABLE_REQUIRED"`
+	Mode                    string `json:"mode,omitempty" enum:"auto,fast,durable" jsonschema:"auto (default), fast or durable; batches run on the Fast Path only: a durable step or mode durable answers ROUTE_DURABLE_REQUIRED"`
 	RequestID               string `json:"request_id,omitempty" jsonschema:"required when a step writes: unique id of this batch; a retry with it replays the stored result"`
 	WaitMs                  int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for busy files instead of failing with MUTATION_BUSY (max 30000)"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`

@@ -29,10 +29,10 @@ import (
 // Ops returns run_command and route_explain.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", Draw: runs.Draw{Commands: 1}, ReadOnly: true,
+		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", Output: RunCommandResult{}, Draw: runs.Draw{Commands: 1}, ReadOnly: true,
 			Description: runCommandDescription,
 			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
-		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", ReadOnly: true,
+		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", Output: RouteExplainResult{}, ReadOnly: true,
 			Description: "Explain how harnessd would route an operation (fast, durable or reject) and why, without executing anything.",
 			Prepare:     routeExplain}),
 	}
@@ -385,10 +385,10 @@ type RouteExplainArgs struct {
 
 // RouteExplainStep is one step of a batch in route_explain.
 type RouteExplainStep struct {
-	Tool      string   `json:"tool"`
-	Argv      []string `json:"argv,omitempty"`
+	Tool      string   `json:"tool" jsonschema:"the step's operation name, e.g. read_file, run_command, apply_patch"`
+	Argv      []string `json:"argv,omitempty" jsonschema:"for run_command and run_check steps: program and arguments"`
 	TimeoutMs int      `json:"timeout_ms,omitempty"`
-	Writes    bool     `json:"writes,omitempty"`
+	Writes    bool     `json:"writes,omitempty" jsonschema:"the step declares workspace writes"`
 }
 
 // RouteExplainResult is the result of route_explain.

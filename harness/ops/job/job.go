@@ -39,22 +39,22 @@ const (
 // Ops returns the job operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Draw: runs.Draw{Jobs: 1},
+		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Output: JobResult{}, Destructive: true, Idempotent: true, Draw: runs.Draw{Jobs: 1},
 			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
-		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", ReadOnly: true,
+		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", Output: JobResult{}, ReadOnly: true,
 			Description: "A durable job's state and result (exit code, duration, output sizes, failure summary, redacted output tail). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
 			Prepare:     status}),
-		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", ReadOnly: true,
+		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", Output: JobLogsResult{}, ReadOnly: true,
 			Description: "Read a durable job's stdout or stderr log (redacted) from a byte offset, or its last bytes with tail. eof is true once the job finished and the offset reached the end.",
 			Prepare:     logs}),
-		op.Def(op.Spec[JobCancelArgs]{Name: "job_cancel",
+		op.Def(op.Spec[JobCancelArgs]{Name: "job_cancel", Output: JobResult{}, Destructive: true, Idempotent: true,
 			Description: "Cancel a durable job: a queued job ends at once, a running one once its whole process tree is killed. Idempotent on finished jobs.",
 			Prepare:     cancel}),
-		op.Def(op.Spec[JobListArgs]{Name: "job_list", ReadOnly: true,
+		op.Def(op.Spec[JobListArgs]{Name: "job_list", Output: JobListResult{}, ReadOnly: true,
 			Description: "List durable jobs, newest first, optionally of one repository or in one state.",
 			Prepare:     list}),
-		op.Def(op.Spec[JobCleanArgs]{Name: "job_clean",
+		op.Def(op.Spec[JobCleanArgs]{Name: "job_clean", Output: JobCleanResult{}, Destructive: true, Idempotent: true,
 			Description: "Remove the worktrees kept for inspection after failed, cancelled or interrupted jobs (older_than_s: only those of jobs that ended at least that long ago). They are removed automatically 24 h after the job ended.",
 			Prepare:     clean}),
 	}
@@ -324,7 +324,7 @@ func humanBytes(n int64) string {
 // JobLogsArgs are the arguments of job_logs.
 type JobLogsArgs struct {
 	JobID  string `json:"job_id" jsonschema:"job id from job_start"`
-	Stream string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
+	Stream string `json:"stream,omitempty" enum:"stdout,stderr" jsonschema:"stdout (default) or stderr"`
 	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the (redacted) stream to read from"`
 	Tail   int64  `json:"tail,omitempty" jsonschema:"read the last this many bytes instead (ignores offset)"`
 	op.Approval
@@ -419,7 +419,7 @@ func cancel(_ context.Context, c *op.Call, args JobCancelArgs) (*op.Plan, error)
 // JobListArgs are the arguments of job_list.
 type JobListArgs struct {
 	RepoID string `json:"repo_id,omitempty" jsonschema:"only jobs of this repository"`
-	State  string `json:"state,omitempty" jsonschema:"only jobs in this state (queued, running, succeeded, failed, timed_out, cancelled, interrupted)"`
+	State  string `json:"state,omitempty" enum:"queued,running,succeeded,failed,timed_out,cancelled,interrupted" jsonschema:"only jobs in this state (queued, running, succeeded, failed, timed_out, cancelled, interrupted)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many jobs (default 50, max 1000)"`
 	op.Approval
 }

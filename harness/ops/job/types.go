@@ -23,9 +23,9 @@ type JobStartArgs struct {
 	Argv      []string     `json:"argv" jsonschema:"the command and its arguments (no shell string)"`
 	Cwd       string       `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root (default the root)"`
 	TimeoutS  int          `json:"timeout_s,omitempty" jsonschema:"timeout in seconds (default 600, max 86400); the process tree is killed when it expires"`
-	Isolation string       `json:"isolation,omitempty" jsonschema:"none (default: the main checkout) or worktree (a detached git worktree with the checkout's dirty state)"`
+	Isolation string       `json:"isolation,omitempty" enum:"none,worktree" jsonschema:"none (default: the main checkout) or worktree (a detached git worktree with the checkout's dirty state)"`
 	Writes    bool         `json:"writes,omitempty" jsonschema:"the job writes files; with isolation none it holds the workspace lease while it runs"`
-	RequestID string       `json:"request_id,omitempty" jsonschema:"required: unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
+	RequestID string       `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
 	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run the job when a harnessd restart interrupted it"`
 	Network   bool         `json:"network,omitempty" jsonschema:"the job needs the network: a policy rule must allow it or a person approve it (APPROVAL_REQUIRED); without it the job has no network at all"`
 	op.Approval

@@ -35,14 +35,14 @@ const (
 // Ops returns the write operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch",
+		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
 			Description: "Apply edit operations (replace, create, write, delete) to files of the repository, all-or-nothing with rollback, under a write lease with a fencing token. request_id is required: a retry with the same request_id and input replays the stored result instead of writing twice.",
 			Repo:        func(a ApplyPatchArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, error) {
 				w, err := PlanApplyPatch(c, a)
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, hashedPatch(a)), err
 			}}),
-		op.Def(op.Spec[GitStageArgs]{Name: "git_stage",
+		op.Def(op.Spec[GitStageArgs]{Name: "git_stage", Output: op.MutationResult{}, Idempotent: true,
 			Description: "Stage exactly the named paths (git add), under a lease on the index. request_id is required (idempotent retries).",
 			Repo:        func(a GitStageArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
@@ -51,7 +51,7 @@ func Ops() []op.Op {
 				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
 			}}),
-		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit",
+		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit", Output: op.MutationResult{}, Idempotent: true,
 			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries).",
 			Repo:        func(a GitCommitArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {
@@ -98,7 +98,7 @@ func WithWait(t op.Txn, waitMs int) *op.Txn {
 // ApplyPatchArgs are the arguments of apply_patch.
 type ApplyPatchArgs struct {
 	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string     `json:"request_id,omitempty" jsonschema:"required: unique id of this write (up to 255 characters); retries reuse it"`
+	RequestID               string     `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write (up to 255 characters); retries reuse it"`
 	Operations              []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
 	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs (e.g. src/**) every operation's path must match"`
 	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
@@ -154,7 +154,7 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 // GitStageArgs are the arguments of git_stage.
 type GitStageArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
 	Paths                   []string `json:"paths" jsonschema:"paths to stage (up to 200); deletions are staged too"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	ApprovalID              string   `json:"approval_id,omitempty"`
@@ -329,7 +329,7 @@ func literal(paths []string) []string {
 // GitCommitArgs are the arguments of git_commit.
 type GitCommitArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
 	Message                 string   `json:"message" jsonschema:"commit message (up to 4000 characters)"`
 	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`

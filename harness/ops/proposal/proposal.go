@@ -33,10 +33,10 @@ import (
 // Ops returns the proposal operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[ValidateArgs]{Name: "patch_proposal_validate", ReadOnly: true,
+		op.Def(op.Spec[ValidateArgs]{Name: "patch_proposal_validate", Output: ValidateResult{}, ReadOnly: true,
 			Description: "Check patch proposals against each other and the checkout without writing: write/write and write/read conflicts between proposals, lockfile and schema/migration warnings, and a dry run of every operation. Valid proposals are stored for 30 minutes with their base revision (HEAD and each touched file's sha256).",
 			Repo:        func(a ValidateArgs) string { return a.RepoID }, Prepare: validate}),
-		op.Def(op.Spec[IntegrateArgs]{Name: "patch_proposal_integrate",
+		op.Def(op.Spec[IntegrateArgs]{Name: "patch_proposal_integrate", Output: IntegrateResult{}, Destructive: true, Idempotent: true,
 			Description: "Apply validated patch proposals together, all-or-nothing, under one lease and one request_id: refused with PATCH_CONFLICT if HEAD moved, a touched file changed since validation, or the chosen proposals conflict.",
 			Repo:        func(a IntegrateArgs) string { return a.RepoID }, Prepare: integrate}),
 	}
@@ -449,7 +449,7 @@ func pruneProposals(store *persistence.Store, now time.Time) {
 type IntegrateArgs struct {
 	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
 	ProposalIDs             []string `json:"proposal_ids" jsonschema:"proposal_id values from patch_proposal_validate"`
-	RequestID               string   `json:"request_id,omitempty" jsonschema:"required: unique id of this write; retries reuse it"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval

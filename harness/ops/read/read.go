@@ -4,6 +4,7 @@ package read
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"syscall"
 
@@ -17,16 +18,16 @@ import (
 // Ops returns the read operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", ReadOnly: true,
+		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", Output: ReadFileResult{}, ReadOnly: true,
 			Description: "Read a window of lines of a file in the repository (size and line caps, sha256 of the whole file; binary files are reported, not dumped). Secret paths and .git are refused.",
 			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
-		op.Def(op.Spec[SearchArgs]{Name: "search", ReadOnly: true,
+		op.Def(op.Spec[SearchArgs]{Name: "search", Output: SearchResult{}, ReadOnly: true,
 			Description: "Search the repository's files (tracked and untracked, .gitignore respected, secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
 			Repo:        func(a SearchArgs) string { return a.RepoID }, Prepare: searchRepo}),
-		op.Def(op.Spec[GitStatusArgs]{Name: "git_status", ReadOnly: true,
+		op.Def(op.Spec[GitStatusArgs]{Name: "git_status", Output: GitStatusResult{}, ReadOnly: true,
 			Description: "Branch, HEAD, upstream, ahead/behind and the staged, unstaged, untracked and conflicted paths of the work tree.",
 			Repo:        func(a GitStatusArgs) string { return a.RepoID }, Prepare: gitStatus}),
-		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", ReadOnly: true,
+		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", Output: GitDiffResult{}, ReadOnly: true,
 			Description: "Unified diff of the work tree (unstaged), the index (staged) or against a revision, with numstat, optional path filter and a byte cap. Secrets in the patch are redacted.",
 			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
 	}
@@ -50,6 +51,23 @@ type ReadFileResult struct {
 	// the content.
 	Redactions int `json:"redactions,omitempty"`
 	op.Meta
+}
+
+// TextBlock makes the MCP text block of read_file the file's text itself;
+// the note says which lines these are and what was left out. A binary
+// file has no text block of its own (the JSON says binary).
+func (r *ReadFileResult) TextBlock() (text, note string, ok bool) {
+	if r.Binary {
+		return "", "", false
+	}
+	note = fmt.Sprintf("[%s: lines %d-%d of %d, %d bytes, sha256 %s", r.Path, r.StartLine, r.EndLine, r.TotalLines, r.SizeBytes, r.SHA256)
+	if r.Truncated {
+		note += fmt.Sprintf("; truncated: continue with offset_line %d", r.NextOffsetLine)
+	}
+	if r.Redactions > 0 {
+		note += fmt.Sprintf("; %d secret values redacted", r.Redactions)
+	}
+	return r.Content, note + "]", true
 }
 
 func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error) {

@@ -20,13 +20,13 @@ import (
 // Ops returns the registry operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[RegisterArgs]{Name: "repository_register",
+		op.Def(op.Spec[RegisterArgs]{Name: "repository_register", Output: RegisterResult{}, Idempotent: true,
 			Description: "Register a git work tree with harnessd. Returns a stable repo_id (and checkout_id) used by every other tool. Idempotent.",
 			Prepare:     register}),
-		op.Def(op.Spec[ListArgs]{Name: "repository_list", ReadOnly: true,
+		op.Def(op.Spec[ListArgs]{Name: "repository_list", Output: ListResult{}, ReadOnly: true,
 			Description: "List the registered repositories.",
 			Prepare:     list}),
-		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister",
+		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister", Output: UnregisterResult{},
 			Description: "Forget a registered repository (its files are not touched).",
 			Prepare:     unregister}),
 	}
@@ -37,7 +37,7 @@ type Repository = messages.Repository
 
 // RegisterArgs are the arguments of repository_register.
 type RegisterArgs struct {
-	Path string `json:"path" jsonschema:"path of a git work tree (or a directory inside one); it is canonicalised"`
+	Path string `json:"path" jsonschema:"absolute path of a git work tree (or a directory inside one); it is canonicalised. Relative paths are refused"`
 	op.Approval
 }
 
@@ -55,10 +55,13 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 	if args.Path == "" {
 		return nil, errs.New(errs.InvalidArgument, "path is required")
 	}
-	p, err := filepath.Abs(args.Path)
-	if err != nil {
-		return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err)
+	if !filepath.IsAbs(args.Path) {
+		// The daemon's working directory is wherever it was started: a
+		// relative path would register some other directory.
+		return nil, errs.New(errs.InvalidArgument, "path %q is relative: give the absolute path of the work tree, e.g. the output of `pwd` or `git rev-parse --show-toplevel` "+
+			"(harnessd never resolves a path against its own working directory; `harness repo add .` makes it absolute for you)", args.Path).With("field", "path")
 	}
+	p := filepath.Clean(args.Path)
 	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
 		st, err := os.Stat(p)
 		if err != nil {

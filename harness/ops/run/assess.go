@@ -13,7 +13,7 @@ import (
 // AssessOps returns the recovery operations (FlowDeck L6): run_assess.
 func AssessOps() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[AssessArgs]{Name: "run_assess", ReadOnly: true, OutsideRuns: true,
+		op.Def(op.Spec[AssessArgs]{Name: "run_assess", Output: AssessResult{}, ReadOnly: true, OutsideRuns: true,
 			Description: "Assess a failure of a run: its type (loop, deadlock, transient, contract, budget, unknown) with the evidence, " +
 				"and a recovery plan (retry, retry_after, escalate_durable, ask_human, abort). Default: the run's latest failed call. " +
 				"Also lists the run's children with their stages and blockers.",

@@ -26,30 +26,30 @@ import (
 // Ops returns the run operations.
 func Ops() []op.Op {
 	return []op.Op{
-		op.Def(op.Spec[StartArgs]{Name: "run_start", OutsideRuns: true,
+		op.Def(op.Spec[StartArgs]{Name: "run_start", Output: StateResult{}, OutsideRuns: true,
 			Description: "Start a run: a unit of agent work that groups calls into spans, with an optional budget and deadline. " +
 				"Returns run_id; pass it to other tools as run_id (this session's later calls without run_id join it too, unless it is a child run). " +
 				"Without run_start, a session's calls belong to an implicit run.",
 			Prepare: start}),
-		op.Def(op.Spec[ObserveArgs]{Name: "run_observe", OutsideRuns: true,
+		op.Def(op.Spec[ObserveArgs]{Name: "run_observe", Output: StateResult{}, OutsideRuns: true,
 			Description: "Add an observation to a run (what you noticed, decided or concluded); people see it in the run's history.",
 			Prepare:     observe}),
-		op.Def(op.Spec[StageArgs]{Name: "run_stage", OutsideRuns: true,
+		op.Def(op.Spec[StageArgs]{Name: "run_stage", Output: StateResult{}, OutsideRuns: true,
 			Description: "Record a stage of a run: started makes it current, completed adds it to the completed stages, blocked marks the run blocked with a reason.",
 			Prepare:     stage}),
-		op.Def(op.Spec[StatusArgs]{Name: "run_status", ReadOnly: true, OutsideRuns: true,
-			Description: "A run's state: stages, blocked reason, observations, counters and budget; with include_spans its spans. Without run_id, this session's run.",
+		op.Def(op.Spec[StatusArgs]{Name: "run_status", Output: StateResult{}, ReadOnly: true, OutsideRuns: true,
+			Description: "A run's state: stages, blocked reason, observations, counters and budget, and token_budget (the last context_assemble's); with include_spans its spans. Without run_id, this session's run.",
 			Prepare:     status}),
-		op.Def(op.Spec[ListArgs]{Name: "run_list", ReadOnly: true, OutsideRuns: true,
+		op.Def(op.Spec[ListArgs]{Name: "run_list", Output: ListResult{}, ReadOnly: true, OutsideRuns: true,
 			Description: "List runs, newest first, optionally by status (active, ended, deadline, abandoned).",
 			Prepare:     list}),
-		op.Def(op.Spec[EndArgs]{Name: "run_end", OutsideRuns: true,
+		op.Def(op.Spec[EndArgs]{Name: "run_end", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
 			Description: "End a run. Its jobs keep running; later calls with its run_id answer RUN_ENDED.",
 			Prepare:     end}),
-		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", OutsideRuns: true,
+		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
 			Description: "Bind a run (for example one started before a daemon restart or by a client that went away) to this session; calls without run_id then join it.",
 			Prepare:     resume}),
-		op.Def(op.Spec[EscalateArgs]{Name: "run_escalate", OutsideRuns: true,
+		op.Def(op.Spec[EscalateArgs]{Name: "run_escalate", Output: StateResult{}, OutsideRuns: true,
 			Description: "Raise a run's tier (direct < bounded_work < campaign) when its work outgrew what it declared at run_start; " +
 				"a call whose route needs a higher tier answers suggested_escalation in its error details. Audited; never lowers a tier.",
 			Prepare: escalate}),
@@ -230,7 +230,7 @@ func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) 
 type StageArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
 	Stage  string `json:"stage" jsonschema:"the stage's name (at most 128 bytes)"`
-	Status string `json:"status" jsonschema:"started, completed or blocked"`
+	Status string `json:"status" enum:"started,completed,blocked" jsonschema:"started makes the stage current, completed adds it to the completed stages, blocked marks the run blocked (give reason)"`
 	Reason string `json:"reason,omitempty" jsonschema:"why the run is blocked (required with blocked)"`
 	op.Approval
 }
@@ -293,7 +293,7 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 
 // ListArgs are the arguments of run_list.
 type ListArgs struct {
-	Status string `json:"status,omitempty" jsonschema:"only runs with this status: active, ended, deadline, abandoned"`
+	Status string `json:"status,omitempty" enum:"active,ended,deadline,abandoned" jsonschema:"only runs with this status: active, ended, deadline, abandoned"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
 	op.Approval
 }
@@ -370,7 +370,7 @@ func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
 // EscalateArgs are the arguments of run_escalate.
 type EscalateArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
-	To     string `json:"to" jsonschema:"the new tier: bounded_work or campaign (above the run's tier)"`
+	To     string `json:"to" enum:"bounded_work,campaign" jsonschema:"the new tier: bounded_work or campaign (above the run's tier)"`
 	Reason string `json:"reason" jsonschema:"why the run needs it (at most 4096 bytes)"`
 	op.Approval
 }
