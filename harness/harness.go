@@ -71,7 +71,15 @@ type Config struct {
 	RunEvents func(messages.RunEvent)
 	// Runs tunes the runs (tests shorten the sweep); zero = the defaults.
 	Runs supervisors.RunsOptions
+	// NoClientApprovals keeps approvals out of MCP clients: without it, an
+	// APPROVAL_REQUIRED call from a client that declared the elicitation
+	// capability asks the client's person (see ClientApprovals).
+	NoClientApprovals bool
 }
+
+// ClientApprovals reports whether an MCP client's person may decide an
+// approval through elicitation (Config.NoClientApprovals unset).
+func (h *Harness) ClientApprovals() bool { return !h.cfg.NoClientApprovals }
 
 // SandboxMain must be called first thing in main by a program that embeds
 // harnessd and wants its checks and jobs confined in namespaces: harnessd

@@ -54,8 +54,20 @@ func (h *Harness) Approvals(ctx context.Context, status string) (*ApprovalList, 
 	return h.gov.Approvals(status)
 }
 
+// Approval returns one approval request by id (NOT_FOUND if unknown),
+// with its status as of now.
+func (h *Harness) Approval(ctx context.Context, id string) (*Approval, error) {
+	leave, err := h.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return h.gov.Approval(id)
+}
+
 // DecideApproval approves or denies a pending approval. It is for people
-// (CLI, HTTP API), never an MCP tool.
+// (CLI, HTTP API, the web console, or an MCP client's person through
+// elicitation), never an MCP tool.
 func (h *Harness) DecideApproval(ctx context.Context, id string, approve bool, by, reason string) (*Approval, error) {
 	leave, err := h.enter()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/jsonx"
 	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -30,11 +31,14 @@ const (
 // Approval is a request for a person to allow one exact operation. It is
 // single-use and bound to the input hash of the operation's arguments.
 type Approval struct {
-	ID         string    `json:"approval_id"`
-	Operation  string    `json:"operation"`
-	RepoID     string    `json:"repo_id,omitempty"`
-	InputHash  string    `json:"input_hash"`
-	Summary    string    `json:"summary"` // redacted: argv or paths
+	ID        string `json:"approval_id"`
+	Operation string `json:"operation"`
+	RepoID    string `json:"repo_id,omitempty"`
+	InputHash string `json:"input_hash"`
+	Summary   string `json:"summary"` // redacted: argv or paths
+	// Detail is the operation's arguments as JSON (redacted, capped at
+	// 16 KiB): what a person approves, e.g. a patch's old and new text.
+	Detail     string    `json:"detail,omitempty"`
 	Risk       int       `json:"risk"`
 	Reason     string    `json:"reason"`
 	RuleID     string    `json:"rule_id,omitempty"`
@@ -67,9 +71,22 @@ func (a Approval) effectiveStatus(now time.Time) string {
 	return a.Status
 }
 
-// requestApproval persists an approval request for an ask decision.
+// maxApprovalDetail caps Approval.Detail.
+const maxApprovalDetail = 16 << 10
+
+// requestApproval persists an approval request for an ask decision, or
+// returns the one already pending (or approved and not yet used) for
+// exactly this operation and input: an agent that retries the same call
+// before a person answered does not file another request.
 func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (Approval, error) {
 	now := g.now().UTC()
+	repoID := ""
+	if in.Repo != nil {
+		repoID = in.Repo.ID
+	}
+	if a, ok, err := g.openApproval(in.Tool, repoID, hash, now); err != nil || ok {
+		return a, err
+	}
 	summary := in.Tool
 	if len(in.Argv) > 0 {
 		summary += " " + strings.Join(in.Argv, " ")
@@ -81,7 +98,16 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 		summary = summary[:500] + "…"
 	}
 	summary, _ = g.redactor.String(summary)
-	a := Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Risk: d.Risk, Reason: d.Reason,
+	detail := ""
+	if in.Args != nil {
+		if b, err := jsonx.MarshalIndent(in.Args); err == nil {
+			detail, _ = g.redactor.String(string(b))
+			if len(detail) > maxApprovalDetail {
+				detail = strings.ToValidUTF8(detail[:maxApprovalDetail], "") + "\n…"
+			}
+		}
+	}
+	a := Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Detail: detail, Risk: d.Risk, Reason: d.Reason,
 		RuleID: d.RuleID, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL),
 		RunID: in.Caller.RunID, Session: in.Caller.Session, Client: ClientString(in.Caller.Client)}
 	if in.Repo != nil {
@@ -91,6 +117,42 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 		return Approval{}, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
 	}
 	return a, nil
+}
+
+// openApproval finds a pending or approved (unused, unexpired) approval
+// of op on repoID for the input hash.
+func (g *Governor) openApproval(op, repoID, hash string, now time.Time) (Approval, bool, error) {
+	var found Approval
+	ok := false
+	err := g.store.Scan([]byte(persistence.PrefixApproval), func(_ []byte, decode func(any) error) error {
+		var a Approval
+		if err := decode(&a); err != nil {
+			return err
+		}
+		st := a.effectiveStatus(now)
+		if (st == ApprovalPending || st == ApprovalApproved) && a.Operation == op && a.RepoID == repoID && a.InputHash == hash &&
+			(!ok || a.CreatedAt.After(found.CreatedAt)) {
+			found, ok = a, true
+		}
+		return nil
+	})
+	if err != nil {
+		return Approval{}, false, errs.Wrap(errs.Internal, err, "read approvals: %v", err)
+	}
+	return found, ok, nil
+}
+
+// Approval returns the approval id with its status as of now.
+func (g *Governor) Approval(id string) (*Approval, error) {
+	var a Approval
+	if err := g.store.Get(approvalKey(id), &a); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, errs.New(errs.NotFound, "unknown approval_id %q (list them with `harness approvals`)", id)
+		}
+		return nil, errs.Wrap(errs.Internal, err, "read approval: %v", err)
+	}
+	a.Status = a.effectiveStatus(g.now())
+	return &a, nil
 }
 
 // checkApproval tells whether approval id allows exactly this input,

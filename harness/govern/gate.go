@@ -179,11 +179,16 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		if a.Status == ApprovalApproved {
+			return res, errs.New(errs.ApprovalRequired, "%s; approval %s for exactly this input was granted by %s: retry with approval_id %s", d.Reason, a.ID, a.DecidedBy, a.ID).
+				With("approval_id", a.ID).With("approval_status", a.Status).With("risk", d.Risk).With("rule_id", d.RuleID).With("expires_at", a.ExpiresAt)
+		}
 		entry.Kind = audit.KindAsk
 		entry.Details = map[string]string{"approval_id": a.ID}
 		g.AuditAppend(entry)
 		return res, errs.New(errs.ApprovalRequired, "%s; a person must approve it (harness approve %s), then retry with approval_id", d.Reason, a.ID).
-			With("approval_id", a.ID).With("risk", d.Risk).With("rule_id", d.RuleID).With("expires_at", a.ExpiresAt)
+			With("approval_id", a.ID).With("approval_status", a.Status).With("risk", d.Risk).With("rule_id", d.RuleID).With("expires_at", a.ExpiresAt).
+			With("summary", a.Summary)
 	default:
 		entry.Kind = audit.KindRejection
 		if mi.Loop != nil && d.RuleID == mediate.RuleLoop {

@@ -423,6 +423,10 @@ func TestStatusOf(t *testing.T) {
 		{errs.StoreDamaged, 503},
 		{errs.RepositoryMoved, 409},
 		{errs.ConcurrentModification, 409},
+		{errs.GitIdentityRequired, 412},
+		{errs.JobFailed, 422},
+		{errs.CheckFailed, 422},
+		{errs.TargetMoved, 409},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}

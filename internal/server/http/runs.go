@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/jsonx"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -85,7 +85,7 @@ func runEvents(w http.ResponseWriter, r *http.Request, h *harness.Harness) {
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	send := func(ev messages.RunEvent) bool {
-		b, err := json.Marshal(ev)
+		b, err := jsonx.Marshal(ev)
 		if err != nil {
 			return false
 		}

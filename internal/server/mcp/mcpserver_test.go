@@ -221,11 +221,16 @@ func TestReadFile(t *testing.T) {
 		Content string `json:"content"`
 		SHA256  string `json:"sha256"`
 	}
-	if err := json.Unmarshal(structured(t, res), &rf); err != nil {
-		t.Fatal(err)
+	// read_file's text block is the file itself (and a note of the
+	// window); the structured content has the rest.
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &rf) != nil {
+		t.Fatalf("structured content: %v", err)
 	}
 	if rf.Path != "README.md" || rf.Content != "hello\n" || rf.SHA256 == "" {
-		t.Errorf("read_file = %s", text(t, res))
+		t.Errorf("read_file = %+v", rf)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "hello\n" {
+		t.Errorf("read_file's text block = %q, want the file", got)
 	}
 
 	res = call(t, cs, "read_file", map[string]any{"repo_id": reg.RepoID, "path": ".env"})
