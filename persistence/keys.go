@@ -17,7 +17,13 @@ const (
 	PrefixReceipt  = "receipt/"
 	PrefixLease    = "lease/"
 	PrefixMeta     = "meta/"
+	// PrefixTarget holds the grants of repository-free targets:
+	// target/<target id>, each a TargetGrant in the versioned envelope.
+	PrefixTarget = "target/"
 )
+
+// TargetKey returns target/<target id>: one repository-free target grant.
+func TargetKey(targetID string) []byte { return []byte(PrefixTarget + targetID) }
 
 // RepoKey returns reg/repo/<repo id>.
 func RepoKey(repoID string) []byte { return []byte(PrefixRepo + repoID) }

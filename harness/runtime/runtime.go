@@ -67,6 +67,7 @@ type Runtime struct {
 	Checks   Checks
 	Lanes    Lanes
 	Runs     Runs
+	Targets  Targets
 }
 
 // rootName is the root supervisor's name.
@@ -112,6 +113,7 @@ func New(cfg Config) (*Runtime, error) {
 	r.Checks = Checks{r: r, pid: child(supervisors.ChecksName)}
 	r.Lanes = Lanes{r: r}
 	r.Runs = Runs{r: r, pid: child(supervisors.RunsName), index: r.runs}
+	r.Targets = newTargets(r, child(TargetsName))
 	return r, nil
 }
 
@@ -129,7 +131,7 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	if err := supervisors.Boot(d); err != nil {
 		return err
 	}
-	pid, err := r.system.Root.SpawnNamed(supervisors.Props(tree(d), r.lg), rootName)
+	pid, err := r.system.Root.SpawnNamed(supervisors.Props(tree(d, r.Targets.index), r.lg), rootName)
 	if err != nil {
 		return fmt.Errorf("start actor tree: %w", err)
 	}
@@ -137,7 +139,7 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	// The root spawns its children in Started, which it handles before any
 	// message: once it answers, every child exists and (handling its own
 	// Started first) answers only after restoring its state.
-	wait := []*actor.PID{r.root, r.Registry.pid, supervisors.ChildPID(r.root, supervisors.LanesName), r.Runs.pid}
+	wait := []*actor.PID{r.root, r.Registry.pid, supervisors.ChildPID(r.root, supervisors.LanesName), r.Runs.pid, r.Targets.pid}
 	for i := range actors.NumLanes {
 		wait = append(wait, supervisors.LanePID(r.root, i))
 	}

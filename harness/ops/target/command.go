@@ -1,0 +1,212 @@
+package target
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/classify"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/sandbox"
+	itarget "github.com/harnessd/harnessd/internal/target"
+)
+
+const executeDescription = "Run a command in a target, given as a typed argv (no shell string), classified like run_command and bounded (at most 30 s) in the sandbox's target profile. " +
+	"Read-only commands run and leave no record. workspace_write commands run only in a write target and only when they are replay-safe local validation (go build|vet|test, cargo check|test|build|clippy) " +
+	"or on the narrow path-governed filesystem allowlist (mkdir, touch, cp, mv with every path inside the target); they hold the target's root and leave a local_effect receipt. " +
+	"Remote, destructive, shell and unknown commands are rejected (ROUTE_REJECTED); git mutations, long-running, background or recoverable work answer with the suggestion to promote the target (target_promote)."
+
+// ExecuteArgs are the arguments of target_execute_command.
+type ExecuteArgs struct {
+	TargetID  string   `json:"target_id" jsonschema:"target id from target_register"`
+	Argv      []string `json:"argv" jsonschema:"program and arguments, e.g. [\"ls\",\"-la\"]; no shell string"`
+	Cwd       string   `json:"cwd,omitempty" jsonschema:"working directory relative to the target root"`
+	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, maximum 30000"`
+	// Background asks for work that outlives the request (a server, a
+	// watch, a recoverable job): a target has no durable path.
+	Background bool   `json:"background,omitempty" jsonschema:"ask for long-running, background or recoverable work (answered with the suggestion to promote the target)"`
+	RequestID  string `json:"request_id,omitempty" jsonschema:"for a workspace_write command: unique id of this run; a retry replays"`
+	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"for a workspace_write command: wait up to this long for a busy root (default 2000, max 30000)"`
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// ExecuteResult is the result of target_execute_command.
+type ExecuteResult struct {
+	proc.Result
+	TargetID     string `json:"target_id"`
+	CommandClass string `json:"command_class"`
+	// Kind is how a workspace_write command was allowed: filesystem or
+	// validation ("" for a read-only command).
+	Kind       string   `json:"kind,omitempty"`
+	Confined   bool     `json:"confined"`
+	Redactions int      `json:"redactions,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	// Receipt is the local_effect receipt of a workspace_write command;
+	// nil for a read-only one (it leaves no record).
+	Receipt  *Receipt `json:"receipt,omitempty"`
+	Replayed bool     `json:"replayed,omitempty"`
+	op.Meta
+}
+
+// Warn adds a warning.
+func (r *ExecuteResult) Warn(w string) { r.Warnings = append(r.Warnings, w) }
+
+const execDefault = 10 * time.Second
+
+func routeErr(code errs.Code, class, msg string) error {
+	return errs.New(code, "%s", msg).With("command_class", class).With("suggested_operation", "target_promote")
+}
+
+func execute(_ context.Context, c *op.Call, a ExecuteArgs) (*op.Plan, error) {
+	if len(a.Argv) == 0 || a.Argv[0] == "" {
+		return nil, errs.New(errs.InvalidArgument, "argv is required: a program and its arguments")
+	}
+	if a.TimeoutMs < 0 {
+		return nil, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
+	}
+	r, err := resolveTarget(c, a.TargetID, false)
+	if err != nil {
+		return nil, err
+	}
+	cl := classify.Argv(a.Argv)
+	class := cl.Class.String()
+	why := strings.Join(cl.Reasons, "; ")
+	if a.Background {
+		return nil, routeErr(errs.RouteDurableRequired, class, "a target has no durable path for long-running, background or recoverable work; "+promoteHint)
+	}
+	if a.TimeoutMs > itarget.CommandLimitMs {
+		return nil, routeErr(errs.RouteDurableRequired, class, "timeout_ms "+strconv.Itoa(a.TimeoutMs)+" is past a target's 30000 ms cap: long-running work needs a durable job; "+promoteHint)
+	}
+	prog := filepath.Base(a.Argv[0])
+	var kind itarget.Kind
+	var touched []string
+	switch cl.Class {
+	case classify.Readonly:
+	case classify.WorkspaceWrite:
+		if prog == "git" {
+			return nil, routeErr(errs.RouteRejected, class, "git mutations are rejected on a target until it is promoted ("+why+"); "+promoteHint)
+		}
+		if r.Entry.Grant.Access != AccessWrite {
+			return nil, errs.New(errs.PolicyDenied, "%s writes the workspace (%s) and target %s was granted read access only; register it with access \"write\"", prog, why, r.id()).
+				With("command_class", class)
+		}
+		k, paths, err := itarget.AllowWrite(a.Argv, func(p string) error { _, _, err := r.Root.ResolveWrite(p); return err })
+		if err != nil {
+			return nil, err
+		}
+		if k == itarget.Refused {
+			return nil, routeErr(errs.RouteRejected, class, "workspace_write commands fail closed on a target: "+prog+" is neither replay-safe local validation nor on the path-governed filesystem allowlist ("+why+"); "+promoteHint)
+		}
+		kind, touched = k, paths
+	default:
+		// Remote, destructive, shell and unknown: never on a target.
+		return nil, routeErr(errs.RouteRejected, class, "route rejected: "+class+" commands never run on a target ("+why+")")
+	}
+	if err := r.Root.CheckArgv(a.Argv); err != nil {
+		return nil, err
+	}
+	dir, _, err := r.Root.Dir(a.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	writes := kind != itarget.Refused
+	risk := 10
+	if writes {
+		risk = 50
+	}
+	in := gate(r, "target_execute_command", nil, writes, risk)
+	in.Argv, in.TimeoutMs, in.ApprovalID = a.Argv, a.TimeoutMs, a.ApprovalID
+	if !writes {
+		return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
+			return runCommand(ctx, c, r, a, dir, class, false)
+		}}, nil
+	}
+	h := a
+	h.WaitMs, h.ApprovalID = 0, ""
+	in.Args = h
+	m := mutation{Op: "target_execute_command", RequestID: a.RequestID, Hashed: h, Targets: []resolved{r}, Paths: touched, WaitMs: a.WaitMs}
+	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
+		var res *ExecuteResult
+		m.Run = func(ctx context.Context, rec *Receipt) error {
+			out, err := runCommand(ctx, c, r, a, dir, class, true)
+			if err != nil {
+				return err
+			}
+			out.Kind = string(kind)
+			res = out
+			for _, p := range touched {
+				_, rel, _ := r.Root.Resolve(p)
+				rec.Changes = append(rec.Changes, patch.Change{Path: rel, Op: prog})
+			}
+			return nil
+		}
+		return exec(ctx, c, m, func(rec Receipt) *ExecuteResult {
+			res.Receipt = &rec
+			return res
+		}, func(r *ExecuteResult) { r.Replayed = true })
+	}}, nil
+}
+
+// runCommand runs argv in dir, bounded, in the sandbox's target profile
+// (the root writable only for a workspace_write command of a write
+// target).
+func runCommand(ctx context.Context, c *op.Call, r resolved, a ExecuteArgs, dir, class string, writes bool) (*ExecuteResult, error) {
+	env := c.Env
+	timeout := execDefault
+	if a.TimeoutMs > 0 {
+		timeout = time.Duration(a.TimeoutMs) * time.Millisecond
+	}
+	cmdEnv, err := op.CommandEnv(dir)
+	if err != nil {
+		return nil, err
+	}
+	spec := proc.Spec{Argv: a.Argv, Dir: dir, Timeout: timeout, Env: cmdEnv}
+	root := r.path()
+	// git finds no repository above the target's root (the target is the
+	// boundary), and an agent's git gets harnessd's hardening: no pager,
+	// hooks, fsmonitor, external diff or repository-defined drivers.
+	ceiling := "GIT_CEILING_DIRECTORIES=" + filepath.Dir(root)
+	if filepath.Base(a.Argv[0]) == "git" {
+		cmd := env.Git.Cmd(ctx, dir, a.Argv[1:]...)
+		if cmd.Err != nil {
+			return nil, cmd.Err
+		}
+		ge, _ := gitx.ConfigEnv(dir)
+		spec.Argv, spec.Env = cmd.Args, append(gitx.StripGitEnv(proc.ScrubEnv(cmd.Env, nil)), ge...)
+	}
+	spec.Env = append(spec.Env, ceiling)
+	prep, err := env.Confine(ctx, sandbox.Target, repoEntry(r.Entry.Grant), func(p *sandbox.Policy) {
+		p.Profile = sandbox.Target
+		if writes {
+			p.Writable = append(p.Writable, root)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	op.ApplyConfinement(&spec, prep)
+	if prep == nil {
+		spec.PidsMax = sandbox.DefaultPidsFast
+	}
+	res, err := proc.Run(ctx, spec)
+	if err != nil {
+		prep.Done()
+		return nil, err
+	}
+	out := &ExecuteResult{Result: res, TargetID: r.id(), CommandClass: class, Confined: prep != nil}
+	red := env.RedactorFor(ctx, root)
+	var n1, n2 int
+	out.Stdout.Text, n1 = red.String(res.Stdout.Text)
+	out.Stderr.Text, n2 = red.String(res.Stderr.Text)
+	out.Redactions = n1 + n2
+	if res.TimedOut {
+		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
+	}
+	return out, nil
+}

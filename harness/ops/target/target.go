@@ -1,0 +1,274 @@
+// Package target holds the operations on repository-free targets: an
+// authorized local directory (its canonical root) that needs no git. Reads
+// are root-bounded and symlink-safe (the repository's pathsafe, readfile
+// and search engines); every physical mutation takes the root's mutation
+// slot from the root's target actor (actors.Target), so two grants on one
+// directory serialize while different roots run side by side, and leaves
+// one lightweight ledger record and a local_effect receipt. Work that
+// needs git, recovery or a durable job answers with a suggestion to
+// promote the target into a registered repository (target_promote).
+package target
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
+	itarget "github.com/harnessd/harnessd/internal/target"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Ops returns the target operations.
+func Ops() []op.Op {
+	return []op.Op{
+		op.Def(op.Spec[RegisterArgs]{Name: "target_register", Output: RegisterResult{}, Idempotent: true,
+			Description: "Grant harnessd a local directory that needs no git (a repository-free target): read, or read and write. path must be absolute; it is canonicalised (realpath) and its device and inode recorded, so a directory swapped in under the same path answers TARGET_MOVED. Idempotent for the same root, access and owner.",
+			Prepare:     register}),
+		op.Def(op.Spec[ListArgs]{Name: "target_list", Output: ListResult{}, ReadOnly: true,
+			Description: "List the repository-free targets (grants).",
+			Prepare:     list}),
+		op.Def(op.Spec[UnregisterArgs]{Name: "target_unregister", Output: UnregisterResult{}, Idempotent: true,
+			Description: "Forget a target grant (its files are not touched).",
+			Prepare:     unregister}),
+		op.Def(op.Spec[ReadFileArgs]{Name: "target_read_file", Output: ReadFileResult{}, ReadOnly: true,
+			Description: "Read a window of lines of a file in a target (size and line caps, sha256 of the whole file). Root-bounded and symlink-safe; secret paths and .git are refused.",
+			Prepare:     readFile}),
+		op.Def(op.Spec[ListDirArgs]{Name: "target_list_dir", Output: ListDirResult{}, ReadOnly: true,
+			Description: "List a directory of a target (bounded; secret paths and .git left out and counted).",
+			Prepare:     listDir}),
+		op.Def(op.Spec[SearchArgs]{Name: "target_search", Output: SearchResult{}, ReadOnly: true,
+			Description: "Search a target's files (secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
+			Prepare:     searchTarget}),
+		op.Def(op.Spec[WriteFileArgs]{Name: "target_write_file", Output: MutationResult{}, Destructive: true,
+			Description: "Write a whole file in a write target (atomic: temp file and rename), serialized with every other mutation of the target's root; leaves a local_effect receipt.",
+			Prepare:     writeFile}),
+		op.Def(op.Spec[ApplyPatchArgs]{Name: "target_apply_patch", Output: MutationResult{}, Destructive: true,
+			Description: "Apply edit operations (replace, create, write, delete) to files of a write target, all-or-nothing with rollback (apply_patch's engine), serialized by the target's root; leaves a local_effect receipt.",
+			Prepare:     applyPatch}),
+		op.Def(op.Spec[CopyArgs]{Name: "target_copy", Output: MutationResult{}, Destructive: true,
+			Description: "Copy a file within a target or into another write target. Across two targets both roots are taken in canonical path order (no deadlock); the destination is written atomically.",
+			Prepare:     func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, false) }}),
+		op.Def(op.Spec[CopyArgs]{Name: "target_move", Output: MutationResult{}, Destructive: true,
+			Description: "Move a file within a write target or into another write target (copy, then delete the source, both roots held in canonical path order).",
+			Prepare:     func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, true) }}),
+		op.Def(op.Spec[ExecuteArgs]{Name: "target_execute_command", Output: ExecuteResult{}, Destructive: true,
+			Description: executeDescription,
+			Prepare:     execute}),
+		op.Def(op.Spec[PromoteArgs]{Name: "target_promote", Output: PromoteResult{},
+			Description: "Turn a target into a registered repository: at once when it is a git work tree; otherwise the promotion runs git init, which a person must approve (APPROVAL_REQUIRED, then retry with approval_id). The target's receipts are copied under the new repo_id.",
+			Prepare:     promote}),
+	}
+}
+
+// Access values of a grant.
+const (
+	AccessRead  = "read"
+	AccessWrite = "write"
+)
+
+// Effect is the effect every target receipt records.
+const Effect = "local_effect"
+
+// promoteHint is the suggestion of every refusal that a repository would
+// allow.
+const promoteHint = "promote the target into a registered repository (target_promote) and use the repository's operations (job_start, git_commit, ...)"
+
+// Target is a grant as the operations report it.
+type Target = messages.TargetGrant
+
+// resolved is a target resolved for one call: its grant, its root actor
+// and its path checker.
+type resolved struct {
+	Entry runtime.TargetEntry
+	Root  *pathsafe.Root
+}
+
+func (r resolved) id() string   { return r.Entry.Grant.TargetID }
+func (r resolved) path() string { return r.Entry.Grant.Root }
+
+// resolveTarget resolves a target_id: the grant, a check that the
+// directory at its root is still the one granted (TARGET_MOVED), the
+// access the call needs, and the cached path checker of the root.
+func resolveTarget(c *op.Call, targetID string, write bool) (resolved, error) {
+	if targetID == "" {
+		return resolved{}, errs.New(errs.InvalidArgument, "target_id is required (from target_register or target_list)")
+	}
+	e, ok := c.Env.RT.Targets.Lookup(targetID)
+	if !ok {
+		return resolved{}, errs.New(errs.NotFound, "target %q is not registered (see target_list; register it with target_register)", targetID).With("target_id", targetID)
+	}
+	g := e.Grant
+	if err := itarget.CheckIdentity(g.TargetID, g.Root, g.Identity.Dev, g.Identity.Ino); err != nil {
+		c.Env.Forget(g.TargetID)
+		return resolved{}, err
+	}
+	if write && g.Access != AccessWrite {
+		return resolved{}, errs.New(errs.PolicyDenied, "target %s was granted read access only; register the directory with access \"write\" for a write target", g.TargetID).
+			With("target_id", g.TargetID)
+	}
+	root, err := c.Env.Root(repoEntry(g))
+	if err != nil {
+		return resolved{}, err
+	}
+	return resolved{Entry: e, Root: root}, nil
+}
+
+// repoEntry describes a target as a repository entry for the Env's
+// caches (path checker, sandbox policy): its id is the target_id.
+func repoEntry(g messages.TargetGrant) runtime.RepoEntry {
+	return runtime.RepoEntry{Repo: messages.Repository{ID: g.TargetID, CheckoutID: g.WorkspaceID, Root: g.Root}}
+}
+
+// fast is the routing decision of a target operation: the Fast Path (the
+// router knows only the repository's operations).
+func fast(tool string, risk int, mutation bool, why string) *route.Decision {
+	tier := route.Direct
+	if mutation {
+		tier = route.BoundedWork
+	}
+	return &route.Decision{Mode: route.Fast, Reasons: []string{tool + " " + why}, Risk: risk, EstimatedClass: route.Short, Tier: tier, Mutation: mutation}
+}
+
+// gate is the gate input of an operation on r.
+func gate(r resolved, tool string, paths []string, writes bool, risk int) govern.Input {
+	why := "is a read-only Fast Path operation on a repository-free target"
+	if writes {
+		why = "is a Fast Path mutation of a repository-free target, serialized by its root"
+	}
+	return govern.Input{Root: r.Root, Paths: paths, Writes: writes, Route: fast(tool, risk, writes, why)}
+}
+
+// RegisterArgs are the arguments of target_register.
+type RegisterArgs struct {
+	Path   string `json:"path" jsonschema:"absolute path of the directory; it is canonicalised (realpath)"`
+	Access string `json:"access,omitempty" jsonschema:"read (default) or write"`
+	Owner  string `json:"owner,omitempty" jsonschema:"who the grant is for (free text, up to 200 characters); grants of different owners on one root still serialize by root"`
+	op.Approval
+}
+
+// RegisterResult is the result of target_register.
+type RegisterResult struct {
+	TargetID            string `json:"target_id"`
+	WorkspaceID         string `json:"workspace_id"`
+	CanonicalRoot       string `json:"canonical_root"`
+	Access              string `json:"access"`
+	IdentityFingerprint string `json:"identity_fingerprint"`
+	Owner               string `json:"owner,omitempty"`
+	Created             bool   `json:"created"`
+	op.Meta
+}
+
+func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
+	if args.Path == "" {
+		return nil, errs.New(errs.InvalidArgument, "path is required: the absolute path of a directory")
+	}
+	if !filepath.IsAbs(args.Path) {
+		return nil, errs.New(errs.InvalidArgument, "path %q is not absolute; pass an absolute path (harness target add makes it absolute)", args.Path).With("path", args.Path)
+	}
+	access := args.Access
+	if access == "" {
+		access = AccessRead
+	}
+	if access != AccessRead && access != AccessWrite {
+		return nil, errs.New(errs.InvalidArgument, "access %q: use \"read\" or \"write\"", args.Access)
+	}
+	if len(args.Owner) > 200 || strings.ContainsAny(args.Owner, "\x00\n") {
+		return nil, errs.New(errs.InvalidArgument, "owner must be one line of at most 200 characters")
+	}
+	in := op.GateArgs(args)
+	in.Route = fast("target_register", 10, false, "records a grant; it touches no file")
+	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
+		root, err := filepath.EvalSymlinks(filepath.Clean(args.Path))
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
+			}
+			return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err).With("path", args.Path)
+		}
+		dev, ino, err := itarget.Identity(root)
+		if err != nil {
+			return nil, errs.New(errs.InvalidArgument, "path %q is not a directory", args.Path).With("path", args.Path)
+		}
+		if root == "/" {
+			return nil, errs.New(errs.PathNotAllowed, "the file system root cannot be a target; grant the directory the work needs")
+		}
+		for _, h := range c.Env.Hidden {
+			if h == root || strings.HasPrefix(h, root+"/") || strings.HasPrefix(root, h+"/") {
+				return nil, errs.New(errs.PathNotAllowed, "harnessd's own data (%s) is inside or around %s: grant a directory that does not hold it", h, root).With("path", args.Path)
+			}
+		}
+		r, err := c.Env.RT.Targets.Register(ctx, messages.TargetRegister{Root: root, Access: access, Owner: args.Owner,
+			Identity: messages.RootIdentity{Dev: dev, Ino: ino}, Now: c.Env.Now()})
+		if err != nil {
+			return nil, err
+		}
+		c.Env.Forget(r.Grant.TargetID)
+		return registerResult(r.Grant, r.Created), nil
+	}}, nil
+}
+
+func registerResult(g messages.TargetGrant, created bool) *RegisterResult {
+	return &RegisterResult{TargetID: g.TargetID, WorkspaceID: g.WorkspaceID, CanonicalRoot: g.Root, Access: g.Access,
+		IdentityFingerprint: g.Fingerprint, Owner: g.Owner, Created: created}
+}
+
+// ListArgs are the arguments of target_list.
+type ListArgs struct {
+	op.Approval
+}
+
+// ListResult is the result of target_list.
+type ListResult struct {
+	Targets []Target `json:"targets"`
+	op.Meta
+}
+
+func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
+	in := op.GateArgs(args)
+	in.Route = fast("target_list", 5, false, "lists grants")
+	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
+		gs, err := c.Env.RT.Targets.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if gs == nil {
+			gs = []Target{}
+		}
+		return &ListResult{Targets: gs}, nil
+	}}, nil
+}
+
+// UnregisterArgs are the arguments of target_unregister.
+type UnregisterArgs struct {
+	TargetID string `json:"target_id" jsonschema:"the target_id returned by target_register"`
+	op.Approval
+}
+
+// UnregisterResult is the result of target_unregister.
+type UnregisterResult struct {
+	Target
+	op.Meta
+}
+
+func unregister(_ context.Context, c *op.Call, args UnregisterArgs) (*op.Plan, error) {
+	if args.TargetID == "" {
+		return nil, errs.New(errs.InvalidArgument, "target_id is required")
+	}
+	in := op.GateArgs(args)
+	in.Route = fast("target_unregister", 10, false, "forgets a grant; it touches no file")
+	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
+		r, err := c.Env.RT.Targets.Unregister(ctx, args.TargetID)
+		if err != nil {
+			return nil, err
+		}
+		c.Env.Forget(args.TargetID)
+		return &UnregisterResult{Target: r.Grant}, nil
+	}}, nil
+}
