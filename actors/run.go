@@ -71,6 +71,10 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.stage(ctx, m)
 	case messages.RunEscalate:
 		a.escalate(ctx, m)
+	case messages.RunNoteContext:
+		b := m.Budget
+		a.st.TokenBudget = &b
+		a.dirty = true
 	case runChild:
 		if runs.AddChild(&a.st, m.id) {
 			a.changed(ctx, a.stored || !a.st.Implicit)

@@ -81,7 +81,7 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 	step := func(kind string, args map[string]any) map[string]any {
 		return map[string]any{"kind": kind, "args": args}
 	}
-	return []opCall{
+	return append([]opCall{
 		{"repository_register", map[string]any{"path": root}, nil},
 		{"repository_list", map[string]any{}, nil},
 		{"read_file", with("path", "README.md"), nil},
@@ -119,9 +119,10 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"run_resume", rid, nil},
 		{"run_assess", rid, nil},
 		{"run_escalate", map[string]any{"run_id": run.RunID, "to": "bounded_work", "reason": "it writes"}, nil},
+		{"context_assemble", repo, nil},
 		{"run_end", rid, nil},
 		{"repository_unregister", repo, nil},
-	}
+	}, targetOpCalls(t, h)...)
 }
 
 // callOp calls an operation by name with JSON arguments.

@@ -191,6 +191,9 @@ type RunState struct {
 	LastFailure *RunFailure `json:"last_failure,omitempty"`
 	// Children are the runs started with this one as their parent.
 	Children []string `json:"children,omitempty"`
+	// TokenBudget is the token budget snapshot of the run's last
+	// context_assemble (nil before one).
+	TokenBudget *RunTokenBudget `json:"token_budget,omitempty"`
 }
 
 // Span kinds: an operation, or the run itself (the root of its tree).

@@ -11,6 +11,7 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/checkid"
+	"github.com/harnessd/harnessd/internal/ctxasm"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/redact"
@@ -56,6 +57,9 @@ type Env struct {
 	Runs *runtime.Runs
 	// Lookup resolves a repo_id; nil = RT's registry index.
 	Lookup func(repoID string) (runtime.RepoEntry, bool)
+	// ContextCache keeps the parsed files of context_assemble, revalidated
+	// by (size, mtime, inode); the zero value is ready.
+	ContextCache ctxasm.Cache
 
 	mu    sync.Mutex // protects roots
 	roots map[string]*pathsafe.Root

@@ -10,12 +10,14 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/batch"
 	"github.com/harnessd/harnessd/harness/ops/check"
 	"github.com/harnessd/harnessd/harness/ops/command"
+	"github.com/harnessd/harnessd/harness/ops/context"
 	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/ops/mutation"
 	"github.com/harnessd/harnessd/harness/ops/proposal"
 	"github.com/harnessd/harnessd/harness/ops/read"
 	"github.com/harnessd/harnessd/harness/ops/repo"
 	"github.com/harnessd/harnessd/harness/ops/run"
+	"github.com/harnessd/harnessd/harness/ops/target"
 )
 
 // Registry returns the registry of every operation: the one literal list
@@ -33,5 +35,7 @@ func Registry() *op.Registry {
 		run.Ops(),
 		run.AssessOps(),
 		run.ClaimOps(),
+		context.Ops(),
+		target.Ops(),
 	)
 }

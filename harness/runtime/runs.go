@@ -142,6 +142,18 @@ func (c Runs) Record(e RunEntry, s messages.RunSpan) {
 	c.r.system.Root.Send(e.PID, s)
 }
 
+// NoteContext records the token budget snapshot of a live run's last
+// context_assemble, without waiting (a later RunGet sees it: the run's
+// mailbox orders them). It reports whether the run is live.
+func (c Runs) NoteContext(id string, b messages.RunTokenBudget) bool {
+	e, ok := c.index.Lookup(id)
+	if !ok || e.Ended() {
+		return false
+	}
+	c.r.system.Root.Send(e.PID, messages.RunNoteContext{RunID: id, Budget: b})
+	return true
+}
+
 // CheckRetry asks e whether a call of op with input is a retry past the
 // run's bound (RETRY_LIMIT) and whether its output budget is spent
 // (BUDGET_EXCEEDED). The request is ordered after the spans sent before

@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/jsonx"
 )
 
 // Backend is what the server serves: the operations of the registry, and
@@ -52,18 +53,16 @@ func New(ex Backend, version string) *mcp.Server {
 	if c, ok := ex.(sessionCloser); ok {
 		ss.closed = c.SessionClosed
 	}
+	var el *elicitor
+	if ap, ok := ex.(approver); ok {
+		el = &elicitor{ap: ap, asked: map[string]askedEntry{}}
+	}
 	for _, o := range ex.Ops() {
 		if !o.Agent {
 			continue
 		}
 		name := o.Name
-		ro := o.ReadOnly
-		s.AddTool(&mcp.Tool{
-			Name:        name,
-			Description: o.Description,
-			InputSchema: o.InputSchema,
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro},
-		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.AddTool(ToolOf(o), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if token := req.Params.GetProgressToken(); token != nil {
 				var stop func()
 				ctx, stop = withProgress(ctx, req, token)
@@ -71,13 +70,46 @@ func New(ex Backend, version string) *mcp.Server {
 			}
 			ctx = harness.WithCaller(ctx, ss.caller(req.Session))
 			out, err := ex.Exec(ctx, name, req.Params.Arguments)
+			if err != nil && el != nil {
+				// The client's person may decide the approval (elicit.go).
+				if res, ok := el.approve(ctx, ex, req, name, err); ok {
+					return res, nil
+				}
+			}
 			if err != nil {
 				return ErrorResult(err), nil
 			}
 			return Result(out)
 		})
 	}
+	registerContext(s, ex)
 	return s
+}
+
+// ToolOf is the MCP tool of an operation: its title, description, input
+// and output schemas, and the annotations the op table says (read-only,
+// destructive, idempotent; never open-world: harnessd acts on the
+// registered checkouts only).
+func ToolOf(o harness.Op) *mcp.Tool {
+	t := &mcp.Tool{
+		Name:        o.Name,
+		Title:       o.Title,
+		Description: o.Description,
+		InputSchema: o.InputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			Title:          o.Title,
+			ReadOnlyHint:   o.ReadOnly,
+			IdempotentHint: o.Idempotent,
+			OpenWorldHint:  new(false),
+		},
+	}
+	if !o.ReadOnly {
+		t.Annotations.DestructiveHint = new(o.Destructive)
+	}
+	if o.OutputSchema != nil {
+		t.OutputSchema = o.OutputSchema
+	}
+	return t
 }
 
 // sessions names the MCP sessions: streamable HTTP sessions by their
@@ -173,17 +205,34 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest, token any) (con
 	return harness.WithProgress(ctx, notify), func() { close(done); <-stopped }
 }
 
+// Texter is a result whose text block is not its JSON: read_file's is the
+// file's text itself, so a client that shows the model only text blocks
+// shows the code as it is. The structured content keeps everything; the
+// note (may be empty) is a second text block with what the text omits
+// (the window, truncation, redactions).
+type Texter interface {
+	TextBlock() (text, note string, ok bool)
+}
+
 // Result wraps an operation result as a tool result: structured content
-// plus the same JSON as text for clients that read only text.
+// plus the same JSON as text for clients that read only text (or the
+// result's own text, see Texter). JSON is written without HTML escaping:
+// `2>/dev/null && x` stays itself in the text block.
 func Result(out any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(out)
+	b, err := jsonx.Marshal(out)
 	if err != nil {
 		return ErrorResult(errs.Wrap(errs.Internal, err, "encode result: %v", err)), nil
 	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
-	}, nil
+	content := []mcp.Content{&mcp.TextContent{Text: string(b)}}
+	if t, ok := out.(Texter); ok {
+		if text, note, ok := t.TextBlock(); ok {
+			content = []mcp.Content{&mcp.TextContent{Text: text}}
+			if note != "" {
+				content = append(content, &mcp.TextContent{Text: note})
+			}
+		}
+	}
+	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}, nil
 }
 
 // ErrorBody is the structured content of a tool error.
@@ -195,7 +244,7 @@ type ErrorBody struct {
 // is {"error": {"code", "message", "details"}}.
 func ErrorResult(err error) *mcp.CallToolResult {
 	body := ErrorBody{Error: errs.From(err)}
-	b, _ := json.Marshal(body)
+	b, _ := jsonx.Marshal(body)
 	return &mcp.CallToolResult{
 		IsError:           true,
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
