@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/server/console"
 	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	mcpserver "github.com/harnessd/harnessd/internal/server/mcp"
 	"github.com/harnessd/harnessd/internal/telemetry"
@@ -142,7 +144,8 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	metrics := httpapi.NewMetrics(reg, h)
 	mcpSrv := mcpserver.New(counted{Backend: mcpserver.Local(h), m: metrics}, harness.VersionString())
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
-	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics})
+	ui := console.Handler(h, token)
+	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
 
 	// The socket is stale if we hold the lock.
 	_ = os.Remove(p.Socket)
@@ -171,7 +174,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 			return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeHarness())
 		}
 		listeners = append(listeners, tcpLn)
-		handlers = append(handlers, httpapi.RequireToken(token, handler))
+		handlers = append(handlers, tcpHandler(ui, token, handler))
 	}
 
 	baseCtx, cancelBase := context.WithCancel(context.Background())
@@ -294,6 +297,21 @@ func watchDataDir(ctx context.Context, interval time.Duration, check func() erro
 	}
 }
 
+// tcpHandler is what the loopback TCP listener serves: the API behind the
+// bearer token, the console behind its own login (a browser cannot send
+// the token as a header), and GET /healthz open, answering only that the
+// daemon is up.
+func tcpHandler(ui http.Handler, token string, api http.Handler) http.Handler {
+	guarded := console.Route(ui, httpapi.RequireToken(token, api))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}
+
 // counted counts the MCP tool calls in the daemon's metrics, beside the
 // JSON API's.
 type counted struct {
@@ -306,6 +324,26 @@ func (c counted) Exec(ctx context.Context, op string, args json.RawMessage) (any
 	out, err := c.Backend.Exec(ctx, op, args)
 	c.m.Observe("mcp", op, err, time.Since(start))
 	return out, err
+}
+
+// Approval and DecideApproval pass the client's approvals on (see
+// mcpserver's elicit.go).
+func (c counted) Approval(ctx context.Context, id string) (*harness.Approval, error) {
+	if a, ok := c.Backend.(interface {
+		Approval(context.Context, string) (*harness.Approval, error)
+	}); ok {
+		return a.Approval(ctx, id)
+	}
+	return nil, errs.New(errs.Unavailable, "approvals in the client are not available")
+}
+
+func (c counted) DecideApproval(ctx context.Context, id string, approve bool, by, reason string) (*harness.Approval, error) {
+	if a, ok := c.Backend.(interface {
+		DecideApproval(context.Context, string, bool, string, string) (*harness.Approval, error)
+	}); ok {
+		return a.DecideApproval(ctx, id, approve, by, reason)
+	}
+	return nil, errs.New(errs.Unavailable, "approvals in the client are not available")
 }
 
 // SessionClosed passes the end of a session on (its run is detached).

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/jsonx"
 )
 
 // MaxBody bounds a request body.
@@ -29,6 +29,10 @@ const MaxBody = 8 << 20
 type Options struct {
 	// MCP is mounted at /mcp when non-nil.
 	MCP http.Handler
+	// Console is the web console (internal/server/console), mounted at
+	// /ui/ when non-nil; it logs people in itself. The daemon passes it in
+	// (as it does MCP): the deps test keeps internal/server/* siblings apart.
+	Console http.Handler
 	// Registry receives the API's metrics; nil = a private registry.
 	Registry *prometheus.Registry
 	// Metrics are shared with the MCP server (see NewMetrics); nil = new
@@ -140,6 +144,10 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
 	}
+	if o.Console != nil {
+		mux.Handle("/ui/", o.Console)
+		mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	}
 	// People's endpoints need the human token on every transport.
 	people := guardedMux{mux: mux, token: o.HumanToken}
 	humanRoutes(people, h, o.HumanToken) // approvals, policy reload, audit
@@ -187,16 +195,26 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 }
 
 type opInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	ReadOnly    bool   `json:"read_only"`
-	InputSchema any    `json:"input_schema"`
+	Name         string `json:"name"`
+	Title        string `json:"title"`
+	Description  string `json:"description"`
+	ReadOnly     bool   `json:"read_only"`
+	Destructive  bool   `json:"destructive"`
+	Idempotent   bool   `json:"idempotent"`
+	Agent        bool   `json:"agent"`
+	InputSchema  any    `json:"input_schema"`
+	OutputSchema any    `json:"output_schema,omitempty"`
 }
 
 func (a *api) ops(w http.ResponseWriter, r *http.Request) {
 	var out []opInfo
 	for _, o := range a.h.Registry().All() {
-		out = append(out, opInfo{Name: o.Name, Description: o.Description, ReadOnly: o.ReadOnly, InputSchema: o.InputSchema})
+		info := opInfo{Name: o.Name, Title: o.Title, Description: o.Description, ReadOnly: o.ReadOnly, Destructive: o.Destructive,
+			Idempotent: o.Idempotent, Agent: o.Agent, InputSchema: o.InputSchema}
+		if o.OutputSchema != nil {
+			info.OutputSchema = o.OutputSchema
+		}
+		out = append(out, info)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"operations": out})
 }
@@ -208,7 +226,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := jsonx.Marshal(v)
 	if err != nil {
 		writeError(w, errs.Wrap(errs.Internal, err, "encode result: %v", err))
 		return
@@ -258,10 +276,14 @@ func StatusOf(c errs.Code) int {
 		return http.StatusInsufficientStorage
 	case errs.StoreDamaged:
 		return http.StatusServiceUnavailable
-	case errs.RepositoryMoved:
+	case errs.RepositoryMoved, errs.TargetMoved:
 		return http.StatusConflict
 	case errs.ConcurrentModification:
 		return http.StatusConflict
+	case errs.GitIdentityRequired:
+		return http.StatusPreconditionFailed
+	case errs.JobFailed, errs.CheckFailed:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }
