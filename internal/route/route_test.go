@@ -27,6 +27,7 @@ func TestDecide(t *testing.T) {
 		reason    string // substring of a reason, "" to skip
 	}{
 		{name: "read_file", req: Request{Tool: "read_file"}, mode: Fast, tier: Direct, maxRisk: 10, est: Short},
+		{name: "context_assemble", req: Request{Tool: "context_assemble"}, mode: Fast, tier: Direct, maxRisk: 10, est: Short},
 		{name: "search", req: Request{Tool: "search"}, mode: Fast, tier: Direct, maxRisk: 10},
 		{name: "git_status", req: Request{Tool: "git_status"}, mode: Fast, tier: Direct, maxRisk: 10},
 		{name: "git_diff", req: Request{Tool: "git_diff"}, mode: Fast, tier: Direct, maxRisk: 10},
