@@ -11,8 +11,9 @@ LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
 
 .PHONY: help build run test lint bench bench-go bench-ci soak tidy fuzz clean
 
-help: ## show this help
-	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+help: ## show this help (colours only on a terminal without NO_COLOR)
+	@if [ -t 1 ] && [ -z "$$NO_COLOR" ] && [ "$$TERM" != dumb ]; then on='\033[36m'; off='\033[0m'; else on=; off=; fi; \
+	grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -v on="$$on" -v off="$$off" 'BEGIN {FS = ":.*?## "}; {printf "  %s%-10s%s %s\n", on, $$1, off, $$2}'
 
 build: ## build bin/harnessd and bin/harness
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harnessd ./cmd/harnessd

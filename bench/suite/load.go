@@ -118,7 +118,7 @@ func runLoad(ctx context.Context, cfg config, rep *Report, stderr io.Writer) (er
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "\rload: opening %s for %d agents ...", name, cfg.concurrency)
+	progressLine(stderr, "load: opening %s for %d agents ...", name, cfg.concurrency)
 	tgt, err := openLoadTarget(ctx, name, work, cfg)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func runLoad(ctx context.Context, cfg config, rep *Report, stderr io.Writer) (er
 	}
 	lr.Goroutines.Before = tgt.baseline
 
-	fmt.Fprintf(stderr, "\rload: %d agents on %d repos through %s for %s ...", cfg.concurrency, cfg.repos, name, cfg.duration)
+	progressLine(stderr, "load: %d agents on %d repos through %s for %s ...", cfg.concurrency, cfg.repos, name, cfg.duration)
 	ids := newRequestIDs("load")
 	agents := make([]*agent, cfg.concurrency)
 	for i := range agents {
@@ -155,7 +155,7 @@ func runLoad(ctx context.Context, cfg config, rep *Report, stderr io.Writer) (er
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	fmt.Fprintf(stderr, "\r%s\r", strings.Repeat(" ", 100))
+	progressLine(stderr, "%s\r", strings.Repeat(" ", 100))
 
 	lr.ElapsedS = round3(elapsed.Seconds())
 	lr.PeakRSSBytes, lr.RSSSource = tgt.rss()

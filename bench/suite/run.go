@@ -10,20 +10,49 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // callTimeout bounds one iteration of a case.
 const callTimeout = time.Minute
 
-// progress prints "\r[3/24] mcp-stdio git_status ..." lines on stderr.
+// progress prints "\r[3/24] mcp-stdio git_status ..." lines on stderr,
+// only when stderr is a terminal that wants it (see drawProgress): never
+// "\r" into a file or pipe.
 type progress struct {
 	w     io.Writer
 	total int
 	done  int
 	width int
+	off   bool
+}
+
+// drawProgress reports whether w is a terminal to draw progress on: not
+// with NO_COLOR set or TERM=dumb, never into a file or pipe.
+func drawProgress(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS) // a terminal, not merely a character device like /dev/null
+	return err == nil
+}
+
+// progressLine draws a one-line status on a progress terminal (nothing elsewhere).
+func progressLine(w io.Writer, format string, args ...any) {
+	if drawProgress(w) {
+		fmt.Fprintf(w, "\r"+format, args...)
+	}
 }
 
 func (p *progress) show(surface, name string) {
+	if p.off {
+		return
+	}
 	p.done++
 	line := fmt.Sprintf("[%d/%d] %s %s ...", p.done, p.total, surface, name)
 	pad := max(0, p.width-len(line))
@@ -32,7 +61,7 @@ func (p *progress) show(surface, name string) {
 }
 
 func (p *progress) clear() {
-	if p.width > 0 {
+	if !p.off && p.width > 0 {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.width))
 		p.width = 0
 	}
@@ -58,9 +87,9 @@ func (ds *daemons) get(ctx context.Context) (*daemonProc, error) {
 				ds.err = fmt.Errorf("%w: %v", errNoDaemon, err)
 				return
 			}
-			fmt.Fprint(ds.stderr, "\rbuilding harnessd ...")
+			progressLine(ds.stderr, "building harnessd ...")
 			ds.bin, ds.err = buildHarnessd(ctx, ds.work)
-			fmt.Fprint(ds.stderr, "\r                    \r")
+			progressLine(ds.stderr, "                    \r")
 			if ds.err != nil {
 				return
 			}
@@ -133,7 +162,7 @@ func runSuite(ctx context.Context, cfg config, rep *Report, stderr io.Writer) er
 		}
 	}
 	ds := &daemons{bin: cfg.harnessd, work: work, stderr: stderr}
-	prog := &progress{w: stderr, total: len(cfg.surfaces) * len(cases)}
+	prog := &progress{w: stderr, total: len(cfg.surfaces) * len(cases), off: !drawProgress(stderr)}
 	defer prog.clear()
 	var errList []error
 	for _, name := range cfg.surfaces {

@@ -17,6 +17,21 @@ func init() {
 	register("check", command{
 		usage: "check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...   run a check (single-flight, evidence reuse)",
 		run:   runCheckCmd,
+		help: `Usage:
+  harness check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...
+
+Runs ARGV as a check of the repository ID: single-flight (identical checks
+in flight share one run) and evidence reuse (an identical check of the same
+tree state is answered from its earlier result).
+  --repo ID           repository id (from 'harness repo ls')
+  --cwd DIR           working directory relative to the repository root
+  --timeout-ms N      kill the check after N milliseconds
+  --effects E,...     what the check does besides reading, e.g. writes_build_cache
+
+Exit code: 0 when the check passed, 1 when it failed or timed out (the
+result is printed either way; with --json it says passed: false).
+`,
+		flags: []string{"--repo", "--cwd", "--timeout-ms", "--effects"},
 	})
 }
 
@@ -28,29 +43,31 @@ func runCheckCmd(ctx context.Context, c *cli, args []string) error {
 	timeoutMs := fs.Int("timeout-ms", 0, "")
 	effects := fs.StringSlice("effects", nil, "")
 	if err := fs.Parse(args); err != nil {
-		return usageErr{"check: " + err.Error()}
+		return usageErr{err.Error()}
 	}
 	argv := fs.Args()
 	if *repo == "" || len(argv) == 0 {
 		return usageErr{"usage: harness check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV..."}
 	}
 	a := harness.RunCheckArgs{RepoID: *repo, Argv: argv, Cwd: *cwd, TimeoutMs: *timeoutMs, Effects: *effects}
-	var failed bool
-	err := c.show(ctx, "run_check", a, func(raw json.RawMessage) {
-		var r harness.RunCheckResult
-		if err := json.Unmarshal(raw, &r); err != nil {
-			_ = c.printJSON(raw)
-			return
-		}
-		failed = !r.Passed
-		printCheck(c.stdout, &r)
-	})
+	raw, err := c.c.Call(ctx, "run_check", a)
 	if err != nil {
 		return err
 	}
-	if failed {
-		// Exit 1 for scripts (with --json the result alone says passed: false).
-		return errs.New(errs.Code("CHECK_FAILED"), "the check did not pass")
+	var r harness.RunCheckResult
+	if err := json.Unmarshal(raw, &r); err != nil || c.json {
+		if perr := c.printJSON(raw); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return nil
+		}
+	} else {
+		printCheck(c.stdout, &r)
+	}
+	if !r.Passed {
+		// Exit 1 for scripts, also with --json (where stdout is the result alone).
+		return silentFailure{string(errs.CheckFailed) + ": the check did not pass"}
 	}
 	return nil
 }

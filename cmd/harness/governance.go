@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os/user"
 	"strings"
@@ -17,15 +18,38 @@ import (
 )
 
 func init() {
-	register("approvals", command{usage: "approvals [--all]     list pending approval requests", run: approvalsCmd})
+	register("approvals", command{usage: "approvals [--all]     list pending approval requests", run: approvalsCmd,
+		help:  "Usage:\n  harness approvals [--all]\n\nLists the approval requests waiting for a person (--all: every request, also decided and expired ones).\n",
+		flags: []string{"--all"}})
 	register("approve", command{usage: "approve ID            approve a pending request (single use, bound to its exact input)", run: func(ctx context.Context, c *cli, args []string) error {
 		return decideCmd(ctx, c, args, true)
-	}})
+	}, help: "Usage:\n  harness approve ID [--reason R]\n\nApproves a pending request: single use, bound to its exact input; the agent retries with approval_id ID.\n",
+		flags: []string{"--reason"}})
 	register("deny", command{usage: "deny ID --reason R    deny a pending request", run: func(ctx context.Context, c *cli, args []string) error {
 		return decideCmd(ctx, c, args, false)
-	}})
-	register("policy", command{usage: "policy [show|reload]  show or reload the policy file", run: policyCmd})
-	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--run ID] [--limit N]   list or verify the audit log", run: auditCmd})
+	}, help: "Usage:\n  harness deny ID --reason R\n\nDenies a pending request; the reason is shown to the agent and kept in the audit log.\n",
+		flags: []string{"--reason"}})
+	register("policy", command{usage: "policy [show|reload]  show or reload the policy file", run: policyCmd,
+		help: "Usage:\n  harness policy [show]   the policy in force: source, rules, digest\n  harness policy reload   read the policy file again (also: SIGHUP to harnessd)\n",
+		subHelp: map[string]string{
+			"show":   "Usage:\n  harness policy show\n\nPrints the policy in force: its source file, number of rules and digest.\n",
+			"reload": "Usage:\n  harness policy reload\n\nReads the policy file again; a bad file is refused and the old policy stays.\n",
+		}})
+	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--run ID] [--limit N]   list or verify the audit log", run: auditCmd,
+		help: `Usage:
+  harness audit [--kind K] [--repo ID] [--operation OP] [--run ID] [--limit N] [--after SEQ]
+  harness audit verify
+
+Lists the hash-chained audit log, or verifies the chain (exit 1 when broken).
+  --kind K        mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation
+  --repo ID       entries of this repository
+  --operation OP  entries of this operation
+  --run ID        entries of this run
+  --limit N       at most N entries (default 50)
+  --after SEQ     entries after this sequence number
+`,
+		subHelp: map[string]string{"verify": "Usage:\n  harness audit verify\n\nVerifies the audit log's hash chain; exit 1 and the broken entry when it is not intact.\n"},
+		flags:   []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}})
 }
 
 func whoami() string {
@@ -37,6 +61,7 @@ func whoami() string {
 
 func approvalsCmd(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("approvals", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	all := fs.Bool("all", false, "list every approval, not only pending ones")
 	if err := fs.Parse(args); err != nil {
 		return usageErr{err.Error()}
@@ -78,6 +103,7 @@ func clip(s string, n int) string {
 
 func decideCmd(ctx context.Context, c *cli, args []string, approve bool) error {
 	fs := pflag.NewFlagSet("decide", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	reason := fs.String("reason", "", "why (required to deny)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr{err.Error()}
@@ -110,6 +136,9 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 	sub := "show"
 	if len(args) > 0 {
 		sub = args[0]
+	}
+	if len(args) > 1 {
+		return usageErr{"usage: harness policy [show|reload]"}
 	}
 	var raw json.RawMessage
 	var err error
@@ -154,6 +183,7 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 		return nil
 	}
 	fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation")
 	repo := fs.String("repo", "", "repository id")
 	op := fs.String("operation", "", "operation name")

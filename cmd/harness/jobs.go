@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,19 +14,90 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/messages"
 )
 
+const jobStartUsage = "usage: harness job start --repo ID [--cwd DIR] [--timeout-s N] [--isolation none|worktree] [--writes] [--network] [--retry N] [--request-id ID] [--approval-id ID] [--wait S] -- ARGV..."
+
 func init() {
-	register("jobs", command{usage: "jobs [--repo ID] [--state S] [--limit N]   list durable jobs, newest first", run: jobsList})
-	register("job", command{usage: "job status ID [--wait S] | logs [-f] [--stderr] ID | cancel ID | clean [--older-than S]   one durable job", run: jobCmd})
+	register("jobs", command{usage: "jobs [--repo ID] [--state S] [--limit N]   list durable jobs, newest first", run: jobsList,
+		help: `Usage:
+  harness jobs [--repo ID] [--state S] [--limit N]
+
+Lists durable jobs, newest first.
+  --repo ID     only jobs of this repository
+  --state S     only jobs in this state: queued, running, succeeded, failed, timed_out, cancelled, interrupted
+  --limit N     at most N jobs (default 50)
+`,
+		flags: []string{"--repo", "--state", "--limit"}})
+	register("job", command{usage: "job start --repo ID -- ARGV... | status ID [--wait S] | logs [-f] [--stderr] ID | cancel ID | clean [--older-than S]   one durable job", run: jobCmd,
+		help: `Usage:
+  harness job start --repo ID [flags] -- ARGV...   start a durable job
+  harness job status ID [--wait S]                 a job's state (exit 1 when it failed)
+  harness job logs [-f] [--stderr] ID              its output (-f: until it ends)
+  harness job cancel ID                            cancel it
+  harness job clean [--older-than S]               remove the worktrees of ended jobs
+
+Run 'harness job SUBCOMMAND --help' for the flags of each.
+`,
+		subHelp: map[string]string{
+			"start": `Usage:
+  harness job start --repo ID [flags] -- ARGV...
+
+Starts ARGV (no shell: pass sh -c '...' for one) as a durable job of the
+repository ID and prints the job. The job survives a daemon restart.
+  --repo ID            repository id (from 'harness repo ls')
+  --cwd DIR            working directory relative to the repository root
+  --timeout-s N        kill the process tree after N seconds (default 600)
+  --isolation MODE     none (the main checkout, default) or worktree
+  --writes             the job writes files (holds the workspace lease with isolation none)
+  --network            the job needs the network (policy or approval decides)
+  --retry N            re-run it up to N times when a restart interrupted it
+  --request-id ID      idempotency key (default: a new one, printed); retrying with the same id and input returns the same job
+  --approval-id ID     after APPROVAL_REQUIRED: the approval a person granted
+  --wait S             wait up to S seconds for the job to end; then exit like 'job status'
+`,
+			"status": `Usage:
+  harness job status ID [--wait S]
+
+Prints a job's state, exit code, duration, output sizes and summary.
+  --wait S   wait up to S seconds for the job to end
+
+Exit code: 0 when the job succeeded and also while it is still queued or
+running (check the state line, or use --wait); 1 when it failed, timed out,
+was cancelled or interrupted; 2 usage; 3 daemon not running.
+`,
+			"logs": `Usage:
+  harness job logs [-f] [--stderr] ID
+
+Prints a job's stdout (or stderr with --stderr), redacted.
+  -f, --follow   follow the log until the job ends
+`,
+			"cancel": `Usage:
+  harness job cancel ID
+
+Cancels a queued or running job (its process tree is killed).
+`,
+			"clean": `Usage:
+  harness job clean [--older-than S]
+
+Removes the worktrees kept by ended jobs.
+  --older-than S   only those of jobs that ended at least S seconds ago
+`,
+		},
+		flags: []string{"--repo", "--cwd", "--timeout-s", "--isolation", "--writes", "--network", "--retry", "--request-id", "--approval-id", "--wait", "--follow", "-f", "--stderr", "--older-than"}})
 }
 
 func jobsList(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("jobs", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	repo := fs.String("repo", "", "only jobs of this repository")
 	state := fs.String("state", "", "only jobs in this state")
 	limit := fs.Int("limit", 50, "at most this many jobs")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	if err := fs.Parse(args); err != nil {
+		return usageErr{err.Error()}
+	}
+	if fs.NArg() != 0 {
 		return usageErr{"usage: harness jobs [--repo ID] [--state S] [--limit N]"}
 	}
 	in := harness.JobListArgs{RepoID: *repo, State: *state, Limit: *limit}
@@ -65,17 +139,20 @@ func jobClip(s string, n int) string {
 }
 
 func jobCmd(ctx context.Context, c *cli, args []string) error {
-	const usage = "usage: harness job status ID [--wait S] | logs [-f] [--stderr] ID | cancel ID | clean [--older-than S]"
 	if len(args) == 0 {
-		return usageErr{usage}
+		return usageErr{"job needs a subcommand: start, status, logs, cancel, clean"}
+	}
+	if args[0] == "start" {
+		return jobStart(ctx, c, args[1:])
 	}
 	fs := pflag.NewFlagSet("job "+args[0], pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	wait := fs.Int("wait", 0, "wait up to this many seconds for the job to finish")
 	follow := fs.BoolP("follow", "f", false, "follow the log until the job ends")
 	stderr := fs.Bool("stderr", false, "read stderr instead of stdout")
 	older := fs.Int("older-than", 0, "only worktrees of jobs that ended at least this many seconds ago")
 	if err := fs.Parse(args[1:]); err != nil {
-		return usageErr{usage}
+		return usageErr{err.Error()}
 	}
 	rest := fs.Args()
 	switch args[0] {
@@ -83,7 +160,7 @@ func jobCmd(ctx context.Context, c *cli, args []string) error {
 		if len(rest) != 1 {
 			return usageErr{"usage: harness job status ID [--wait S]"}
 		}
-		return c.show(ctx, "job_status", harness.JobStatusArgs{JobID: rest[0], WaitS: *wait}, c.printJob)
+		return c.jobStatus(ctx, rest[0], *wait)
 	case "cancel":
 		if len(rest) != 1 {
 			return usageErr{"usage: harness job cancel ID"}
@@ -111,7 +188,108 @@ func jobCmd(ctx context.Context, c *cli, args []string) error {
 		}
 		return c.jobLogs(ctx, rest[0], stream, *follow)
 	}
-	return usageErr{fmt.Sprintf("unknown job subcommand %q", args[0])}
+	return usageErr{fmt.Sprintf("unknown job subcommand %q (want start, status, logs, cancel or clean)", args[0])}
+}
+
+// jobStart starts a durable job; with --wait it waits and exits like
+// job status.
+func jobStart(ctx context.Context, c *cli, args []string) error {
+	fs := pflag.NewFlagSet("job start", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	repo := fs.String("repo", "", "")
+	cwd := fs.String("cwd", "", "")
+	timeoutS := fs.Int("timeout-s", 0, "")
+	isolation := fs.String("isolation", "", "")
+	writes := fs.Bool("writes", false, "")
+	network := fs.Bool("network", false, "")
+	retry := fs.Int("retry", 0, "")
+	reqID := fs.String("request-id", "", "")
+	approval := fs.String("approval-id", "", "")
+	wait := fs.Int("wait", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return usageErr{err.Error()}
+	}
+	argv := fs.Args()
+	if *repo == "" || len(argv) == 0 {
+		return usageErr{jobStartUsage}
+	}
+	if fs.ArgsLenAtDash() != 0 {
+		return usageErr{"put the command after --: " + jobStartUsage}
+	}
+	if *reqID == "" {
+		*reqID = newRequestID()
+		fmt.Fprintf(c.stderr, "harness: request_id %s (retry with --request-id %s to get the same job)\n", *reqID, *reqID)
+	}
+	in := map[string]any{"repo_id": *repo, "argv": argv, "request_id": *reqID}
+	for k, v := range map[string]string{"cwd": *cwd, "isolation": *isolation, "approval_id": *approval} {
+		if v != "" {
+			in[k] = v
+		}
+	}
+	if *timeoutS > 0 {
+		in["timeout_s"] = *timeoutS
+	}
+	if *writes {
+		in["writes"] = true
+	}
+	if *network {
+		in["network"] = true
+	}
+	if *retry > 0 {
+		in["retry"] = map[string]int{"max": *retry}
+	}
+	raw, err := c.c.Call(ctx, "job_start", in)
+	if err != nil {
+		return err
+	}
+	if *wait <= 0 {
+		if c.json {
+			return c.printJSON(raw)
+		}
+		c.printJob(raw)
+		return nil
+	}
+	var j harness.JobResult
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return err
+	}
+	return c.jobStatus(ctx, j.JobID, *wait)
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "cli-" + hex.EncodeToString(b)
+}
+
+// jobStatus prints a job and fails (exit 1) when it ended without success.
+func (c *cli) jobStatus(ctx context.Context, id string, wait int) error {
+	raw, err := c.c.Call(ctx, "job_status", harness.JobStatusArgs{JobID: id, WaitS: wait})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if err := c.printJSON(raw); err != nil {
+			return err
+		}
+	} else {
+		c.printJob(raw)
+	}
+	var j harness.JobResult
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return err
+	}
+	return jobOutcome(j.JobID, j.State)
+}
+
+// jobOutcome is nil for a job that succeeded or has not ended yet, else a
+// failure (exit 1) naming the state.
+func jobOutcome(id, state string) error {
+	switch state {
+	case messages.JobSucceeded, messages.JobQueued, messages.JobRunning:
+		return nil
+	}
+	return silentFailure{fmt.Sprintf("job %s %s", id, state)}
 }
 
 func (c *cli) printJob(raw json.RawMessage) {

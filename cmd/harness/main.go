@@ -14,7 +14,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -38,17 +40,20 @@ const (
 const usage = `harness is the command-line client of harnessd.
 
 Usage:
-  harness repo add PATH        register a git work tree
+  harness repo add PATH        register a git work tree (PATH is made absolute)
   harness repo ls              list registered repositories
   harness repo rm REPO_ID      unregister a repository
   harness status               daemon status (pid, uptime, version, repos, store, actors)
-  harness ops                  list every operation with its description
-  harness call OP [JSON]       run any operation with JSON arguments (or JSON on stdin with -)
+  harness ops [NAME]           list every operation, or one operation's input schema and an example call
+  harness call OP [JSON|-]     run any operation with JSON arguments (or JSON on stdin with -)
+  harness version              version, commit and Go version of this CLI (also --version)
+  harness completion SHELL     print a completion script for bash, zsh or fish
 
-Global flags:
+Global flags (before or after the command):
   --data-dir DIR   data directory of the daemon (env HARNESSD_DATA_DIR)
   --json           print JSON instead of tables
   --timeout D      give up after D (default 60s)
+  -h, --help       help of harness or of a command ('harness repo add --help')
 
 Exit codes: 0 ok, 1 operation failed, 2 usage, 3 daemon not running.
 `
@@ -67,56 +72,202 @@ type cli struct {
 	dataDir string
 }
 
+// globals are the flags every command accepts, before or after it.
+type globals struct {
+	dataDir string
+	json    bool
+	timeout time.Duration
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("harness", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SetInterspersed(false)
-	dataDir := fs.String("data-dir", harness.DefaultDataDir(), "")
-	asJSON := fs.Bool("json", false, "")
-	timeout := fs.Duration("timeout", 60*time.Second, "")
+	var g globals
+	fs.StringVar(&g.dataDir, "data-dir", harness.DefaultDataDir(), "")
+	fs.BoolVar(&g.json, "json", false, "")
+	fs.DurationVar(&g.timeout, "timeout", 60*time.Second, "")
 	help := fs.BoolP("help", "h", false, "")
+	version := fs.BoolP("version", "v", false, "")
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "harness: %v\n\n%s", err, usage)
-		return exitUsage
+		return printUsageErr(stderr, usageErr{err.Error()}, "")
 	}
 	rest := fs.Args()
-	if *help || len(rest) == 0 {
+	if *version {
+		return printVersion(stdout, "harness", g.json)
+	}
+	if len(rest) == 0 {
 		fmt.Fprint(stdout, helpText())
 		if *help {
 			return exitOK
 		}
 		return exitUsage
 	}
+	cmd, registered := commands[rest[0]]
+	passthrough := registered && cmd.passthrough
+	if !passthrough {
+		var err error
+		if rest, err = extractGlobals(rest, &g); err != nil {
+			return printUsageErr(stderr, err, rest[0])
+		}
+	}
+	if *help || (!passthrough && wantsHelp(rest)) {
+		text, ok := helpFor(rest)
+		if !ok {
+			return printUsageErr(stderr, unknownCommand(rest[0]), "")
+		}
+		fmt.Fprint(stdout, text)
+		return exitOK
+	}
+	if abs, err := filepath.Abs(g.dataDir); err == nil {
+		g.dataDir = abs
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 
-	paths := daemon.PathsOf(*dataDir)
+	paths := daemon.PathsOf(g.dataDir)
 	uc := client.Unix(paths.Socket)
 	// The human credential: people's endpoints (approvals, policy, audit,
 	// store dump) need it on every transport.
 	if token, err := daemon.ReadToken(paths); err == nil && token != "" {
 		uc = uc.WithToken(token)
 	}
-	c := &cli{c: uc, json: *asJSON, stdin: stdin, stdout: stdout, stderr: stderr, dataDir: *dataDir}
+	c := &cli{c: uc, json: g.json, stdin: stdin, stdout: stdout, stderr: stderr, dataDir: g.dataDir}
 	defer c.c.Close()
 	err := c.dispatch(ctx, rest)
-	return c.exit(err)
+	return c.exit(err, rest)
+}
+
+// extractGlobals takes the global flags out of a command's arguments (up to
+// a "--"), so that `harness repo ls --json` means `harness --json repo ls`.
+func extractGlobals(args []string, g *globals) ([]string, error) {
+	out := []string{args[0]}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "--json":
+			if !hasVal {
+				g.json = true
+				continue
+			}
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				return args, usageErr{fmt.Sprintf("--json=%s: want true or false", val)}
+			}
+			g.json = b
+			continue
+		case "--data-dir", "--timeout":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return args, usageErr{fmt.Sprintf("flag needs an argument: %s", name)}
+				}
+				i++
+				val = args[i]
+			}
+			if name == "--data-dir" {
+				g.dataDir = val
+				continue
+			}
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return args, usageErr{fmt.Sprintf("--timeout %q: want a duration such as 30s or 5m", val)}
+			}
+			g.timeout = d
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// wantsHelp reports a -h or --help among args before a "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "--help" || a == "--help=true" {
+			return true
+		}
+	}
+	return false
 }
 
 type usageErr struct{ msg string }
 
 func (u usageErr) Error() string { return u.msg }
 
-func (c *cli) exit(err error) int {
+// usageHint is a usage error with its own hint line.
+type usageHint struct{ msg, hint string }
+
+func (u usageHint) Error() string { return u.msg }
+
+// silentFailure exits 1 after the command printed its own result (a failed
+// check or job): msg goes to stderr only, so --json output stays one JSON
+// document.
+type silentFailure struct{ msg string }
+
+func (s silentFailure) Error() string { return s.msg }
+
+func unknownCommand(name string) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if m := closest(name, commandNames()); m != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", m)
+	}
+	return usageHint{msg, "run 'harness --help' for the list of commands"}
+}
+
+// printUsageErr prints a usage error as one line and a hint, and returns
+// exitUsage.
+func printUsageErr(w io.Writer, err error, cmdKey string) int {
+	var uh usageHint
+	if errors.As(err, &uh) {
+		fmt.Fprintf(w, "harness: %s\n%s\n", oneLine(uh.msg), uh.hint)
+		return exitUsage
+	}
+	hint := "run 'harness --help' for the usage"
+	if cmdKey != "" {
+		hint = fmt.Sprintf("run 'harness %s --help' for the usage", cmdKey)
+	}
+	fmt.Fprintf(w, "harness: %s\n%s\n", oneLine(err.Error()), hint)
+	return exitUsage
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c *cli) exit(err error, args []string) int {
 	if err == nil {
 		return exitOK
 	}
 	var ue usageErr
-	if errors.As(err, &ue) {
-		fmt.Fprintf(c.stderr, "harness: %s\n\n%s", ue.msg, helpText())
-		return exitUsage
+	var uh usageHint
+	if errors.As(err, &ue) || errors.As(err, &uh) {
+		return printUsageErr(c.stderr, err, helpKey(args))
+	}
+	var sf silentFailure
+	if errors.As(err, &sf) {
+		fmt.Fprintf(c.stderr, "harness: %s\n", sf.msg)
+		return exitFailed
+	}
+	var bf benchFailed
+	if errors.As(err, &bf) {
+		return int(bf)
 	}
 	e := errs.From(err)
 	if e.Code == errs.Unavailable {
@@ -130,6 +281,16 @@ func (c *cli) exit(err error) int {
 		fmt.Fprintf(c.stderr, "harness: %s: %s\n", e.Code, e.Message)
 	}
 	return exitFailed
+}
+
+// commandNames lists every top-level command, sorted.
+func commandNames() []string {
+	names := []string{"repo", "status", "ops", "call", "version", "completion", "help"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // helpText is the usage plus the registered commands.
@@ -148,11 +309,33 @@ func helpText() string {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  harness %s\n", commands[n].usage)
 	}
+	b.WriteString("\nRun 'harness COMMAND --help' for the usage of a command.\n")
 	return b.String()
 }
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	switch args[0] {
+	case "help":
+		text, ok := helpFor(args[1:])
+		if len(args) == 1 {
+			text, ok = helpText(), true
+		}
+		if !ok {
+			return unknownCommand(args[1])
+		}
+		fmt.Fprint(c.stdout, text)
+		return nil
+	case "version":
+		if len(args) != 1 {
+			return usageErr{"usage: harness version"}
+		}
+		printVersion(c.stdout, "harness", c.json)
+		return nil
+	case "completion":
+		if len(args) != 2 {
+			return usageErr{"usage: harness completion bash|zsh|fish"}
+		}
+		return c.completion(args[1])
 	case "repo":
 		if len(args) < 2 {
 			return usageErr{"repo needs a subcommand: add, ls, rm"}
@@ -162,8 +345,15 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			if len(args) != 3 {
 				return usageErr{"usage: harness repo add PATH"}
 			}
-			return c.repoAdd(ctx, args[2])
+			path, err := absPath(args[2])
+			if err != nil {
+				return err
+			}
+			return c.repoAdd(ctx, path)
 		case "ls", "list":
+			if len(args) != 2 {
+				return usageErr{"usage: harness repo ls"}
+			}
 			return c.repoList(ctx)
 		case "rm", "remove":
 			if len(args) != 3 {
@@ -175,11 +365,20 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 				fmt.Fprintf(c.stdout, "unregistered %s (%s)\n", r.ID, r.Root)
 			})
 		}
-		return usageErr{fmt.Sprintf("unknown repo subcommand %q", args[1])}
+		return usageErr{fmt.Sprintf("unknown repo subcommand %q (want add, ls or rm)", args[1])}
 	case "status":
+		if len(args) != 1 {
+			return usageErr{"usage: harness status"}
+		}
 		return c.status(ctx)
 	case "ops":
-		return c.ops(ctx)
+		switch len(args) {
+		case 1:
+			return c.ops(ctx)
+		case 2:
+			return c.opShow(ctx, args[1])
+		}
+		return usageErr{"usage: harness ops [NAME]"}
 	case "call":
 		if len(args) < 2 || len(args) > 3 {
 			return usageErr{"usage: harness call OP [JSON|-]"}
@@ -197,14 +396,43 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		raw, err := c.c.Call(ctx, args[1], body)
 		if err != nil {
-			return err
+			return suggestOp(err, args[1])
 		}
 		return c.printJSON(raw)
 	}
 	if cmd, ok := commands[args[0]]; ok {
 		return cmd.run(ctx, c, args[1:])
 	}
-	return usageErr{fmt.Sprintf("unknown command %q", args[0])}
+	return unknownCommand(args[0])
+}
+
+// suggestOp adds the closest operation name to an unknown operation error.
+func suggestOp(err error, name string) error {
+	e := errs.From(err)
+	if e.Code != errs.NotFound || e.Details["operation"] != name {
+		return err
+	}
+	names := make([]string, 0, len(harness.Ops()))
+	for _, o := range harness.Ops() {
+		names = append(names, o.Name)
+	}
+	if m := closest(name, names); m != "" && m != name {
+		e.Message += fmt.Sprintf(" (did you mean %s? 'harness ops %s' shows its arguments)", m, m)
+	}
+	return e
+}
+
+// absPath makes a path argument absolute: the daemon resolves paths in its
+// own working directory, not the caller's.
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", usageErr{"empty path"}
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", usageErr{fmt.Sprintf("path %q: %v", p, err)}
+	}
+	return abs, nil
 }
 
 // command is a CLI command defined in its own file and registered from init
@@ -212,6 +440,15 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 type command struct {
 	usage string // one line for the help text, e.g. "jobs [--all]   list jobs"
 	run   func(ctx context.Context, c *cli, args []string) error
+	// help is the text of `harness NAME --help` (default: the usage line);
+	// subHelp the text of `harness NAME SUB --help` per subcommand.
+	help    string
+	subHelp map[string]string
+	// flags are the command's flags, for the completion scripts.
+	flags []string
+	// passthrough commands parse every argument themselves (their own
+	// --help and --json): the CLI does not take global flags from them.
+	passthrough bool
 }
 
 var commands = map[string]command{}
@@ -339,32 +576,6 @@ func (c *cli) status(ctx context.Context) error {
 	for _, l := range extra.Leases {
 		fmt.Fprintf(tw, "durable lease\t%s %s by %s (%s) on %s, expires %s\n", l.LeaseID, l.Operation, l.Owner, l.RepoID,
 			strings.Join(l.Keys, " "), l.Expires.Local().Format(time.TimeOnly))
-	}
-	return tw.Flush()
-}
-
-func (c *cli) ops(ctx context.Context) error {
-	raw, err := c.c.Get(ctx, "/v1/ops")
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return c.printJSON(raw)
-	}
-	var r struct {
-		Operations []struct {
-			Name        string `json:"name"`
-			Description string `json:"description"`
-			ReadOnly    bool   `json:"read_only"`
-		} `json:"operations"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION\tREAD-ONLY\tDESCRIPTION")
-	for _, o := range r.Operations {
-		fmt.Fprintf(tw, "%s\t%v\t%s\n", o.Name, o.ReadOnly, o.Description)
 	}
 	return tw.Flush()
 }

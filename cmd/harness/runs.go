@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/errs"
@@ -25,8 +26,27 @@ import (
 )
 
 func init() {
-	register("runs", command{usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList})
-	register("run", command{usage: "run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID   a run's span tree, its spans as they happen (-f until it ends), or in sentences why it is blocked and what to do", run: runCmd})
+	register("runs", command{usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList,
+		help: `Usage:
+  harness runs [--status S] [--limit N]
+
+Lists runs (an agent's session of work), newest first.
+  --status S   only runs with this status: active, ended, deadline, abandoned
+  --limit N    at most N runs (default 50)
+`,
+		flags: []string{"--status", "--limit"}})
+	register("run", command{usage: "run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID   a run's span tree, its spans as they happen (-f until it ends), or in sentences why it is blocked and what to do", run: runCmd,
+		help: `Usage:
+  harness run show RUN_ID        a run's span tree, like git log --graph
+  harness run tail [-f] RUN_ID   its spans as they happen (-f: until it ends; Ctrl-C stops)
+  harness run explain RUN_ID     in sentences: why it is blocked, what failed, what to do
+`,
+		subHelp: map[string]string{
+			"show":    "Usage:\n  harness run show RUN_ID\n\nPrints a run's state and its span tree (colours only on a terminal, never with NO_COLOR or TERM=dumb).\n",
+			"tail":    "Usage:\n  harness run tail [-f] RUN_ID\n\nPrints a run's spans; with -f (--follow) it follows them as they happen until the run ends (--timeout does not end a follow; Ctrl-C does).\n",
+			"explain": "Usage:\n  harness run explain RUN_ID\n\nExplains in sentences why a run is blocked, what failed and the recovery plan.\n",
+		},
+		flags: []string{"--follow", "-f"}})
 }
 
 // runDetail is the answer of GET /v1/runs/{id}.
@@ -45,7 +65,7 @@ func runsList(ctx context.Context, c *cli, args []string) error {
 	status := fs.String("status", "", "only runs with this status (active, ended, deadline, abandoned)")
 	limit := fs.Int("limit", 50, "at most this many runs")
 	if err := fs.Parse(args); err != nil {
-		return usageErr{err.Error() + "\n" + usage}
+		return usageErr{err.Error() + "; " + usage}
 	}
 	if fs.NArg() != 0 {
 		return usageErr{usage}
@@ -90,7 +110,7 @@ func runCmd(ctx context.Context, c *cli, args []string) error {
 	fs.SetOutput(io.Discard)
 	follow := fs.BoolP("follow", "f", false, "follow the run until it ends")
 	if err := fs.Parse(args[1:]); err != nil {
-		return usageErr{err.Error() + "\n" + usage}
+		return usageErr{err.Error() + "; " + usage}
 	}
 	rest := fs.Args()
 	switch args[0] {
@@ -117,7 +137,7 @@ func runCmd(ctx context.Context, c *cli, args []string) error {
 		defer stop()
 		return c.followRun(fctx, rest[0])
 	}
-	return usageErr{fmt.Sprintf("unknown run subcommand %q\n%s", args[0], usage)}
+	return usageErr{fmt.Sprintf("unknown run subcommand %q; %s", args[0], usage)}
 }
 
 func (c *cli) getRun(ctx context.Context, id string) (json.RawMessage, *runDetail, error) {
@@ -319,9 +339,12 @@ func colorOn(w io.Writer) bool {
 		return false
 	}
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTerminal(f)
+}
+
+// isTerminal reports a terminal (not merely a character device such as
+// /dev/null).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

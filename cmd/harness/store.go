@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
@@ -23,55 +24,71 @@ const storeUsage = `usage: harness store dump [PREFIX] | verify | backup FILE | 
   reset --yes     start an empty store (daemon stopped; the old one is moved aside; fencing tokens stay above every token it issued)`
 
 func init() {
-	register("store", command{usage: "store dump|verify|backup|restore|reset   inspect, check, back up or recover the store", run: func(ctx context.Context, c *cli, args []string) error {
-		if len(args) == 0 {
-			return usageErr{storeUsage}
-		}
-		switch args[0] {
-		case "dump":
-			if len(args) > 2 {
-				return usageErr{storeUsage}
+	register("store", command{usage: "store dump|verify|backup|restore|reset   inspect, check, back up or recover the store", help: strings.Replace(storeUsage, "usage: ", "Usage:\n  ", 1) + "\n",
+		subHelp: map[string]string{
+			"dump":    "Usage:\n  harness store dump [PREFIX]\n\nPrints the store readably, values redacted; prefixes: reg/ fence/ lease/ ledger/ job/ check/ approval/ audit/ receipt/ meta/\n",
+			"verify":  "Usage:\n  harness store verify\n\nChecks every table's checksums and that the store holds every write it acknowledged (through the daemon, or offline when it is stopped).\n",
+			"backup":  "Usage:\n  harness store backup FILE\n\nWrites a full backup to FILE (made absolute here; through the daemon, or offline when it is stopped).\n",
+			"restore": "Usage:\n  harness store restore FILE\n\nReplaces the store with the backup FILE. Stop the daemon first (harnessd stop); the store there is moved aside, never deleted.\n",
+			"reset":   "Usage:\n  harness store reset --yes\n\nStarts an empty store. Stop the daemon first (harnessd stop); the old store is moved aside, the ledger and receipts start empty, fencing tokens stay above every token it issued.\n",
+		},
+		run: func(ctx context.Context, c *cli, args []string) error {
+			if len(args) == 0 {
+				return usageErr{"store needs a subcommand: dump, verify, backup, restore, reset"}
 			}
-			path := "/v1/store/dump"
-			if len(args) == 2 {
-				path += "?prefix=" + url.QueryEscape(args[1])
-			}
-			raw, err := c.c.GetRaw(ctx, path)
-			if err != nil {
-				return err
-			}
-			_, err = c.stdout.Write(raw)
-			return err
-		case "verify":
-			if len(args) != 1 {
-				return usageErr{storeUsage}
-			}
-			return c.storeVerify(ctx)
-		case "backup":
-			if len(args) != 2 {
-				return usageErr{"usage: harness store backup FILE"}
-			}
-			return c.storeBackup(ctx, args[1])
-		case "restore":
-			if len(args) != 2 {
-				return usageErr{"usage: harness store restore FILE   (stop the daemon first)"}
-			}
-			return c.storeRecover(func(o persistence.Options) (string, persistence.Marks, error) {
-				f, err := os.Open(args[1])
-				if err != nil {
-					return "", persistence.Marks{}, errs.New(errs.NotFound, "backup %s: %v", args[1], err)
+			switch args[0] {
+			case "dump":
+				if len(args) > 2 {
+					return usageErr{"usage: harness store dump [PREFIX]"}
 				}
-				defer f.Close()
-				return persistence.Restore(o, f)
-			}, "restored from "+args[1])
-		case "reset":
-			if len(args) != 2 || args[1] != "--yes" {
-				return usageErr{"usage: harness store reset --yes   (stop the daemon first; the old store is moved aside, the ledger and receipts start empty)"}
+				path := "/v1/store/dump"
+				if len(args) == 2 {
+					path += "?prefix=" + url.QueryEscape(args[1])
+				}
+				raw, err := c.c.GetRaw(ctx, path)
+				if err != nil {
+					return err
+				}
+				_, err = c.stdout.Write(raw)
+				return err
+			case "verify":
+				if len(args) != 1 {
+					return usageErr{"usage: harness store verify"}
+				}
+				return c.storeVerify(ctx)
+			case "backup":
+				if len(args) != 2 {
+					return usageErr{"usage: harness store backup FILE"}
+				}
+				file, err := absPath(args[1])
+				if err != nil {
+					return err
+				}
+				return c.storeBackup(ctx, file)
+			case "restore":
+				if len(args) != 2 {
+					return usageErr{"usage: harness store restore FILE   (stop the daemon first)"}
+				}
+				file, err := absPath(args[1])
+				if err != nil {
+					return err
+				}
+				return c.storeRecover(func(o persistence.Options) (string, persistence.Marks, error) {
+					f, err := os.Open(file)
+					if err != nil {
+						return "", persistence.Marks{}, errs.New(errs.NotFound, "backup %s: %v", file, err)
+					}
+					defer f.Close()
+					return persistence.Restore(o, f)
+				}, "restored from "+args[1])
+			case "reset":
+				if len(args) != 2 || args[1] != "--yes" {
+					return usageErr{"usage: harness store reset --yes   (stop the daemon first; the old store is moved aside, the ledger and receipts start empty)"}
+				}
+				return c.storeRecover(persistence.Reset, "reset: the next start opens an empty store")
 			}
-			return c.storeRecover(persistence.Reset, "reset: the next start opens an empty store")
-		}
-		return usageErr{storeUsage}
-	}})
+			return usageErr{fmt.Sprintf("unknown store subcommand %q (want dump, verify, backup, restore or reset)", args[0])}
+		}})
 }
 
 func (c *cli) storeOptions() persistence.Options {

@@ -45,6 +45,9 @@ type Config struct {
 	// StoreReserve is the free space kept on the data dir's file system
 	// (0 = the default, negative = no check); see harness.Config.
 	StoreReserve int64
+	// NoClientApprovals keeps approvals out of MCP clients' elicitation
+	// (see harness.Config.NoClientApprovals).
+	NoClientApprovals bool
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -127,7 +130,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
-		StoreReserve: cfg.StoreReserve})
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals})
 	if err != nil {
 		return err
 	}
