@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +198,16 @@ func (o *Op) Decode(raw json.RawMessage) (any, error) {
 	return o.decode(raw)
 }
 
+// decodeStep is Decode for a step of a batch: the batch's request_id
+// covers its steps, so a step's missing request_id is not an error.
+func (o *Op) decodeStep(raw json.RawMessage) (any, error) {
+	raw, err := o.checkWith(raw, "request_id")
+	if err != nil {
+		return nil, err
+	}
+	return o.decode(raw)
+}
+
 // Validate checks args against the input schema without running anything.
 func (o *Op) Validate(args json.RawMessage) error {
 	_, err := o.check(args)
@@ -210,6 +221,12 @@ func (o *Op) Validate(args json.RawMessage) error {
 // a missing request_id); other schema violations are INVALID_ARGUMENT
 // with the validator's message.
 func (o *Op) check(args json.RawMessage) (json.RawMessage, error) {
+	return o.checkWith(args, "")
+}
+
+// checkWith is check with one required top-level field excused (none
+// when "").
+func (o *Op) checkWith(args json.RawMessage, excused string) (json.RawMessage, error) {
 	args = normArgs(args)
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
@@ -225,8 +242,17 @@ func (o *Op) check(args json.RawMessage) (json.RawMessage, error) {
 		}
 		args = b
 	}
-	if e := fieldError(o.Name, "", inst, o.InputSchema); e != nil {
+	if e := fieldError(o.Name, "", inst, o.InputSchema, excused); e != nil {
 		return nil, e
+	}
+	if m := inst.(map[string]any); excused != "" && m[excused] == nil && slices.Contains(o.InputSchema.Required, excused) {
+		// The schema still requires it: validate a copy that has it.
+		c := make(map[string]any, len(m)+1)
+		for k, v := range m {
+			c[k] = v
+		}
+		c[excused] = "x"
+		inst = c
 	}
 	if err := o.resolved.Validate(inst); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)

@@ -393,7 +393,7 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 	if !ok || !o.Agent {
 		return nil, errs.New(errs.InvalidArgument, "unknown step kind %q", kind)
 	}
-	in, err := o.Decode(raw)
+	in, err := o.decodeStep(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -263,7 +263,7 @@ func dropNulls(v any) bool {
 // ones, then its members in name order), with a message that names the
 // fix: the closest valid field, or the list of valid ones. where is the
 // JSON path so far ("" at the top).
-func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Error {
+func fieldError(opName, where string, inst any, s *jsonschema.Schema, excused string) *errs.Error {
 	if s == nil {
 		return nil
 	}
@@ -291,6 +291,9 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Erro
 			}
 		}
 		for _, r := range s.Required {
+			if where == "" && r == excused {
+				continue
+			}
 			if _, ok := x[r]; !ok {
 				d := ""
 				if p := s.Properties[r]; p != nil && p.Description != "" {
@@ -304,7 +307,7 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Erro
 			}
 		}
 		for _, k := range keys {
-			if e := fieldError(opName, joinPath(where, k), x[k], s.Properties[k]); e != nil {
+			if e := fieldError(opName, joinPath(where, k), x[k], s.Properties[k], ""); e != nil {
 				return e
 			}
 		}
@@ -322,7 +325,7 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Erro
 		}
 	case []any:
 		for i, e := range x {
-			if err := fieldError(opName, fmt.Sprintf("%s[%d]", where, i), e, s.Items); err != nil {
+			if err := fieldError(opName, fmt.Sprintf("%s[%d]", where, i), e, s.Items, ""); err != nil {
 				return err
 			}
 		}

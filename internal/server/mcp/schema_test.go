@@ -452,3 +452,34 @@ func TestApprovalInTheClient(t *testing.T) {
 		t.Errorf("%d pending approvals for one input retried, want 1", n)
 	}
 }
+
+// TestNoClientApprovals: with NoClientApprovals the client's person is
+// never asked; the call answers APPROVAL_REQUIRED for a person at the
+// terminal or the console.
+func TestNoClientApprovals(t *testing.T) {
+	dir := t.TempDir()
+	pol := "version: 1\nrules:\n  - id: ask-ls-tree\n    tools: [run_command]\n    argv_prefix: [git, ls-tree]\n    decision: ask\n    justification: \"someone should look first\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pol), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir, NoClientApprovals: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	asked := 0
+	cs, _ := connectWith(t, mcpserver.New(mcpserver.Local(h), "test"), &mcp.Implementation{Name: "inspector", Version: "1"},
+		&mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked++
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}})
+	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	var reg harness.RegisterResult
+	if err := json.Unmarshal(structured(t, call(t, cs, "repository_register", map[string]any{"path": root})), &reg); err != nil {
+		t.Fatal(err)
+	}
+	e := errorOf(t, call(t, cs, "run_command", map[string]any{"repo_id": reg.ID, "argv": []any{"git", "ls-tree", "HEAD"}}))
+	if e.Code != "APPROVAL_REQUIRED" || asked != 0 {
+		t.Fatalf("with NoClientApprovals: %s, %d elicitations; want APPROVAL_REQUIRED and none", e.Code, asked)
+	}
+}
