@@ -278,7 +278,7 @@ func TestResultsMatchTheirOutputSchemas(t *testing.T) {
 	if err := json.Unmarshal(structured(t, call(t, cs, "target_register", map[string]any{"path": dir, "access": "write"})), &tg); err != nil || tg.TargetID == "" {
 		t.Fatalf("target_register: %v", err)
 	}
-	for _, c := range []struct {
+	calls = append(calls, []struct {
 		tool string
 		args map[string]any
 	}{
@@ -287,9 +287,7 @@ func TestResultsMatchTheirOutputSchemas(t *testing.T) {
 		{"target_list_dir", map[string]any{"target_id": tg.TargetID}},
 		{"target_search", map[string]any{"target_id": tg.TargetID, "query": "b"}},
 		{"target_write_file", map[string]any{"target_id": tg.TargetID, "path": "new.txt", "content": "x\n"}},
-	} {
-		calls = append(calls, c)
-	}
+	}...)
 	for _, c := range calls {
 		tool := tools[c.tool]
 		if tool == nil || tool.OutputSchema == nil {
