@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/suggest"
 )
 
 const globalsFooter = `
@@ -202,7 +203,7 @@ func closest(name string, cands []string) string {
 	}
 	for _, c := range cands {
 		lc := strings.ToLower(c)
-		d := editDistance(name, lc)
+		d := suggest.Distance(name, lc)
 		if len(name) >= 3 && (strings.HasPrefix(lc, name) || strings.Contains(lc, name)) {
 			d = min(d, 1)
 		}
@@ -211,27 +212,6 @@ func closest(name string, cands []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // sortedKeys returns the keys of m, sorted.

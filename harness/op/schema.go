@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/suggest"
 )
 
 // Schemas are built for models: every field described, closed sets of
@@ -419,7 +420,7 @@ func closest(k string, valid []string) string {
 	}
 	best, bestD := "", 0
 	for _, v := range valid {
-		d := editDistance(lk, v)
+		d := suggest.Distance(lk, v)
 		if d < bestD || best == "" {
 			best, bestD = v, d
 		}
@@ -433,25 +434,4 @@ func closest(k string, valid []string) string {
 		}
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
