@@ -33,6 +33,10 @@ type AuditConfig struct {
 	// Tasks runs the walks of queries and verifications; nil = untracked
 	// goroutines.
 	Tasks *Tasks
+	// Keys seal new entries (an HMAC under the current key) and verify
+	// keyed ones; nil = an unkeyed chain (plain sha256), the form of logs
+	// written before keys existed.
+	Keys *audit.Keyring
 }
 
 func (c AuditConfig) withDefaults() AuditConfig {
@@ -135,7 +139,12 @@ func (a *Audit) Receive(ctx actor.Context) {
 	case messages.AuditQuery:
 		a.query(ctx, audit.FilterOf(m))
 	case messages.AuditVerify:
-		a.verify(ctx)
+		a.verify(ctx, m)
+	case messages.AuditRotateKey:
+		a.rotateKey(ctx, m)
+	case messages.AuditGetHead:
+		err := a.flush(ctx)
+		reply(ctx, messages.AuditHeadInfo{Seq: a.head.Seq, Hash: a.head.Hash, KeyID: a.head.KeyID}, err)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Stopping:
@@ -193,13 +202,23 @@ func (a *Audit) headEntry(h audit.Head) (audit.Entry, bool) {
 		return audit.Entry{}, false
 	}
 	e := audit.Entry(m)
-	if e.Seq != h.Seq || e.Hash != h.Hash || e.ComputeHash() != e.Hash {
+	if e.Seq != h.Seq || e.Hash != h.Hash || !a.sealedOK(e) {
 		return audit.Entry{}, false
 	}
 	if more, err := a.store.Has(persistence.AuditKey(h.Seq + 1)); err != nil || more {
 		return audit.Entry{}, false
 	}
 	return e, true
+}
+
+// sealedOK reports whether e's Hash is its plain hash (unkeyed) or its MAC
+// under the key it names.
+func (a *Audit) sealedOK(e audit.Entry) bool {
+	if e.KeyID == "" {
+		return e.ComputeHash() == e.Hash
+	}
+	k, ok := a.cfg.Keys.Lookup(e.KeyID)
+	return ok && e.ComputeMAC(k) == e.Hash
 }
 
 // scanLast returns the last entry of the log. An undecodable last record
@@ -258,9 +277,7 @@ func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
 		reply(ctx, nil, err)
 		return
 	}
-	e = audit.Seal(a.head, e)
-	a.head = e
-	a.pending = append(a.pending, pendingAudit{entry: e, waiter: ctx.Sender()})
+	a.seal(e, ctx.Sender())
 	switch {
 	case len(a.pending) >= a.cfg.BatchSize && !a.failing:
 		_ = a.flush(ctx)
@@ -268,6 +285,63 @@ func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
 		a.kicked = true
 		ctx.Send(ctx.Self(), auditKick{})
 	}
+}
+
+// seal chains e onto the head and buffers it. With keys, it seals under the
+// current key; when the head was sealed with another key (the key was
+// rotated, possibly before a restart), a key_rotation entry handing over
+// from the head's key goes first.
+func (a *Audit) seal(e audit.Entry, waiter *actor.PID) {
+	if a.cfg.Keys == nil {
+		e = audit.Seal(a.head, e)
+	} else {
+		cur := a.cfg.Keys.Current()
+		if a.head.KeyID != "" && a.head.KeyID != cur.ID {
+			a.sealRotation(a.head.KeyID, cur, nil)
+		}
+		e = audit.SealWith(a.head, e, cur)
+	}
+	a.head = e
+	a.pending = append(a.pending, pendingAudit{entry: e, waiter: waiter})
+}
+
+// sealRotation buffers a key_rotation entry from oldID to cur after the head.
+func (a *Audit) sealRotation(oldID string, cur audit.Key, waiter *actor.PID) {
+	old, ok := a.cfg.Keys.Lookup(oldID)
+	e := audit.Rotation(a.head, old, oldID, ok)
+	e.Time = a.cfg.Now().UTC()
+	if !ok {
+		a.lg.Error("audit key rotation without the previous key: entries it sealed can no longer be verified",
+			zap.String("old_key_id", oldID), zap.String("key_id", cur.ID))
+	}
+	e = audit.SealWith(a.head, e, cur)
+	a.head = e
+	a.pending = append(a.pending, pendingAudit{entry: e, waiter: waiter})
+}
+
+// rotateKey seals the key_rotation entry of a rotation of the keyring from
+// m.OldKeyID (or from the head's key, if the head is keyed) to the current
+// key, and answers AuditAppended once it is durable. If an append already
+// sealed the rotation, it answers with the head.
+func (a *Audit) rotateKey(ctx actor.Context, m messages.AuditRotateKey) {
+	if a.cfg.Keys == nil {
+		reply(ctx, nil, errs.New(errs.InvalidArgument, "the audit log has no key to rotate"))
+		return
+	}
+	if len(a.pending) >= a.cfg.MaxPending {
+		reply(ctx, nil, errs.New(errs.Unavailable, "audit log is not accepting entries: %d are waiting for the store", len(a.pending)))
+		return
+	}
+	cur := a.cfg.Keys.Current()
+	switch {
+	case a.head.KeyID == cur.ID:
+	case a.head.KeyID != "":
+		a.sealRotation(a.head.KeyID, cur, nil)
+	default:
+		a.sealRotation(m.OldKeyID, cur, nil)
+	}
+	err := a.flush(ctx)
+	reply(ctx, messages.AuditAppended{Seq: a.head.Seq, Hash: a.head.Hash}, err)
 }
 
 // flush persists every buffered entry, in chunks of at most BatchSize
@@ -338,7 +412,7 @@ func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
 func approxSize(e audit.Entry) int {
 	n := len(e.Operation) + len(e.RepoID) + len(e.RequestID) + len(e.Actor) + len(e.Outcome) +
 		len(e.Code) + len(e.Reason) + len(e.RuleID) + len(e.InputHash) + len(e.PolicyDigest) +
-		len(e.PrevHash) + len(e.Hash)
+		len(e.PrevHash) + len(e.Hash) + len(e.KeyID)
 	for _, p := range e.Paths {
 		n += len(p) + 3
 	}
@@ -413,37 +487,38 @@ func (a *Audit) scanQuery(f audit.Filter) (messages.AuditEntries, error) {
 // verify flushes, then checks in a goroutine the persisted chain up to the
 // head as it was at the flush, and that it ends at that head. Entries
 // appended meanwhile are left to the next verification.
-func (a *Audit) verify(ctx actor.Context) {
+func (a *Audit) verify(ctx actor.Context, m messages.AuditVerify) {
 	if err := a.flush(ctx); err != nil {
 		reply(ctx, nil, err)
 		return
 	}
 	head := a.head
-	a.walk(ctx, func() (any, error) { return a.checkChain(head) })
+	anchor := audit.Head{Seq: m.AnchorSeq, Hash: m.AnchorHash}
+	a.walk(ctx, func() (any, error) { return a.checkChain(head, anchor) })
 }
 
-func (a *Audit) checkChain(head audit.Entry) (messages.AuditVerified, error) {
+func (a *Audit) checkChain(head audit.Entry, anchor audit.Head) (messages.AuditVerified, error) {
 	next, stop := iter.Pull2(a.records(head.Seq))
 	defer stop()
-	var last audit.Entry
-	checked, brk, err := audit.Verify(func() (audit.Entry, bool, error) {
+	r, err := audit.VerifyWith(func() (audit.Entry, bool, error) {
 		e, err, ok := next()
-		if ok && err == nil {
-			last = e
-		}
 		return e, ok, err
-	})
+	}, audit.Options{Keys: a.cfg.Keys, Anchor: anchor})
 	if err != nil {
 		return messages.AuditVerified{}, errs.Wrap(errs.Unavailable, err, "audit verify: %v", err)
 	}
+	brk := r.Break
 	if brk == nil {
-		brk = audit.CheckHead(last, audit.HeadOf(head))
+		brk = audit.CheckHead(r.Last, audit.HeadOf(head))
 	}
+	out := messages.AuditVerified{Checked: r.Checked, Unkeyed: r.Unkeyed, Anchored: r.Anchored}
 	if brk != nil {
 		a.lg.Error("audit chain broken", zap.Uint64("seq", brk.Seq), zap.String("reason", brk.Reason))
-		return messages.AuditVerified{Checked: checked, BrokenSeq: brk.Seq, BrokenReason: brk.Reason}, nil
+		out.BrokenSeq, out.BrokenReason, out.Anchored = brk.Seq, brk.Reason, false
+		return out, nil
 	}
-	return messages.AuditVerified{Checked: checked, OK: true}, nil
+	out.OK = true
+	return out, nil
 }
 
 // records streams the stored log in key order, up to seq upTo. A record

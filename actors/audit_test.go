@@ -501,3 +501,219 @@ func BenchmarkAuditAppend(b *testing.B) {
 		})
 	}
 }
+
+func auditKey(t *testing.T, b byte) audit.Key {
+	t.Helper()
+	k, err := audit.NewKey(bytes.Repeat([]byte{b}, audit.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func keyedAudit(t *testing.T, cur audit.Key, old ...audit.Key) (*audit.Keyring, AuditConfig) {
+	t.Helper()
+	ring, err := audit.NewKeyring(cur, old, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := quietAudit
+	cfg.Keys = ring
+	return ring, cfg
+}
+
+// rewriteStore rewrites, as a store writer would, entry from and every
+// later one: f changes each entry and reseals it; the head record follows.
+func rewriteStore(t *testing.T, st *persistence.Store, from uint64, f func(e *audit.Entry)) {
+	t.Helper()
+	es := storedAudit(t, st)
+	err := st.Update(true, func(tx *persistence.Txn) error {
+		for i := from - 1; i < uint64(len(es)); i++ {
+			e := audit.Entry(es[i])
+			if i == from-1 {
+				e.Reason = "nothing happened here"
+			}
+			if i > 0 {
+				e.PrevHash = es[i-1].Hash
+			}
+			f(&e)
+			es[i] = messages.AuditEntry(e)
+			if err := tx.Put(persistence.AuditKey(e.Seq), es[i]); err != nil {
+				return err
+			}
+		}
+		return tx.Put(AuditHeadKey, audit.HeadOf(audit.Entry(es[len(es)-1])))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuditKeyedCatchesFullRewrite is the attack `audit verify` missed
+// before keys: a store writer edits entry 4 and rewrites every later hash
+// and the head record with plain sha256. The actor restarts on the
+// rewritten store (so its in-memory head is the attacker's too).
+func TestAuditKeyedCatchesFullRewrite(t *testing.T) {
+	k := auditKey(t, 1)
+	evil := auditKey(t, 66)
+	tests := []struct {
+		name    string
+		rewrite func(e *audit.Entry)
+		reason  string
+	}{
+		{"plain sha256, key ids kept", func(e *audit.Entry) { e.Hash = e.ComputeHash() }, "hash mismatch"},
+		{"plain sha256, key ids stripped", func(e *audit.Entry) { e.KeyID = ""; e.Hash = e.ComputeHash() }, "unkeyed entry in the keyed chain"},
+		{"a wrong key under the real id", func(e *audit.Entry) { e.Hash = e.ComputeMAC(evil) }, "hash mismatch"},
+		{"a wrong key under its own id", func(e *audit.Entry) { e.KeyID = evil.ID; e.Hash = e.ComputeMAC(evil) }, "not in the keyring"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, st := newTestSystem(t), newStore(t)
+			_, cfg := keyedAudit(t, k)
+			pid := spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+			for i := range 10 {
+				got := appendSync(t, s, pid, auditEntry(i))
+				if !strings.HasPrefix(got.Hash, audit.MACPrefix) {
+					t.Fatalf("hash = %q, want an HMAC", got.Hash)
+				}
+			}
+			if v := verifyAudit(t, s, pid); !v.OK || v.Checked != 10 || v.Unkeyed != 0 {
+				t.Fatalf("before the attack: %+v, want intact, 10 keyed", v)
+			}
+			stopAudit(t, s, pid)
+			rewriteStore(t, st, 4, tt.rewrite)
+			pid = spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+			v := verifyAudit(t, s, pid)
+			if v.OK || v.BrokenSeq != 4 || !strings.Contains(v.BrokenReason, tt.reason) {
+				t.Fatalf("verify = %+v, want broken at 4: %q", v, tt.reason)
+			}
+			// The same rewrite passes the unkeyed rules: keys are what catch it.
+			if tt.name == "plain sha256, key ids stripped" {
+				stopAudit(t, s, pid)
+				rewriteStore(t, st, 1, func(e *audit.Entry) { e.KeyID = ""; e.Hash = e.ComputeHash() })
+				pid = spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+				if v := verifyAudit(t, s, pid); v.OK || v.BrokenSeq != 1 {
+					t.Fatalf("downgrade of the whole chain: %+v, want broken at 1", v)
+				}
+			}
+		})
+	}
+}
+
+func TestAuditKeyRotation(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	k1, k2, k3 := auditKey(t, 1), auditKey(t, 2), auditKey(t, 3)
+	ring, cfg := keyedAudit(t, k1)
+	pid := spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+	for i := range 3 {
+		appendSync(t, s, pid, auditEntry(i))
+	}
+	if _, err := ring.Rotate(k2); err != nil {
+		t.Fatal(err)
+	}
+	got := want[messages.AuditAppended](t, request(t, s, pid, messages.AuditRotateKey{OldKeyID: k1.ID}))
+	if got.Seq != 4 {
+		t.Fatalf("rotation entry seq = %d, want 4", got.Seq)
+	}
+	appendSync(t, s, pid, auditEntry(4))
+	// A rotation the actor was not told of (a crash after the key file
+	// was written): the next append hands over first.
+	if _, err := ring.Rotate(k3); err != nil {
+		t.Fatal(err)
+	}
+	appendSync(t, s, pid, auditEntry(5))
+
+	es := storedAudit(t, st)
+	if len(es) != 7 {
+		t.Fatalf("stored %d entries, want 7", len(es))
+	}
+	for _, c := range []struct {
+		i        int
+		old, new audit.Key
+	}{{3, k1, k2}, {5, k2, k3}} {
+		e := es[c.i]
+		if e.Kind != audit.KindKeyRotation || e.KeyID != c.new.ID || e.Details[audit.DetailOldKeyID] != c.old.ID {
+			t.Fatalf("entry %d = %s sealed by %s from %q, want key_rotation sealed by %s from %s", e.Seq, e.Kind, e.KeyID,
+				e.Details[audit.DetailOldKeyID], c.new.ID, c.old.ID)
+		}
+		// The hand-over is provable with the old key alone.
+		if e.Details[audit.DetailHandover] != audit.Handover(c.old, audit.HeadOf(audit.Entry(es[c.i-1]))) {
+			t.Errorf("entry %d: the hand-over is not the previous head's HMAC under the old key", e.Seq)
+		}
+	}
+	if v := verifyAudit(t, s, pid); !v.OK || v.Checked != 7 {
+		t.Fatalf("verify = %+v, want intact with 7 checked", v)
+	}
+	// Without the first key, its entries cannot be proven.
+	stopAudit(t, s, pid)
+	_, cfg = keyedAudit(t, k3, k2)
+	pid = spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+	if v := verifyAudit(t, s, pid); v.OK || v.BrokenSeq != 1 || !strings.Contains(v.BrokenReason, "not in the keyring") {
+		t.Fatalf("verify without the old key = %+v, want broken at 1", v)
+	}
+	// An unkeyed actor refuses to rotate.
+	pid2 := spawnAudit(t, s, NewAudit(newStore(t), zap.NewNop(), quietAudit))
+	if f := want[messages.Failed](t, request(t, s, pid2, messages.AuditRotateKey{})); f.Code != string(errs.InvalidArgument) {
+		t.Errorf("unkeyed rotate: %+v, want INVALID_ARGUMENT", f)
+	}
+}
+
+// TestAuditAnchorCatchesRewriteWithTheKey: someone who has the key (and
+// rewrites the head record) passes the keyed chain; an anchor kept outside
+// the store still catches the rewrite and a truncation below it.
+func TestAuditAnchorCatchesRewriteWithTheKey(t *testing.T) {
+	k := auditKey(t, 1)
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, st *persistence.Store)
+		seq    uint64
+		reason string
+	}{
+		{"rewritten below the anchor", func(t *testing.T, st *persistence.Store) {
+			rewriteStore(t, st, 2, func(e *audit.Entry) { e.Hash = e.ComputeMAC(k) })
+		}, 5, "does not match the anchor"},
+		{"truncated below the anchor", func(t *testing.T, st *persistence.Store) {
+			es := storedAudit(t, st)
+			err := st.Update(true, func(tx *persistence.Txn) error {
+				for seq := uint64(4); seq <= 6; seq++ {
+					if err := tx.Delete(persistence.AuditKey(seq)); err != nil {
+						return err
+					}
+				}
+				return tx.Put(AuditHeadKey, audit.HeadOf(audit.Entry(es[2])))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, 4, "truncated below the anchor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, st := newTestSystem(t), newStore(t)
+			_, cfg := keyedAudit(t, k)
+			pid := spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+			for i := range 5 {
+				appendSync(t, s, pid, auditEntry(i))
+			}
+			head := want[messages.AuditHeadInfo](t, request(t, s, pid, messages.AuditGetHead{}))
+			if head.Seq != 5 || head.KeyID != k.ID {
+				t.Fatalf("head = %+v, want seq 5 sealed by %s", head, k.ID)
+			}
+			appendSync(t, s, pid, auditEntry(5))
+			anchor := messages.AuditVerify{AnchorSeq: head.Seq, AnchorHash: head.Hash}
+			if v := want[messages.AuditVerified](t, request(t, s, pid, anchor)); !v.OK || !v.Anchored {
+				t.Fatalf("verify with the anchor before the attack = %+v, want intact and anchored", v)
+			}
+			stopAudit(t, s, pid)
+			tt.tamper(t, st)
+			pid = spawnAudit(t, s, NewAudit(st, zap.NewNop(), cfg))
+			if v := verifyAudit(t, s, pid); !v.OK {
+				t.Fatalf("without the anchor = %+v: the attack should pass the chain alone (else this test proves nothing)", v)
+			}
+			v := want[messages.AuditVerified](t, request(t, s, pid, anchor))
+			if v.OK || v.Anchored || v.BrokenSeq != tt.seq || !strings.Contains(v.BrokenReason, tt.reason) {
+				t.Fatalf("verify with the anchor = %+v, want broken at %d: %q", v, tt.seq, tt.reason)
+			}
+		})
+	}
+}

@@ -55,11 +55,15 @@ type AuditEntry struct {
 	RunID   string `json:"run_id,omitempty"`
 	Session string `json:"session,omitempty"`
 	Client  string `json:"client,omitempty"`
+	// KeyID names the audit key whose HMAC is Hash (the first 8 bytes of
+	// the key's sha256, in hex); empty for an unkeyed entry, whose Hash is
+	// a plain sha256 (written before keys existed). Set by the audit actor.
+	KeyID string `json:"key_id,omitempty"`
 	// PrevHash is the Hash of entry Seq-1, or the genesis value for Seq 1.
 	// Set by the audit actor.
 	PrevHash string `json:"prev_hash"`
-	// Hash is "sha256:<hex>" over the entry's canonical form. Set by the
-	// audit actor.
+	// Hash is "hmac-sha256:<hex>" (keyed) or "sha256:<hex>" (unkeyed)
+	// over the entry's canonical form. Set by the audit actor.
 	Hash string `json:"hash"`
 }
 
@@ -103,7 +107,12 @@ type AuditEntries struct {
 }
 
 // AuditVerify asks the audit actor to flush and check the whole chain.
-type AuditVerify struct{}
+// A non-zero AnchorSeq also checks that the chain still holds the anchored
+// head: entry AnchorSeq with Hash AnchorHash.
+type AuditVerify struct {
+	AnchorSeq  uint64
+	AnchorHash string
+}
 
 // AuditVerified answers AuditVerify. OK is true when all Checked entries
 // chain correctly up to the current head; otherwise BrokenSeq is the first
@@ -113,6 +122,11 @@ type AuditVerified struct {
 	BrokenSeq    uint64
 	BrokenReason string
 	OK           bool
+	// Unkeyed counts the entries checked by their plain hash (written
+	// before the chain was keyed).
+	Unkeyed int
+	// Anchored is true when the anchor given was found in the chain.
+	Anchored bool
 }
 
 // AuditFlush asks the audit actor to persist every buffered entry now.

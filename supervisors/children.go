@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/actors"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/cgroup"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
@@ -49,6 +50,8 @@ type Deps struct {
 	WorktreeSkip actors.WorktreeSkipper
 	// Audit records what actors do on their own (a job's start and end).
 	Audit func(messages.AuditEntry)
+	// AuditKeys seal and verify the audit chain; nil = unkeyed.
+	AuditKeys *audit.Keyring
 	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
 	Jobs JobsOptions
 	// Runs is the published index of live runs; JobsPID the jobs
@@ -110,7 +113,7 @@ func Ledger(d Deps) Child {
 
 // Audit is the hash-chained audit writer.
 func Audit(d Deps) Child {
-	props := actor.PropsFromProducer(actors.NewAudit(d.Store, d.logger(), actors.AuditConfig{Now: d.Now, Tasks: d.Tasks}), d.recover())
+	props := actor.PropsFromProducer(actors.NewAudit(d.Store, d.logger(), actors.AuditConfig{Now: d.Now, Tasks: d.Tasks, Keys: d.AuditKeys}), d.recover())
 	return Child{Name: AuditName, Props: props, Restart: Permanent}
 }
 

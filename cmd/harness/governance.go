@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"os/user"
 	"strings"
 	"text/tabwriter"
@@ -35,21 +37,30 @@ func init() {
 			"show":   "Usage:\n  harness policy show\n\nPrints the policy in force: its source file, number of rules and digest.\n",
 			"reload": "Usage:\n  harness policy reload\n\nReads the policy file again; a bad file is refused and the old policy stays.\n",
 		}})
-	register("audit", command{usage: "audit [verify] [--kind K] [--repo ID] [--run ID] [--limit N]   list or verify the audit log", run: auditCmd,
+	register("audit", command{usage: "audit [verify|anchor|rotate-key] [--kind K] [--repo ID] [--run ID] [--limit N]   list, verify, anchor the audit log", run: auditCmd,
 		help: `Usage:
   harness audit [--kind K] [--repo ID] [--operation OP] [--run ID] [--limit N] [--after SEQ]
-  harness audit verify
+  harness audit verify [--anchor JSON|@FILE]
+  harness audit anchor [--file F] [--git-note REPO_ID]
+  harness audit rotate-key
 
-Lists the hash-chained audit log, or verifies the chain (exit 1 when broken).
-  --kind K        mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation
+Lists the keyed hash-chained audit log, verifies the chain (exit 1 when broken),
+prints its head to keep elsewhere, or rotates the audit key.
+  --kind K        mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation, key_rotation
   --repo ID       entries of this repository
   --operation OP  entries of this operation
   --run ID        entries of this run
   --limit N       at most N entries (default 50)
   --after SEQ     entries after this sequence number
 `,
-		subHelp: map[string]string{"verify": "Usage:\n  harness audit verify\n\nVerifies the audit log's hash chain; exit 1 and the broken entry when it is not intact.\n"},
-		flags:   []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}})
+		subHelp: map[string]string{
+			"verify": "Usage:\n  harness audit verify [--anchor JSON|@FILE]\n\nVerifies the audit log's keyed hash chain; exit 1 and the broken entry when it is not intact.\n" +
+				"--anchor checks that the chain still holds a head printed by `harness audit anchor` (@FILE: the file's last line).\n",
+			"anchor": "Usage:\n  harness audit anchor [--file F] [--git-note REPO_ID]\n\nPrints the audit head {seq, hash, key_id, at} as one JSON line to keep outside the store;\n" +
+				"--file F appends it to F; --git-note REPO_ID adds it as a git note (refs/notes/harnessd-audit) to HEAD of that registered repository.\n",
+			"rotate-key": "Usage:\n  harness audit rotate-key\n\nMakes a new audit key (the old one stays as <data-dir>/audit.key.<id>) and appends a key_rotation entry proving the hand-over.\n",
+		},
+		flags: []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}})
 }
 
 func whoami() string {
@@ -163,8 +174,18 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 }
 
 func auditCmd(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "anchor" {
+		return auditAnchorCmd(ctx, c, args[1:])
+	}
+	if len(args) > 0 && args[0] == "rotate-key" {
+		return auditRotateCmd(ctx, c, args[1:])
+	}
 	if len(args) > 0 && args[0] == "verify" {
-		raw, err := c.c.Get(ctx, "/v1/audit/verify")
+		path, err := auditVerifyPath(args[1:])
+		if err != nil {
+			return err
+		}
+		raw, err := c.c.Get(ctx, path)
 		if err != nil {
 			return err
 		}
@@ -173,7 +194,11 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 		if c.json {
 			_ = c.printJSON(raw)
 		} else if v.OK {
-			fmt.Fprintf(c.stdout, "audit chain intact: %d entries verified\n", v.Checked)
+			fmt.Fprintf(c.stdout, "audit chain intact: %d entries verified (%d unkeyed, key %s)", v.Checked, v.Unkeyed, v.KeyID)
+			if v.Anchored {
+				fmt.Fprint(c.stdout, "; holds the anchor")
+			}
+			fmt.Fprintln(c.stdout)
 		} else {
 			fmt.Fprintf(c.stdout, "audit chain BROKEN at entry %d: %s (%d entries checked)\n", v.BrokenSeq, v.BrokenReason, v.Checked)
 		}
@@ -184,7 +209,7 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 	}
 	fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation")
+	kind := fs.String("kind", "", "mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation, key_rotation")
 	repo := fs.String("repo", "", "repository id")
 	op := fs.String("operation", "", "operation name")
 	runID := fs.String("run", "", "run id: the entries of one run")
@@ -227,5 +252,84 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 }
 
 type auditBroken uint64
+
+// auditVerifyPath parses `audit verify [--anchor JSON|@FILE]`.
+func auditVerifyPath(args []string) (string, error) {
+	fs := pflag.NewFlagSet("audit verify", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	anchor := fs.String("anchor", "", "a head printed by `harness audit anchor`, or @FILE")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return "", usageErr{"usage: harness audit verify [--anchor JSON|@FILE]"}
+	}
+	if *anchor == "" {
+		return "/v1/audit/verify", nil
+	}
+	s := *anchor
+	if f, ok := strings.CutPrefix(s, "@"); ok {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", usageErr{"--anchor: " + err.Error()}
+		}
+		s = string(b)
+	}
+	a, err := harness.ParseAuditAnchor(s)
+	if err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(a)
+	return "/v1/audit/verify?" + url.Values{"anchor": {string(b)}}.Encode(), nil
+}
+
+func auditAnchorCmd(ctx context.Context, c *cli, args []string) error {
+	fs := pflag.NewFlagSet("audit anchor", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	file := fs.String("file", "", "append the anchor to this file")
+	note := fs.String("git-note", "", "add the anchor as a git note to HEAD of this registered repository")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageErr{"usage: harness audit anchor [--file F] [--git-note REPO_ID]"}
+	}
+	raw, err := c.c.Post(ctx, "/v1/audit/anchor", harness.AuditAnchorArgs{GitNoteRepo: *note})
+	if err != nil {
+		return err
+	}
+	var r harness.AuditAnchorResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("audit anchor: %w", err)
+	}
+	line, _ := json.Marshal(r.Anchor)
+	if *file != "" {
+		f, err := os.OpenFile(*file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(append(line, '\n'))
+		serr := f.Sync()
+		if err := errors.Join(werr, serr, f.Close()); err != nil {
+			return err
+		}
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	fmt.Fprintln(c.stdout, string(line))
+	return nil
+}
+
+func auditRotateCmd(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 {
+		return usageErr{"usage: harness audit rotate-key"}
+	}
+	raw, err := c.c.Post(ctx, "/v1/audit/rotate-key", nil)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(raw)
+	}
+	var r harness.AuditRotateResult
+	_ = json.Unmarshal(raw, &r)
+	fmt.Fprintf(c.stdout, "audit key rotated: %s -> %s (key_rotation entry %d)\n", r.OldKeyID, r.KeyID, r.Seq)
+	return nil
+}
 
 func (a auditBroken) Error() string { return fmt.Sprintf("audit chain broken at entry %d", uint64(a)) }

@@ -103,6 +103,13 @@ type Audit interface {
 	Query(ctx context.Context, q messages.AuditQuery) (messages.AuditEntries, error)
 	// Verify checks the hash chain.
 	Verify(ctx context.Context) (messages.AuditVerified, error)
+	// VerifyAnchored checks the chain and that it holds the anchor of m.
+	VerifyAnchored(ctx context.Context, m messages.AuditVerify) (messages.AuditVerified, error)
+	// RotateKey seals the key_rotation entry of a keyring rotation away
+	// from oldKeyID, durably.
+	RotateKey(ctx context.Context, oldKeyID string) (messages.AuditAppended, error)
+	// Head flushes and returns the head.
+	Head(ctx context.Context) (messages.AuditHeadInfo, error)
 }
 
 type actorAudit struct {
@@ -131,6 +138,18 @@ func (c actorAudit) Query(ctx context.Context, q messages.AuditQuery) (messages.
 
 func (c actorAudit) Verify(ctx context.Context) (messages.AuditVerified, error) {
 	return Ask[messages.AuditVerified](ctx, c.r, c.pid, messages.AuditVerify{})
+}
+
+func (c actorAudit) VerifyAnchored(ctx context.Context, m messages.AuditVerify) (messages.AuditVerified, error) {
+	return Ask[messages.AuditVerified](ctx, c.r, c.pid, m)
+}
+
+func (c actorAudit) RotateKey(ctx context.Context, oldKeyID string) (messages.AuditAppended, error) {
+	return Ask[messages.AuditAppended](ctx, c.r, c.pid, messages.AuditRotateKey{OldKeyID: oldKeyID})
+}
+
+func (c actorAudit) Head(ctx context.Context) (messages.AuditHeadInfo, error) {
+	return Ask[messages.AuditHeadInfo](ctx, c.r, c.pid, messages.AuditGetHead{})
 }
 
 // LeaseRequest asks a checkout for a write lease.

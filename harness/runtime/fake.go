@@ -143,6 +143,21 @@ func (f *FakeAudit) Verify(context.Context) (messages.AuditVerified, error) {
 	return messages.AuditVerified{Checked: len(f.Entries()), OK: true}, nil
 }
 
+// VerifyAnchored implements Audit: a fake chain is always intact.
+func (f *FakeAudit) VerifyAnchored(ctx context.Context, _ messages.AuditVerify) (messages.AuditVerified, error) {
+	return f.Verify(ctx)
+}
+
+// RotateKey implements Audit: a fake log has no key.
+func (f *FakeAudit) RotateKey(context.Context, string) (messages.AuditAppended, error) {
+	return messages.AuditAppended{}, errs.New(errs.InvalidArgument, "the fake audit log has no key")
+}
+
+// Head implements Audit: the number of entries appended.
+func (f *FakeAudit) Head(context.Context) (messages.AuditHeadInfo, error) {
+	return messages.AuditHeadInfo{Seq: uint64(len(f.Entries()))}, nil
+}
+
 // FakeLeases grants every lease at once, with tokens that only grow; Revoke
 // makes a lease's fence fail with LEASE_LOST.
 type FakeLeases struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/logx"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
@@ -34,6 +35,8 @@ type Config struct {
 	Jobs *supervisors.JobsOptions
 	// Runs configures the runs (zero = the defaults).
 	Runs supervisors.RunsOptions
+	// AuditKeys seal and verify the audit chain; nil = unkeyed.
+	AuditKeys *audit.Keyring
 }
 
 // Runners are the code the actors that run work call: it is wired in at
@@ -123,9 +126,10 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
 		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, Jobs: *r.cfg.Jobs,
-		Audit:   func(e messages.AuditEntry) { r.Audit.Append(e) },
-		Runs:    r.runs,
-		JobsPID: r.Jobs.pid, RunsOptions: r.cfg.Runs,
+		Audit:     func(e messages.AuditEntry) { r.Audit.Append(e) },
+		AuditKeys: r.cfg.AuditKeys,
+		Runs:      r.runs,
+		JobsPID:   r.Jobs.pid, RunsOptions: r.cfg.Runs,
 		DeadlocksPID: supervisors.ChildPID(r.root, supervisors.DeadlocksName),
 	}
 	if err := supervisors.Boot(d); err != nil {

@@ -3,7 +3,6 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -46,19 +45,24 @@ const (
 	// KindEscalation records a run's explicit tier change (run_escalate):
 	// details from and to, the reason.
 	KindEscalation Kind = "escalation"
+	// KindKeyRotation records a rotation of the audit key: details
+	// old_key_id and handover (the HMAC of the previous head under the old
+	// key). It is sealed with the new key and written by the audit actor
+	// only.
+	KindKeyRotation Kind = "key_rotation"
 )
 
 // Kinds returns every known kind, in declaration order.
 func Kinds() []Kind {
 	return []Kind{KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation}
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation}
 }
 
 // KnownKind reports whether k is one of the Kind constants.
 func KnownKind(k Kind) bool {
 	switch k {
 	case KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation:
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation:
 		return true
 	}
 	return false
@@ -82,18 +86,8 @@ type Entry messages.AuditEntry
 // domain followed by e's JSON encoding with Hash set to "". The result does
 // not depend on e.Hash.
 func (e Entry) ComputeHash() string {
-	e.Hash = ""
-	b, err := json.Marshal(messages.AuditEntry(e))
-	if err != nil {
-		// Entry holds only strings, numbers, a string slice, a string map
-		// and a time; encoding/json cannot fail on it.
-		panic("audit: encode entry: " + err.Error())
-	}
-	h := sha256.New()
-	h.Write([]byte(hashDomain))
-	h.Write(b)
-	var sum [sha256.Size]byte
-	return "sha256:" + hex.EncodeToString(h.Sum(sum[:0]))
+	sum := sha256.Sum256(e.canonical())
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Redact returns e with Reason and every Details value run through
@@ -140,7 +134,10 @@ func Prepare(e Entry, now time.Time) (Entry, error) {
 		return Entry{}, errs.New(errs.InvalidArgument, "audit: unknown entry kind %q", clip(string(e.Kind), 64)).
 			With("kind", clip(string(e.Kind), 64))
 	}
-	e.Seq, e.PrevHash, e.Hash = 0, "", ""
+	if e.Kind == KindKeyRotation {
+		return Entry{}, errs.New(errs.InvalidArgument, "audit: key_rotation entries are written by the audit actor only")
+	}
+	e.Seq, e.PrevHash, e.Hash, e.KeyID = 0, "", "", ""
 	if e.Time.IsZero() {
 		e.Time = now
 	}
@@ -181,17 +178,26 @@ func Prepare(e Entry, now time.Time) (Entry, error) {
 	return e, nil
 }
 
-// Seal chains e after prev (the zero Entry for the first entry): it sets
-// Seq = prev.Seq+1, PrevHash = prev.Hash (Genesis when prev.Seq is 0),
-// normalises Time to UTC and sets Hash. e is expected to come from Prepare.
+// Seal chains e after prev (the zero Entry for the first entry) without a
+// key: it sets Seq = prev.Seq+1, PrevHash = prev.Hash (Genesis when
+// prev.Seq is 0), normalises Time to UTC, clears KeyID and sets Hash to the
+// plain sha256. e is expected to come from Prepare. Harnessd seals with a
+// key (SealWith); Seal is the form of entries written before keys existed.
 func Seal(prev Entry, e Entry) Entry {
+	e = link(prev, e)
+	e.KeyID = ""
+	e.Hash = e.ComputeHash()
+	return e
+}
+
+// link sets e's chain fields after prev, and its Time to UTC.
+func link(prev Entry, e Entry) Entry {
 	e.Seq = prev.Seq + 1
 	e.PrevHash = prev.Hash
 	if prev.Seq == 0 {
 		e.PrevHash = Genesis
 	}
 	e.Time = e.Time.UTC()
-	e.Hash = e.ComputeHash()
 	return e
 }
 

@@ -71,7 +71,31 @@ func humanRoutes(mux guardedMux, h *harness.Harness, token string) {
 		respond(w, out, err)
 	})
 	mux.HandleFunc("GET /v1/audit/verify", func(w http.ResponseWriter, r *http.Request) {
-		out, err := h.AuditVerify(r.Context())
+		var anchor *harness.AuditAnchor
+		if v := r.URL.Query().Get("anchor"); v != "" {
+			a, err := harness.ParseAuditAnchor(v)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			anchor = &a
+		}
+		out, err := h.AuditVerifyAnchored(r.Context(), anchor)
+		respond(w, out, err)
+	})
+	mux.HandleFunc("POST /v1/audit/rotate-key", func(w http.ResponseWriter, r *http.Request) {
+		out, err := h.AuditRotateKey(r.Context())
+		respond(w, out, err)
+	})
+	mux.HandleFunc("POST /v1/audit/anchor", func(w http.ResponseWriter, r *http.Request) {
+		var a harness.AuditAnchorArgs
+		if b, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); len(b) > 0 {
+			if err := json.Unmarshal(b, &a); err != nil {
+				writeError(w, errs.New(errs.InvalidArgument, "body: %v", err))
+				return
+			}
+		}
+		out, err := h.AuditAnchorHead(r.Context(), a)
 		respond(w, out, err)
 	})
 }
