@@ -312,6 +312,31 @@ func (g *Git) runCmd(ctx context.Context, cmd *exec.Cmd, dir string, args []stri
 	return cmd.Wait()
 }
 
+// Start starts cmd, built by Cmd with args, confined as Run confines it
+// when the subcommand is read-only: for a caller that streams stdin or
+// stdout itself (cat-file --batch). It returns the wait that ends it and
+// releases the confinement.
+func (g *Git) Start(ctx context.Context, cmd *exec.Cmd, dir string, args ...string) (wait func() error, err error) {
+	if g.Confine == nil || cmd.Err != nil || !ReadOnly(args) {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd.Wait, nil
+	}
+	start, done, err := g.Confine(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(cmd); err != nil {
+		done()
+		return nil, err
+	}
+	return func() error {
+		defer done()
+		return cmd.Wait()
+	}, nil
+}
+
 func ctxError(err error, args []string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errs.Wrap(errs.Timeout, err, "git %s: timed out", subcommand(args))

@@ -109,7 +109,7 @@ func decide(req Request, inBatch bool) Decision {
 	switch req.Tool {
 	case "read_file", "search", "git_status", "git_diff", "route_explain", "job_status", "job_logs", "job_list",
 		"read_lanes", "patch_proposal_validate", "batch_result", "repository_register", "repository_list", "repository_unregister", "job_clean",
-		"context_assemble":
+		"context_assemble", "commit_verify":
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a readonly Fast Path operation"},
 			Risk: 5, EstimatedClass: Short, Tier: Direct}
 	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate":
