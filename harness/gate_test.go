@@ -70,6 +70,18 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		t.Fatal(err)
 	}
 	rid := map[string]any{"run_id": run.RunID}
+	// Writes for revert and run_revert to undo (one outside the run, one in it).
+	var undoIDs [2]string
+	for i, args := range []map[string]any{
+		{"repo_id": repoID, "request_id": "gate-u0", "operations": []any{map[string]any{"op": "create", "path": "undo0.txt", "content": "u\n"}}},
+		{"repo_id": repoID, "request_id": "gate-u1", "run_id": run.RunID, "operations": []any{map[string]any{"op": "create", "path": "undo1.txt", "content": "u\n"}}},
+	} {
+		out, err := callOp(h, "apply_patch", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		undoIDs[i] = out.(*harness.MutationResult).ReceiptID
+	}
 	repo := map[string]any{"repo_id": repoID}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{"repo_id": repoID}
@@ -93,6 +105,7 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"apply_patch", with("request_id", "gate-p", "operations", patchOps("README.md", "hello", "hi")), nil},
 		{"git_stage", with("request_id", "gate-s", "paths", []string{"README.md"}), nil},
 		{"git_commit", with("request_id", "gate-c", "message", "gate"), nil},
+		{"commit_verify", with("rev", "HEAD"), nil},
 		{"batch", with("steps", []any{step("read_file", map[string]any{"path": "README.md"}), step("search", map[string]any{"query": "hi"}),
 			step("git_status", map[string]any{})}), []string{"batch", "read_file", "search", "git_status"}},
 		{"batch_result", map[string]any{"ref": "bres_unknown"}, nil},
@@ -109,6 +122,9 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"patch_proposal_validate", with("proposals", []any{map[string]any{"id": "q", "operations": patchOps("src/a.go", "package a", "package a // q")}}),
 			[]string{"patch_proposal_validate", "patch_proposal_validate"}},
 		{"patch_proposal_integrate", with("request_id", "gate-i", "proposal_ids", []string{val.Proposals[0].ProposalID}), nil},
+		{"receipt_list", repo, nil},
+		{"revert", with("request_id", "gate-r", "receipt_id", undoIDs[0]), nil},
+		{"run_revert", map[string]any{"run_id": run.RunID, "request_id": "gate-rr"}, nil},
 		{"run_start", map[string]any{"goal": "g", "workflow_class": "bugfix"}, nil},
 		{"run_observe", map[string]any{"run_id": run.RunID, "kind": "finding", "text": "t"}, nil},
 		{"run_stage", map[string]any{"run_id": run.RunID, "stage": "s", "status": "started"}, nil},

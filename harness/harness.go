@@ -75,6 +75,13 @@ type Config struct {
 	// APPROVAL_REQUIRED call from a client that declared the elicitation
 	// capability asks the client's person (see ClientApprovals).
 	NoClientApprovals bool
+	// PreImageMaxAge and PreImageMaxBytes bound the pre-images kept for
+	// revert in <DataDir>/preimages (in memory when InMemory): older ones,
+	// then the oldest beyond the total size, are pruned, and their
+	// receipts can no longer be reverted. 0 = 7 days and 1 GiB; negative =
+	// no bound of that kind.
+	PreImageMaxAge   time.Duration
+	PreImageMaxBytes int64
 }
 
 // ClientApprovals reports whether an MCP client's person may decide an
@@ -137,6 +144,7 @@ type Harness struct {
 	gov     *govern.Governor
 	sb      *sandbox.Sandbox
 	secrets *secrets.Cache
+	akeys   *auditKeys // the audit chain's HMAC keys (harness/audit_key.go)
 	env     *op.Env
 	pipe    *op.Pipeline
 	started time.Time
@@ -175,8 +183,11 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		MarksPath: marksPath, Reserve: cfg.StoreReserve}); err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "%v", err)
 	}
+	if h.akeys, err = loadAuditKeys(dataDir, h.store, cfg.Logger); err != nil {
+		return nil, err
+	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir, Runs: runsOptions(cfg)}); err != nil {
+		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.ring}); err != nil {
 		return nil, err
 	}
 	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
@@ -215,6 +226,9 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout, Runs: &h.rt.Runs,
 	}
 	git.Confine = h.env.ConfineGit
+	if h.env.PreImages, err = openPreImages(cfg); err != nil {
+		return nil, err
+	}
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {

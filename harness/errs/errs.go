@@ -88,6 +88,11 @@ const (
 	// under the same path: its device and inode differ); nothing was done.
 	// Register the directory again (target_register) for a new target_id.
 	TargetMoved Code = "TARGET_MOVED"
+	// RevertConflict: a revert would restore files a later fenced write
+	// (another receipt of the checkout) changed again; details "later"
+	// name those receipts and their paths, "paths" the files. Revert the
+	// later ones first, or pass cascade: true (not for run_revert).
+	RevertConflict Code = "REVERT_CONFLICT"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

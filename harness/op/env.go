@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/ctxasm"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
@@ -45,6 +46,9 @@ type Env struct {
 	Sandbox *sandbox.Sandbox
 	// Secrets knows the secret paths and values of checkouts (nil = none).
 	Secrets Secrets
+	// PreImages keeps the pre-images of the files writes change, for
+	// revert (nil = none kept: receipts cannot be reverted).
+	PreImages *preimage.Store
 	// Hidden are the directories no confined process may see (the data
 	// dir, the runtime's job logs and worktrees): no checkout may hold one.
 	Hidden []string

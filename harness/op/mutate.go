@@ -89,8 +89,14 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	info := l.Info()
 	rec := Receipt{
 		RequestID: t.RequestID, Operation: t.Op, RepoID: c.Repo.Repo.ID, CheckoutID: c.Repo.Repo.CheckoutID,
-		LeaseID: info.ID, FencingToken: l.MaxToken(), FencingTokens: info.Tokens,
+		LeaseID: info.ID, FencingToken: l.MaxToken(), FencingTokens: info.Tokens, RunID: c.Caller.RunID,
 	}
+	if c.run != nil {
+		rec.RunID, rec.SpanID = c.run.entry.ID, c.run.spanID
+	}
+	// The receipt id is known before the write runs: git_commit records it
+	// in the commit's trailers (Harnessd-Receipt).
+	rec.ReceiptID = "rcpt_" + strconv.FormatInt(env.Now().UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
 	err = t.Run(lctx, l, &rec)
 	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {
 		err = context.Cause(lctx)
@@ -105,7 +111,6 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 
 	now := env.Now()
 	rec.At = now.UTC()
-	rec.ReceiptID = "rcpt_" + strconv.FormatInt(now.UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
 	if rec.Changes == nil {
 		rec.Changes = []patch.Change{}
 	}
@@ -137,6 +142,11 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	c.receipt = kept
 	return out, nil
 }
+
+// Resolve resolves the call's repository in Prepare, for an operation
+// whose repository is known only from its input's records (run_revert):
+// the same checks as a Repo of the spec.
+func (c *Call) Resolve(repoID string) error { return c.resolve(repoID) }
 
 // MutationTxn completes t for the operations whose result is a
 // MutationResult (apply_patch, git_stage, git_commit, proposals).

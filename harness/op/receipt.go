@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/internal/verify"
 )
 
@@ -22,15 +23,27 @@ type Receipt struct {
 	HeadAfter     string            `json:"head_after,omitempty"`
 	Commit        string            `json:"commit,omitempty"`
 	HooksRan      *bool             `json:"hooks_ran,omitempty"`
+	// Tree is what a commit (git_commit) changed against its parent, with
+	// the sha256 of every blob before and after: what commit_verify
+	// compares with the commit's tree. Changes keeps the paths only.
+	Tree []patch.Change `json:"tree,omitempty"`
 	// SkippedSecretPaths are changed secret files a directory or glob of
 	// git_stage matched and harnessd left unstaged.
 	SkippedSecretPaths []string `json:"skipped_secret_paths,omitempty"`
 	// Verified are the verified stages the write required and passed
 	// (git_commit's require_verified, require_verified policy rules), as
 	// they were verified at the moment of the write.
-	Verified  []verify.Stamp `json:"verified,omitempty"`
-	At        time.Time      `json:"at"`
-	LatencyMs float64        `json:"latency_ms"`
+	Verified []verify.Stamp `json:"verified,omitempty"`
+	// PreImages name the state of every file the write changed, as it was
+	// before (content digest and mode, or absent): what revert restores.
+	PreImages []preimage.Ref `json:"pre_images,omitempty"`
+	// Reverts are the receipts a revert undid, newest first.
+	Reverts []string `json:"reverts,omitempty"`
+	// RunID and SpanID are the run and span of the call that wrote.
+	RunID     string    `json:"run_id,omitempty"`
+	SpanID    string    `json:"span_id,omitempty"`
+	At        time.Time `json:"at"`
+	LatencyMs float64   `json:"latency_ms"`
 }
 
 // MutationResult is the result of apply_patch, git_stage, git_commit and

@@ -14,10 +14,12 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/ops/mutation"
 	"github.com/harnessd/harnessd/harness/ops/proposal"
+	"github.com/harnessd/harnessd/harness/ops/provenance"
 	"github.com/harnessd/harnessd/harness/ops/read"
 	"github.com/harnessd/harnessd/harness/ops/repo"
 	"github.com/harnessd/harnessd/harness/ops/run"
 	"github.com/harnessd/harnessd/harness/ops/target"
+	"github.com/harnessd/harnessd/harness/ops/undo"
 )
 
 // Registry returns the registry of every operation: the one literal list
@@ -34,8 +36,10 @@ func Registry() *op.Registry {
 		proposal.Ops(),
 		run.Ops(),
 		run.AssessOps(),
+		provenance.Ops(),
 		run.ClaimOps(),
 		context.Ops(),
 		target.Ops(),
+		undo.Ops(),
 	)
 }

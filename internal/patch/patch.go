@@ -65,6 +65,14 @@ type Options struct {
 	Fence func() error
 	// NoSync skips fsync of files and directories (tests, benchmarks).
 	NoSync bool
+	// Expect, if set, maps relative paths to the SHA-256 each must have
+	// before the patch ("" = absent); a file that differs is
+	// PATCH_CONFLICT before anything is written (revert).
+	Expect map[string]string
+	// PreImage, if set, is called after planning and before the first
+	// write with the original state of every file the patch changes (see
+	// PreImage); an error aborts the patch with nothing written.
+	PreImage func(PreImage) error
 }
 
 // Change reports one applied op. For a file touched by several ops, Before of
@@ -106,6 +114,9 @@ func Apply(ctx context.Context, r Resolver, ops []Op, o Options) (Result, error)
 	o = o.withDefaults()
 	p, err := newPlan(r, ops, o)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := p.before(o); err != nil {
 		return Result{}, err
 	}
 	if err := p.commit(ctx, o); err != nil {

@@ -164,6 +164,7 @@ var classes = map[errs.Code]class{
 	errs.JobFailed:               {Contract, false, "the job's command failed"},
 	errs.CheckFailed:             {Contract, false, "the check did not pass"},
 	errs.TargetMoved:             {Contract, false, "the target's directory was moved or replaced"},
+	errs.RevertConflict:          {Contract, false, "later writes changed the files the revert would restore"},
 }
 
 // Classify returns the failure type a code says on its own, and whether

@@ -61,6 +61,7 @@ var everyCode = []struct {
 	{errs.JobFailed, Contract, false, Abort},
 	{errs.CheckFailed, Contract, false, Abort},
 	{errs.TargetMoved, Contract, false, Abort},
+	{errs.RevertConflict, Contract, false, Abort},
 }
 
 // TestEveryCodeIsListed reads the constants of harness/errs from its

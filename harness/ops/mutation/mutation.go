@@ -17,13 +17,16 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/provenance"
 	"github.com/harnessd/harnessd/harness/ops/run"
+	"github.com/harnessd/harnessd/harness/ops/undo"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/runs"
+	"github.com/harnessd/harnessd/internal/trailer"
 )
 
 // Commit and stage limits.
@@ -52,7 +55,7 @@ func Ops() []op.Op {
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
 			}}),
 		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit", Output: op.MutationResult{}, Idempotent: true,
-			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries).",
+			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries). The message is kept as given and harnessd appends provenance trailers (Harnessd-Receipt, Harnessd-Run, Harnessd-Policy, Harnessd-Approvals, Harnessd-Verified, Harnessd-Repo) that commit_verify checks; a message that already holds a Harnessd- trailer line is refused.",
 			Repo:        func(a GitCommitArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {
 				w, err := PlanGitCommit(ctx, c, a)
@@ -142,7 +145,7 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 		if err := enforce(ctx, c, r); err != nil {
 			return err
 		}
-		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence})
+		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence, PreImage: undo.Keep(c.Env, r)})
 		if err != nil {
 			return err
 		}
@@ -349,6 +352,10 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 	case strings.ContainsRune(args.Message, 0):
 		return Write{}, errs.New(errs.InvalidArgument, "message contains a NUL byte")
 	}
+	if line, ok := trailer.Reserved(args.Message); ok {
+		return Write{}, errs.New(errs.InvalidArgument, "message line %q looks like a harnessd provenance trailer: harnessd writes the Harnessd- trailers itself; remove the line", line).
+			With("line", line)
+	}
 	var require []string
 	if args.RequireVerified != "" {
 		if err := runs.ValidText("require_verified", args.RequireVerified, runs.MaxStage); err != nil {
@@ -398,7 +405,16 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		if err := l.Fence(); err != nil {
 			return err
 		}
-		gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", args.Message}
+		// Provenance trailers, appended to the message (not --trailer:
+		// that runs interpret-trailers, whose trailer.*.command settings a
+		// repository could use to run a program).
+		var approvals []string
+		if args.ApprovalID != "" {
+			approvals = []string{args.ApprovalID}
+		}
+		msg := trailer.Append(args.Message, provenance.Trailers(provenance.Stamp{ReceiptID: r.ReceiptID, RunID: c.Caller.RunID,
+			Policy: c.Env.Gov.Policy().Digest, Approvals: approvals, Verified: r.Verified, RepoID: c.Repo.Repo.ID}))
+		gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", msg}
 		if args.AllowEmpty {
 			gitArgs = append(gitArgs, "--allow-empty")
 		}
@@ -413,9 +429,14 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		if err != nil {
 			return err
 		}
-		out, _, err := git.Run(ctx, dir, 0, "diff-tree", "--no-commit-id", "--name-status", "-r", "-z", "--root", after)
-		if err == nil {
-			r.Changes = append(r.Changes, parseNameStatus(out)...)
+		// Every path with the sha256 of its blob before and after (Tree:
+		// what commit_verify compares with the commit's tree); Changes
+		// names the paths, as a commit wrote no file contents.
+		if tree, err := provenance.TreeChanges(ctx, git, dir, after); err == nil {
+			r.Tree = append(r.Tree, tree...)
+			for _, ch := range tree {
+				r.Changes = append(r.Changes, patch.Change{Path: ch.Path, Op: ch.Op})
+			}
 		}
 		hooks := false
 		if r.HeadBefore == "" {
@@ -479,31 +500,4 @@ func checkSomethingToCommit(ctx context.Context, c *op.Call, dir string, rels []
 		return errs.New(errs.InvalidArgument, "%s (stage changes with git_stage, or pass allow_empty)", what)
 	}
 	return nil
-}
-
-// parseNameStatus parses `git diff-tree --name-status -z` output.
-func parseNameStatus(b []byte) []patch.Change {
-	f := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	var out []patch.Change
-	for i := 0; i+1 < len(f); {
-		st := f[i]
-		if st == "" {
-			i++
-			continue
-		}
-		if st[0] == 'R' || st[0] == 'C' {
-			if i+2 < len(f) {
-				out = append(out, patch.Change{Path: f[i+2], Op: "rename"})
-			}
-			i += 3
-			continue
-		}
-		o := map[byte]string{'A': "create", 'M': "modify", 'D': "delete", 'T': "type_change"}[st[0]]
-		if o == "" {
-			o = "modify"
-		}
-		out = append(out, patch.Change{Path: f[i+1], Op: o})
-		i += 2
-	}
-	return out
 }

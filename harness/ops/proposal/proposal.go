@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/ops/run"
+	"github.com/harnessd/harnessd/harness/ops/undo"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
@@ -563,7 +564,7 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 				}
 			}
 			r.HeadBefore, r.HeadAfter = head, head
-			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence})
+			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence, PreImage: undo.Keep(c.Env, r)})
 			if err != nil {
 				return err
 			}

@@ -278,6 +278,8 @@ func StatusOf(c errs.Code) int {
 		return http.StatusServiceUnavailable
 	case errs.RepositoryMoved, errs.TargetMoved:
 		return http.StatusConflict
+	case errs.RevertConflict:
+		return http.StatusConflict
 	case errs.ConcurrentModification:
 		return http.StatusConflict
 	case errs.GitIdentityRequired:

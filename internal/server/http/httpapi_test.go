@@ -427,6 +427,7 @@ func TestStatusOf(t *testing.T) {
 		{errs.JobFailed, 422},
 		{errs.CheckFailed, 422},
 		{errs.TargetMoved, 409},
+		{errs.RevertConflict, 409},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
