@@ -54,6 +54,10 @@ func ReceiptKey(repoID string, seq uint64) []byte {
 	return seqKey(PrefixReceipt+repoID+"/", seq)
 }
 
+// ReceiptPrefix returns receipt/<owner id>/, the prefix of the receipts of
+// a repository or a target.
+func ReceiptPrefix(ownerID string) []byte { return []byte(PrefixReceipt + ownerID + "/") }
+
 // AuditKey returns audit/<seq as 8 big-endian bytes>.
 func AuditKey(seq uint64) []byte { return seqKey(PrefixAudit, seq) }
 

@@ -574,3 +574,31 @@ func (l badgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(f, a...) }
 func (l badgerLogger) Warningf(f string, a ...any) { l.s.Warnf(f, a...) }
 func (l badgerLogger) Infof(f string, a ...any)    { l.s.Debugf(f, a...) }
 func (l badgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(f, a...) }
+
+// PruneOldest deletes the first keys under prefix (in key order, the
+// oldest for fixed-width sequence keys) beyond the newest keep. Deletes go
+// in one unsynced transaction: a crash can only leave more than keep.
+func (s *Store) PruneOldest(prefix []byte, keep int) error {
+	n, err := s.Count(prefix)
+	if err != nil || n <= keep {
+		return err
+	}
+	extra := n - keep
+	var old [][]byte
+	if err := s.ScanRaw(prefix, func(k, _ []byte) error {
+		if len(old) < extra {
+			old = append(old, append([]byte(nil), k...))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.Update(false, func(tx *Txn) error {
+		for _, k := range old {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -289,5 +290,40 @@ func TestUseAfterCloseAnswersErrClosed(t *testing.T) {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
+	}
+}
+
+func TestPruneOldestKeepsTheNewest(t *testing.T) {
+	s := openMem(t)
+	for i := uint64(1); i <= 10; i++ {
+		if err := s.Put(ReceiptKey("repo_a", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ReceiptKey("repo_b", 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PruneOldest(ReceiptPrefix("repo_a"), 4); err != nil {
+		t.Fatal(err)
+	}
+	var kept []uint64
+	if err := s.Scan(ReceiptPrefix("repo_a"), func(_ []byte, decode func(any) error) error {
+		var v uint64
+		if err := decode(&v); err != nil {
+			return err
+		}
+		kept = append(kept, v)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(kept) != "[7 8 9 10]" {
+		t.Errorf("kept %v, want the newest four [7 8 9 10]", kept)
+	}
+	if n, _ := s.Count(ReceiptPrefix("repo_b")); n != 1 {
+		t.Errorf("another owner's receipts: %d, want 1 (untouched)", n)
+	}
+	if err := s.PruneOldest(ReceiptPrefix("repo_a"), 10); err != nil {
+		t.Fatal(err)
 	}
 }

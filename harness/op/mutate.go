@@ -219,26 +219,5 @@ func (c *Call) persistReceipt(r Receipt) error {
 
 // pruneReceipts drops the oldest receipts of a repository beyond the bound.
 func pruneReceipts(store *persistence.Store, repoID string) {
-	prefix := persistence.ReceiptKey(repoID, 0)
-	prefix = prefix[:len(prefix)-8]
-	n, err := store.Count(prefix)
-	if err != nil || n <= maxReceiptsPerRepo {
-		return
-	}
-	extra := n - maxReceiptsPerRepo
-	var old [][]byte
-	_ = store.ScanRaw(prefix, func(k, _ []byte) error {
-		if len(old) < extra {
-			old = append(old, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	_ = store.Update(false, func(tx *persistence.Txn) error {
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	_ = store.PruneOldest(persistence.ReceiptPrefix(repoID), maxReceiptsPerRepo)
 }

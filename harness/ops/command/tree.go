@@ -190,8 +190,7 @@ func describeWrites(c *op.Call, held []messages.HeldLease, since, until time.Tim
 	if c.Env.Store == nil {
 		return writes, receipts
 	}
-	prefix := persistence.ReceiptKey(c.Repo.Repo.ID, 0)
-	prefix = prefix[:len(prefix)-8]
+	prefix := persistence.ReceiptPrefix(c.Repo.Repo.ID)
 	from := uint64(max(since.UnixNano(), 0))
 	_ = c.Env.Store.Scan(prefix, func(key []byte, decode func(any) error) error {
 		if seq, ok := persistence.SeqOf(key); !ok || seq < from {

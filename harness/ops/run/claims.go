@@ -627,8 +627,7 @@ func receiptFacts(_ context.Context, repos *repoSet, cl verify.Claim, e verify.E
 	st := repos.env.Store
 	prefix := []byte(persistence.PrefixReceipt)
 	if id := repos.pick(e.RepoID, cl.RepoID); id != "" {
-		prefix = persistence.ReceiptKey(id, 0)
-		prefix = prefix[:len(prefix)-8]
+		prefix = persistence.ReceiptPrefix(id)
 	}
 	needle := []byte(`"receipt_id":"` + e.ReceiptID + `"`)
 	errFound := errors.New("found") // stops the scan

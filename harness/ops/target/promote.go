@@ -117,8 +117,7 @@ func gitInit(ctx context.Context, c *op.Call, r resolved) error {
 // became, so they are found under the new repo_id; the originals stay
 // under the target_id.
 func copyReceipts(store *persistence.Store, targetID, repoID string) (int, error) {
-	prefix := persistence.ReceiptKey(targetID, 0)
-	prefix = prefix[:len(prefix)-8]
+	prefix := persistence.ReceiptPrefix(targetID)
 	type item struct {
 		seq uint64
 		v   map[string]any

@@ -222,28 +222,7 @@ const maxReceiptsPerTarget = 1000
 
 // pruneReceipts drops the oldest receipts of a target beyond the bound.
 func pruneReceipts(store *persistence.Store, targetID string) {
-	prefix := persistence.ReceiptKey(targetID, 0)
-	prefix = prefix[:len(prefix)-8]
-	n, err := store.Count(prefix)
-	if err != nil || n <= maxReceiptsPerTarget {
-		return
-	}
-	extra := n - maxReceiptsPerTarget
-	var old [][]byte
-	_ = store.ScanRaw(prefix, func(k, _ []byte) error {
-		if len(old) < extra {
-			old = append(old, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	_ = store.Update(false, func(tx *persistence.Txn) error {
-		for _, k := range old {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	_ = store.PruneOldest(persistence.ReceiptPrefix(targetID), maxReceiptsPerTarget)
 }
 
 func mutationResult(r Receipt) *MutationResult { return &MutationResult{Receipt: r} }

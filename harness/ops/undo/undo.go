@@ -86,8 +86,7 @@ type RunRevertArgs struct {
 // stored form holds one of them are decoded (the others cannot touch the
 // files the needles name).
 func loadReceipts(st *persistence.Store, repoID, checkoutID string, needles ...[]byte) ([]*op.Receipt, error) {
-	prefix := persistence.ReceiptKey(repoID, 0)
-	prefix = prefix[:len(prefix)-8]
+	prefix := persistence.ReceiptPrefix(repoID)
 	reverts := []byte(`"reverts":[`)
 	var out []*op.Receipt
 	err := st.ScanRaw(prefix, func(_, value []byte) error {
@@ -121,8 +120,7 @@ func loadReceipts(st *persistence.Store, repoID, checkoutID string, needles ...[
 
 // findReceipt returns the receipt id of a repository, or nil.
 func findReceipt(st *persistence.Store, repoID, id string) *op.Receipt {
-	prefix := persistence.ReceiptKey(repoID, 0)
-	prefix = prefix[:len(prefix)-8]
+	prefix := persistence.ReceiptPrefix(repoID)
 	needle, _ := json.Marshal(id)
 	needle = append([]byte(`"receipt_id":`), needle...)
 	var found *op.Receipt
