@@ -43,13 +43,17 @@ type Op struct {
 	OutputSchema *jsonschema.Schema
 
 	resolved *jsonschema.Resolved
-	inType   reflect.Type
-	approval []int // index of the input's ApprovalID field, nil = none
-	draw     runs.Draw
-	noRun    bool
-	decode   func(raw json.RawMessage) (any, error)
-	repoOf   func(in any) string
-	prepare  func(ctx context.Context, c *Call, in any) (*Plan, error)
+	// step is the input schema as a step of a batch sees it: the batch's
+	// request_id covers its steps, so a step does not require one.
+	step         *jsonschema.Schema
+	stepResolved *jsonschema.Resolved
+	inType       reflect.Type
+	approval     []int // index of the input's ApprovalID field, nil = none
+	draw         runs.Draw
+	noRun        bool
+	decode       func(raw json.RawMessage) (any, error)
+	repoOf       func(in any) string
+	prepare      func(ctx context.Context, c *Call, in any) (*Plan, error)
 }
 
 // Spec declares an operation for Def.
@@ -136,13 +140,22 @@ func Def[In any](s Spec[In]) Op {
 	if err != nil {
 		panic(fmt.Sprintf("op %s: resolve schema: %v", s.Name, err))
 	}
+	step, stepResolved := schema, resolved
+	if slices.Contains(schema.Required, "request_id") {
+		cp := *schema
+		cp.Required = slices.DeleteFunc(slices.Clone(schema.Required), func(r string) bool { return r == "request_id" })
+		step = &cp
+		if stepResolved, err = step.Resolve(nil); err != nil {
+			panic(fmt.Sprintf("op %s: resolve step schema: %v", s.Name, err))
+		}
+	}
 	if s.Prepare == nil {
 		panic(fmt.Sprintf("op %s: no Prepare", s.Name))
 	}
 	o := Op{
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
 		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly,
-		InputSchema: schema, OutputSchema: out, resolved: resolved, inType: reflect.TypeFor[In](),
+		InputSchema: schema, OutputSchema: out, resolved: resolved, step: step, stepResolved: stepResolved, inType: reflect.TypeFor[In](),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
 			if strip {
@@ -201,7 +214,7 @@ func (o *Op) Decode(raw json.RawMessage) (any, error) {
 // decodeStep is Decode for a step of a batch: the batch's request_id
 // covers its steps, so a step's missing request_id is not an error.
 func (o *Op) decodeStep(raw json.RawMessage) (any, error) {
-	raw, err := o.checkWith(raw, "request_id")
+	raw, err := o.checkAgainst(raw, o.step, o.stepResolved)
 	if err != nil {
 		return nil, err
 	}
@@ -221,12 +234,12 @@ func (o *Op) Validate(args json.RawMessage) error {
 // a missing request_id); other schema violations are INVALID_ARGUMENT
 // with the validator's message.
 func (o *Op) check(args json.RawMessage) (json.RawMessage, error) {
-	return o.checkWith(args, "")
+	return o.checkAgainst(args, o.InputSchema, o.resolved)
 }
 
-// checkWith is check with one required top-level field excused (none
-// when "").
-func (o *Op) checkWith(args json.RawMessage, excused string) (json.RawMessage, error) {
+// checkAgainst is check against the given schema (the input schema, or
+// the step schema) and its resolved form.
+func (o *Op) checkAgainst(args json.RawMessage, schema *jsonschema.Schema, resolved *jsonschema.Resolved) (json.RawMessage, error) {
 	args = normArgs(args)
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
@@ -242,19 +255,10 @@ func (o *Op) checkWith(args json.RawMessage, excused string) (json.RawMessage, e
 		}
 		args = b
 	}
-	if e := fieldError(o.Name, "", inst, o.InputSchema, excused); e != nil {
+	if e := fieldError(o.Name, "", inst, schema); e != nil {
 		return nil, e
 	}
-	if m := inst.(map[string]any); excused != "" && m[excused] == nil && slices.Contains(o.InputSchema.Required, excused) {
-		// The schema still requires it: validate a copy that has it.
-		c := make(map[string]any, len(m)+1)
-		for k, v := range m {
-			c[k] = v
-		}
-		c[excused] = "x"
-		inst = c
-	}
-	if err := o.resolved.Validate(inst); err != nil {
+	if err := resolved.Validate(inst); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
 	}
 	return args, nil

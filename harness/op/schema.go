@@ -264,7 +264,7 @@ func dropNulls(v any) bool {
 // ones, then its members in name order), with a message that names the
 // fix: the closest valid field, or the list of valid ones. where is the
 // JSON path so far ("" at the top).
-func fieldError(opName, where string, inst any, s *jsonschema.Schema, excused string) *errs.Error {
+func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Error {
 	if s == nil {
 		return nil
 	}
@@ -292,9 +292,6 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema, excused st
 			}
 		}
 		for _, r := range s.Required {
-			if where == "" && r == excused {
-				continue
-			}
 			if _, ok := x[r]; !ok {
 				d := ""
 				if p := s.Properties[r]; p != nil && p.Description != "" {
@@ -308,7 +305,7 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema, excused st
 			}
 		}
 		for _, k := range keys {
-			if e := fieldError(opName, joinPath(where, k), x[k], s.Properties[k], ""); e != nil {
+			if e := fieldError(opName, joinPath(where, k), x[k], s.Properties[k]); e != nil {
 				return e
 			}
 		}
@@ -326,7 +323,7 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema, excused st
 		}
 	case []any:
 		for i, e := range x {
-			if err := fieldError(opName, fmt.Sprintf("%s[%d]", where, i), e, s.Items, ""); err != nil {
+			if err := fieldError(opName, fmt.Sprintf("%s[%d]", where, i), e, s.Items); err != nil {
 				return err
 			}
 		}
