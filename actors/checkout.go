@@ -55,6 +55,12 @@ type Checkout struct {
 
 	// leaseWrap wraps the producer of lease actors (tests inject faults).
 	leaseWrap func(actor.Producer) actor.Producer
+
+	// watch configures the watcher child; watcher is it while alive and
+	// watchSent counts the syncs forwarded to it (passivation compares).
+	watch     WatchConfig
+	watcher   *actor.PID
+	watchSent uint64
 }
 
 type waiter struct {
@@ -96,6 +102,8 @@ type CheckoutConfig struct {
 	// Deadlocks is the deadlock detector (the "deadlocks" child of the
 	// root) the checkout reports the waits of runs to; nil = no detection.
 	Deadlocks *actor.PID
+	// Watch configures the checkout's watcher (the live index).
+	Watch WatchConfig
 }
 
 // NewCheckout returns the producer of a checkout actor without a deadlock
@@ -110,7 +118,7 @@ func NewCheckoutWith(repo messages.Repository, store *persistence.Store, lg *zap
 		now = time.Now
 	}
 	return func() actor.Actor {
-		return &Checkout{repo: repo, store: store, lg: lg, now: now, deadlocks: cfg.Deadlocks}
+		return &Checkout{repo: repo, store: store, lg: lg, now: now, deadlocks: cfg.Deadlocks, watch: cfg.Watch}
 	}
 }
 
@@ -152,6 +160,18 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		a.reportWaits(ctx)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
+	case messages.WatchSync, messages.WatchOverflow:
+		a.watchSent++
+		ctx.Forward(a.watcherPID(ctx))
+	case watchIdle:
+		if m.pid.Equal(a.watcher) && m.handled == a.watchSent {
+			ctx.Stop(a.watcher) // passivate: the next sync starts a new one
+			a.watcher, a.watchSent = nil, 0
+		}
+	case *actor.Terminated:
+		if m.Who.Equal(a.watcher) {
+			a.watcher, a.watchSent = nil, 0
+		}
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted instance reloads the fencing marks and durable
 		// leases; its waiters are answered now rather than left to time out
@@ -164,6 +184,15 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		a.waiters = nil
 		a.reportWaits(ctx)
 	}
+}
+
+// watcherPID returns the watcher child, spawning it if none is alive.
+func (a *Checkout) watcherPID(ctx actor.Context) *actor.PID {
+	if a.watcher == nil {
+		a.watcher = ctx.Spawn(actor.PropsFromProducer(newWatcher(a.repo.Root, a.watch, a.lg)))
+		a.watchSent = 0
+	}
+	return a.watcher
 }
 
 // restore loads the fencing high-water marks and the durable leases.

@@ -63,6 +63,8 @@ type Deps struct {
 	// DeadlocksPID is the deadlock detector the checkouts report the waits
 	// of runs to (ChildPID(root, DeadlocksName)); nil = no detection.
 	DeadlocksPID *actor.PID
+	// Watch configures the checkouts' watchers (the live index).
+	Watch actors.WatchConfig
 }
 
 // RunsOptions configure the runs supervisor (zero fields = the defaults).
@@ -90,7 +92,7 @@ func (d Deps) recover() actor.PropsOption {
 func Registry(d Deps) Child {
 	lg, mw := d.logger(), d.recover()
 	checkout := func(r messages.Repository) *actor.Props {
-		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID}), mw)
+		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID, Watch: d.Watch}), mw)
 	}
 	props := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))

@@ -37,6 +37,8 @@ type Config struct {
 	Runs supervisors.RunsOptions
 	// AuditKeys seal and verify the audit chain; nil = unkeyed.
 	AuditKeys *audit.Keyring
+	// Watch configures the checkouts' watchers (the live index).
+	Watch actors.WatchConfig
 }
 
 // Runners are the code the actors that run work call: it is wired in at
@@ -131,6 +133,7 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 		Runs:      r.runs,
 		JobsPID:   r.Jobs.pid, RunsOptions: r.cfg.Runs,
 		DeadlocksPID: supervisors.ChildPID(r.root, supervisors.DeadlocksName),
+		Watch:        r.cfg.Watch,
 	}
 	if err := supervisors.Boot(d); err != nil {
 		return err

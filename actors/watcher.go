@@ -1,0 +1,246 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/harness/errs"
+	iwatch "github.com/harnessd/harnessd/internal/watch"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Watcher keeps the live view of one checkout's work tree: a child of the
+// checkout, fed by an inotify pump (internal/watch) whose batches arrive as
+// messages, so generations, changed paths and sync cookies are ordered by
+// the mailbox. It answers messages.WatchSync once the asker's cookie event
+// has been seen. Idle for WatchIdle, it asks its checkout to stop it
+// (passivation): the watches are released and rebuilt on the next use.
+//
+// The pump's walk (blocking I/O) runs in a goroutine started from Started;
+// syncs that arrive before it is ready wait for it.
+type Watcher struct {
+	cfg   WatchConfig
+	root  string
+	lg    *zap.Logger
+	track *iwatch.Tracker
+	pump  *iwatch.Pump
+	life  *watchLife
+
+	ready   bool
+	failed  string // why the checkout cannot be watched ("" = fine)
+	waiters map[string]*watchWaiter
+	early   []*watchWaiter // syncs before the pump was ready
+
+	handled   uint64
+	idleTimer *time.Timer
+}
+
+// WatchConfig configures the watchers of checkouts.
+type WatchConfig struct {
+	// Off disables watchers: every WatchSync is answered not Ready.
+	Off bool
+	// Ignored lists the directories of a work tree git ignores entirely
+	// (not watched); nil = watch every directory.
+	Ignored func(root string) map[string]bool
+	// Idle is the passivation delay (0 = WatchIdle).
+	Idle time.Duration
+	// SyncWait bounds the wait for a cookie's event (0 = WatchSyncWait).
+	SyncWait time.Duration
+}
+
+// Defaults of WatchConfig.
+const (
+	WatchIdle     = 10 * time.Minute
+	WatchSyncWait = 2 * time.Second
+)
+
+// watchLife hands the pump from the goroutine that starts it to the
+// actor, or closes it when the actor stopped first.
+type watchLife struct {
+	mu      sync.Mutex
+	stopped bool
+	pump    *iwatch.Pump
+}
+
+type watchWaiter struct {
+	m      messages.WatchSync
+	sender *actor.PID
+	timer  *time.Timer
+}
+
+// watchPumpStarted reports the end of the pump's initial walk.
+type watchPumpStarted struct {
+	pump *iwatch.Pump
+	err  error
+}
+
+// watchWaitExpired: a sync's cookie was not seen in time.
+type watchWaitExpired struct{ cookie string }
+
+// watchIdleTick is the passivation timer's message; watchIdle is what the
+// watcher tells its checkout when it has been idle.
+type (
+	watchIdleTick struct{ handled uint64 }
+	watchIdle     struct {
+		pid     *actor.PID
+		handled uint64
+	}
+)
+
+func newWatcher(root string, cfg WatchConfig, lg *zap.Logger) actor.Producer {
+	if cfg.Idle <= 0 {
+		cfg.Idle = WatchIdle
+	}
+	if cfg.SyncWait <= 0 {
+		cfg.SyncWait = WatchSyncWait
+	}
+	return func() actor.Actor {
+		return &Watcher{cfg: cfg, root: root, lg: lg, track: iwatch.NewTrackerAt(uint64(time.Now().UnixNano()), 0), waiters: map[string]*watchWaiter{}, life: &watchLife{}}
+	}
+}
+
+// Receive dispatches the watcher's messages.
+func (a *Watcher) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.start(ctx)
+		a.armIdle(ctx)
+	case watchPumpStarted:
+		a.pumpStarted(ctx, m)
+	case iwatch.Batch:
+		for _, c := range a.track.Apply(m) {
+			if w, ok := a.waiters[c]; ok && a.track.TakeCookie(c) {
+				delete(a.waiters, c)
+				w.timer.Stop()
+				ctx.Send(w.sender, a.state(w.m))
+			}
+		}
+	case messages.WatchSync:
+		a.handled++
+		a.sync(ctx, m)
+	case messages.WatchOverflow:
+		a.handled++
+		a.track.Apply(iwatch.Batch{Overflow: true, Reason: "forced overflow"})
+		ctx.Respond(a.state(messages.WatchSync{}))
+	case watchWaitExpired:
+		if w, ok := a.waiters[m.cookie]; ok {
+			delete(a.waiters, m.cookie)
+			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher did not see its sync cookie within %s", a.cfg.SyncWait)))
+		}
+	case watchIdleTick:
+		switch {
+		case m.handled != a.handled || len(a.waiters) > 0:
+			a.armIdle(ctx)
+		case ctx.Parent() != nil:
+			ctx.Send(ctx.Parent(), watchIdle{pid: ctx.Self(), handled: a.handled})
+			a.armIdle(ctx)
+		}
+	case *actor.Stopping:
+		if a.idleTimer != nil {
+			a.idleTimer.Stop()
+		}
+		for c, w := range a.waiters {
+			w.timer.Stop()
+			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher of %s is stopping", a.root)))
+			delete(a.waiters, c)
+		}
+		for _, w := range a.early {
+			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher of %s is stopping", a.root)))
+		}
+		a.early = nil
+		a.life.mu.Lock()
+		a.life.stopped = true
+		if a.life.pump != nil {
+			_ = a.life.pump.Close()
+		}
+		a.life.mu.Unlock()
+		a.pump = nil
+	}
+}
+
+func (a *Watcher) start(ctx actor.Context) {
+	if a.cfg.Off {
+		a.ready, a.failed = true, "the live index is off"
+		return
+	}
+	self, sys := ctx.Self(), ctx.ActorSystem()
+	cfg, root, life := a.cfg, a.root, a.life
+	go func() {
+		var ignored map[string]bool
+		if cfg.Ignored != nil {
+			ignored = cfg.Ignored(root)
+		}
+		p, err := iwatch.Start(root, iwatch.Options{Ignored: ignored}, func(b iwatch.Batch) { sys.Root.Send(self, b) })
+		life.mu.Lock()
+		if life.stopped && p != nil {
+			_ = p.Close()
+			p, err = nil, errs.New(errs.Unavailable, "the watcher stopped")
+		}
+		life.pump = p
+		life.mu.Unlock()
+		sys.Root.Send(self, watchPumpStarted{pump: p, err: err})
+	}()
+}
+
+func (a *Watcher) pumpStarted(ctx actor.Context, m watchPumpStarted) {
+	a.ready = true
+	if m.err != nil {
+		a.failed = m.err.Error()
+		a.lg.Info("checkout not watched", zap.String("root", a.root), zap.Error(m.err))
+	} else {
+		a.pump = m.pump
+		// Whatever happened before the watches existed is unknown: a new
+		// epoch makes every asker rebuild.
+		a.track.Apply(iwatch.Batch{Overflow: true, Reason: "watcher started"})
+	}
+	// The early askers' cookies may predate the watch on the git dir:
+	// answer them with the new epoch (they rebuild, after the watches
+	// exist, so nothing before their ask is missed).
+	for _, w := range a.early {
+		ctx.Send(w.sender, a.state(w.m))
+	}
+	a.early = nil
+}
+
+func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
+	switch {
+	case !a.ready:
+		a.early = append(a.early, &watchWaiter{m: m, sender: ctx.Sender()})
+	case a.failed != "" || a.track.TakeCookie(m.Cookie):
+		ctx.Respond(a.state(m))
+	default:
+		if old, ok := a.waiters[m.Cookie]; ok { // a reused name: answer the older ask
+			old.timer.Stop()
+			ctx.Send(old.sender, Failure(errs.New(errs.Unavailable, "sync cookie %s asked twice", m.Cookie)))
+		}
+		self, sys, cookie := ctx.Self(), ctx.ActorSystem(), m.Cookie
+		a.waiters[m.Cookie] = &watchWaiter{m: m, sender: ctx.Sender(),
+			timer: time.AfterFunc(a.cfg.SyncWait, func() { sys.Root.Send(self, watchWaitExpired{cookie: cookie}) })}
+	}
+}
+
+// state answers m from the tracker.
+func (a *Watcher) state(m messages.WatchSync) messages.WatchState {
+	if a.failed != "" {
+		return messages.WatchState{Reason: a.failed}
+	}
+	st := a.track.Since(m.Epoch, m.Gen)
+	out := messages.WatchState{Ready: true, Reason: st.Reason, Epoch: st.Epoch, Gen: st.Gen, Complete: st.Complete, Changed: st.Changed, Meta: st.Meta}
+	if a.pump != nil {
+		out.Watches = a.pump.Watches()
+	}
+	return out
+}
+
+// armIdle (re)starts the passivation timer (a plain timer sending a
+// message; see checkActor.armIdle for why not SetReceiveTimeout).
+func (a *Watcher) armIdle(ctx actor.Context) {
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+	}
+	self, sys, handled := ctx.Self(), ctx.ActorSystem(), a.handled
+	a.idleTimer = time.AfterFunc(a.cfg.Idle, func() { sys.Root.Send(self, watchIdleTick{handled: handled}) })
+}

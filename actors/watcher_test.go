@@ -1,0 +1,104 @@
+package actors
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/messages"
+)
+
+var cookieSeq atomic.Uint64
+
+// watchRepo is a work tree with a .git directory, and a checkout of it
+// whose watcher passivates after idle.
+func watchRepo(t *testing.T, idle time.Duration) (*actor.ActorSystem, *actor.PID, string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git/refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, st := newTestSystem(t), newStore(t)
+	repo := messages.Repository{ID: "repo_w", CheckoutID: "co_w", Root: root}
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewCheckoutWith(repo, st, zap.NewNop(), nil, CheckoutConfig{Watch: WatchConfig{Idle: idle}})), "co_w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Root.StopFuture(pid).Wait() })
+	return s, pid, root
+}
+
+// syncAt makes a cookie and asks the checkout's watcher.
+func syncAt(t *testing.T, s *actor.ActorSystem, pid *actor.PID, root string, epoch, gen uint64) messages.WatchState {
+	t.Helper()
+	name := fmt.Sprintf("harnessd-cookie-test-%d", cookieSeq.Add(1))
+	p := filepath.Join(root, ".git", name)
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(p)
+	st := want[messages.WatchState](t, request(t, s, pid, messages.WatchSync{Cookie: name, Epoch: epoch, Gen: gen}))
+	if !st.Ready {
+		t.Fatalf("not ready: %s", st.Reason)
+	}
+	return st
+}
+
+func TestWatcherReportsChangesInOrder(t *testing.T) {
+	s, pid, root := watchRepo(t, time.Hour)
+	st := syncAt(t, s, pid, root, 0, 0)
+	if st.Complete {
+		t.Fatalf("a first sync must rebuild: %+v", st)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No wait: the cookie proves the write was seen.
+	st2 := syncAt(t, s, pid, root, st.Epoch, st.Gen)
+	if !st2.Complete || !slices.Contains(st2.Changed, "a.txt") || st2.Epoch != st.Epoch {
+		t.Fatalf("after a write: %+v", st2)
+	}
+	st3 := syncAt(t, s, pid, root, st2.Epoch, st2.Gen)
+	if !st3.Complete || len(st3.Changed) != 0 {
+		t.Fatalf("nothing changed since: %+v", st3)
+	}
+	ov := want[messages.WatchState](t, request(t, s, pid, messages.WatchOverflow{}))
+	if st4 := syncAt(t, s, pid, root, st3.Epoch, st3.Gen); st4.Complete || st4.Epoch != ov.Epoch {
+		t.Fatalf("after an overflow: %+v", st4)
+	}
+}
+
+// TestWatcherPassivatesAndNeverLies: an idle watcher is stopped and a new
+// one starts on the next sync, in a new epoch, so an asker of the old one
+// rebuilds rather than miss a change made while nothing watched.
+func TestWatcherPassivatesAndNeverLies(t *testing.T) {
+	s, pid, root := watchRepo(t, 5*time.Millisecond)
+	st := syncAt(t, s, pid, root, 0, 0)
+	first := st.Epoch
+	eventually(t, "passivation", func() bool {
+		if err := os.WriteFile(filepath.Join(root, "b.txt"), []byte("y"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st = syncAt(t, s, pid, root, st.Epoch, st.Gen)
+		return st.Epoch != first
+	})
+	if st.Complete {
+		t.Fatalf("a new watcher's first answer must not be complete: %+v", st)
+	}
+}
+
+func TestWatcherSyncsDuringPassivationAreAnswered(t *testing.T) {
+	s, pid, root := watchRepo(t, time.Millisecond)
+	var epoch, gen uint64
+	for range 200 {
+		st := syncAt(t, s, pid, root, epoch, gen)
+		epoch, gen = st.Epoch, st.Gen
+	}
+}

@@ -1,0 +1,306 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// CookiePrefix starts the base name of every sync cookie, a file created
+// under the git dir and removed once its event is seen.
+const CookiePrefix = "harnessd-cookie-"
+
+// Options configure a pump.
+type Options struct {
+	// Ignored reports the directories (slash-separated, relative) not to
+	// watch because git ignores everything in them; nil = watch all.
+	Ignored map[string]bool
+	// Buffer is the pump's event channel size (0 = 4096).
+	Buffer uint
+}
+
+// Pump reads a work tree's inotify events (through fsnotify) and hands
+// them out in batches. It watches every directory of the work tree but .git
+// and the ignored ones, adding watches as directories appear, plus the git
+// dir itself, its refs and info: enough to see every change `git status`
+// depends on. A watch it cannot add, or a queue overflow, is reported as a
+// Batch with Overflow set.
+type Pump struct {
+	root   string
+	gitDir string // absolute
+	w      *fsnotify.Watcher
+	emit   func(Batch)
+	opts   Options
+
+	mu   sync.Mutex
+	dirs map[string]bool // watched directories, absolute
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// ErrUnsupported is wrapped by Start's errors when the checkout cannot be
+// watched at all (not a plain work tree with a .git directory).
+var ErrUnsupported = errors.New("checkout cannot be watched")
+
+// Start watches root (a work tree whose git dir is root/.git) and calls
+// emit (safe for concurrent use; the event goroutine and Overflow call it) with each batch of events until Close. The
+// initial walk happens before Start returns.
+func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
+	gitDir := filepath.Join(root, ".git")
+	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s/.git is not a directory (a linked worktree or a submodule)", ErrUnsupported, root)
+	}
+	if opts.Buffer == 0 {
+		opts.Buffer = 4096
+	}
+	w, err := fsnotify.NewBufferedWatcher(opts.Buffer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	p := &Pump{root: root, gitDir: gitDir, w: w, emit: emit, opts: opts, dirs: map[string]bool{}, done: make(chan struct{})}
+	for _, d := range []string{gitDir, filepath.Join(gitDir, "info")} {
+		if err := p.add(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.Close()
+			return nil, err
+		}
+	}
+	if _, err := p.addTree(filepath.Join(gitDir, "refs")); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if _, err := p.addTree(root); err != nil {
+		w.Close()
+		return nil, err
+	}
+	p.wg.Add(1)
+	go p.loop()
+	return p, nil
+}
+
+// Close stops the pump and releases its watches. It waits for the event
+// goroutine, so emit is never called after Close returns.
+func (p *Pump) Close() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	close(p.done)
+	err := p.w.Close()
+	p.wg.Wait()
+	return err
+}
+
+// Watches returns how many directories are watched.
+func (p *Pump) Watches() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.dirs)
+}
+
+func (p *Pump) add(dir string) error {
+	if err := p.w.Add(dir); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("%w: inotify watch limit reached (raise fs.inotify.max_user_watches)", ErrUnsupported)
+		}
+		return err
+	}
+	p.mu.Lock()
+	p.dirs[dir] = true
+	p.mu.Unlock()
+	return nil
+}
+
+// addTree watches dir and every directory under it that is not the git dir
+// or ignored, and returns the work-tree paths found (files and
+// directories), which may have been created before their watch existed.
+func (p *Pump) addTree(dir string) ([]string, error) {
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return nil // gone, or unreadable: git cannot see in either
+			}
+			return err
+		}
+		if path != dir {
+			if rel, ok := p.rel(path); ok {
+				found = append(found, rel)
+			}
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path == p.gitDir && dir != p.gitDir {
+			return fs.SkipDir
+		}
+		if rel, ok := p.rel(path); ok && p.opts.Ignored[rel] {
+			return fs.SkipDir
+		}
+		if err := p.add(path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+	return found, err
+}
+
+// rel returns the work-tree path of an absolute path, false for the root
+// itself and for paths under the git dir.
+func (p *Pump) rel(path string) (string, bool) {
+	r, err := filepath.Rel(p.root, path)
+	if err != nil || r == "." || strings.HasPrefix(r, "..") {
+		return "", false
+	}
+	r = filepath.ToSlash(r)
+	if r == ".git" || strings.HasPrefix(r, ".git/") {
+		return "", false
+	}
+	return r, true
+}
+
+func (p *Pump) loop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.done:
+			return
+		case ev, ok := <-p.w.Events:
+			if !ok {
+				return
+			}
+			var b Batch
+			p.event(&b, ev)
+			// Take whatever else is queued already: one batch, one
+			// generation.
+		drain:
+			for n := 0; n < 4096; n++ {
+				select {
+				case ev, ok := <-p.w.Events:
+					if !ok {
+						break drain
+					}
+					p.event(&b, ev)
+				default:
+					break drain
+				}
+			}
+			p.emit(b)
+		case err, ok := <-p.w.Errors:
+			if !ok {
+				return
+			}
+			reason := "event queue overflow"
+			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				reason = "watch error: " + err.Error()
+			}
+			p.emit(Batch{Overflow: true, Reason: reason})
+		}
+	}
+}
+
+// event adds one fsnotify event to b.
+func (p *Pump) event(b *Batch, ev fsnotify.Event) {
+	name := ev.Name
+	if strings.HasPrefix(name, p.gitDir+string(filepath.Separator)) || name == p.gitDir {
+		p.gitEvent(b, ev)
+		return
+	}
+	rel, ok := p.rel(name)
+	if !ok {
+		return
+	}
+	b.Paths = append(b.Paths, rel)
+	if base := filepath.Base(name); base == ".gitignore" || base == ".gitattributes" {
+		b.Meta = true
+	}
+	p.mu.Lock()
+	watched := p.dirs[name]
+	p.mu.Unlock()
+	if watched && (ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove)) {
+		p.forget(name)
+	}
+	if ev.Has(fsnotify.Create) {
+		fi, err := os.Lstat(name)
+		if err == nil && fi.IsDir() && !p.opts.Ignored[rel] {
+			found, err := p.addTree(name)
+			if err != nil {
+				b.Overflow, b.Reason = true, err.Error()
+				return
+			}
+			b.Paths = append(b.Paths, found...)
+		}
+	}
+}
+
+// forget drops the watches of dir and of every directory under it (a
+// renamed directory keeps its inotify watch under the old name otherwise).
+func (p *Pump) forget(dir string) {
+	p.mu.Lock()
+	var gone []string
+	prefix := dir + string(filepath.Separator)
+	for d := range p.dirs {
+		if d == dir || strings.HasPrefix(d, prefix) {
+			gone = append(gone, d)
+			delete(p.dirs, d)
+		}
+	}
+	p.mu.Unlock()
+	for _, d := range gone {
+		_ = p.w.Remove(d) // already gone with the directory: fine
+	}
+}
+
+// gitEvent handles an event under the git dir.
+func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
+	rel, _ := filepath.Rel(p.gitDir, ev.Name)
+	rel = filepath.ToSlash(rel)
+	base := filepath.Base(rel)
+	switch {
+	case strings.HasPrefix(base, CookiePrefix) && !strings.Contains(rel, "/"):
+		if ev.Has(fsnotify.Create) {
+			b.Cookies = append(b.Cookies, base)
+		}
+		return
+	case strings.HasSuffix(base, ".lock"), rel == "objects", strings.HasPrefix(rel, "objects/"),
+		rel == "logs", strings.HasPrefix(rel, "logs/"), base == "COMMIT_EDITMSG", base == "FETCH_HEAD", base == "gc.pid":
+		return
+	}
+	b.Meta = true
+	if ev.Has(fsnotify.Create) && (rel == "refs" || strings.HasPrefix(rel, "refs/") || rel == "info") {
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			if _, err := p.addTree(ev.Name); err != nil {
+				b.Overflow, b.Reason = true, err.Error()
+			}
+		}
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		p.mu.Lock()
+		watched := p.dirs[ev.Name]
+		p.mu.Unlock()
+		if watched {
+			p.forget(ev.Name)
+		}
+	}
+}
+
+// Overflow makes the pump report an overflow, as if the kernel queue had
+// overflowed (tests use it to prove a view survives one).
+func (p *Pump) Overflow() {
+	select {
+	case <-p.done:
+	default:
+		p.emit(Batch{Overflow: true, Reason: "forced overflow"})
+	}
+}
