@@ -1,14 +1,14 @@
 package ctxasm
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/harnessd/harnessd/internal/gitindex"
 )
 
 // langByExt maps file extensions to the languages rules are chosen by.
@@ -56,100 +56,22 @@ func Languages(paths []string) []string {
 	return out
 }
 
-// maxIndexEntries bounds the entries read from a git index.
-const maxIndexEntries = 1 << 21
-
 // errIndex is a git index that cannot be parsed.
 var errIndex = errors.New("ctxasm: unreadable git index")
 
 // ParseIndex returns the paths of a git index (versions 2, 3 and 4, SHA-1
 // or SHA-256 object ids), in index order. It never panics on bad input.
+// The decoding is gitindex.Parse's, the one index decoder of the repo.
 func ParseIndex(b []byte) ([]string, error) {
-	for _, hashSize := range [...]int{20, 32} {
-		if paths, err := parseIndex(b, hashSize); err == nil {
-			return paths, nil
-		}
-	}
-	return nil, errIndex
-}
-
-func parseIndex(b []byte, hashSize int) ([]string, error) {
-	if len(b) < 12 || string(b[:4]) != "DIRC" {
+	ix, err := gitindex.ParseAny(b)
+	if err != nil || ix.Has("link") || ix.Has("sdir") {
 		return nil, errIndex
 	}
-	ver := binary.BigEndian.Uint32(b[4:8])
-	n := binary.BigEndian.Uint32(b[8:12])
-	if ver < 2 || ver > 4 || n > maxIndexEntries {
-		return nil, errIndex
-	}
-	fixed := 40 + hashSize + 2 // stat fields, object id, flags
-	off := 12
-	paths := make([]string, 0, min(int(n), 1<<16))
-	var prev []byte
-	for i := uint32(0); i < n; i++ {
-		start := off
-		if off+fixed > len(b) {
-			return nil, errIndex
-		}
-		flags := binary.BigEndian.Uint16(b[off+fixed-2 : off+fixed])
-		off += fixed
-		if flags&0x4000 != 0 {
-			if ver < 3 || off+2 > len(b) {
-				return nil, errIndex
-			}
-			off += 2
-		}
-		var name []byte
-		if ver == 4 {
-			strip, k := varint(b[off:])
-			if k <= 0 || strip > uint64(len(prev)) {
-				return nil, errIndex
-			}
-			off += k
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				return nil, errIndex
-			}
-			name = append(append([]byte(nil), prev[:len(prev)-int(strip)]...), b[off:off+end]...)
-			off += end + 1
-		} else {
-			end := bytes.IndexByte(b[off:], 0)
-			if end < 0 {
-				return nil, errIndex
-			}
-			name = b[off : off+end]
-			entry := off + end - start
-			off = start + (entry+8)&^7 // 1 to 8 NULs pad the entry to 8 bytes
-			if off > len(b) {
-				return nil, errIndex
-			}
-		}
-		if len(name) == 0 {
-			return nil, errIndex
-		}
-		prev = name
-		paths = append(paths, string(name))
+	paths := make([]string, len(ix.Entries))
+	for i := range ix.Entries {
+		paths[i] = ix.Entries[i].Path
 	}
 	return paths, nil
-}
-
-// varint decodes git's offset varint (index v4 prefix lengths).
-func varint(b []byte) (uint64, int) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	c := b[0]
-	v := uint64(c & 0x7f)
-	i := 1
-	for c&0x80 != 0 {
-		if i >= len(b) || i > 9 {
-			return 0, 0
-		}
-		c = b[i]
-		v = ((v + 1) << 7) | uint64(c&0x7f)
-		i++
-	}
-	return v, i
 }
 
 // indexPath returns the git index of the work tree at root: .git/index,
