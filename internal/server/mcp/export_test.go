@@ -10,3 +10,10 @@ func ShapeOf(b []byte) (id jsonrpc.ID, response bool) {
 	sh := shapeOf(b)
 	return sh.ID, sh.Response
 }
+
+// DecodeFrame is the stream transport's decoding of one frame.
+var DecodeFrame = decodeFrame
+
+// EncodeResult is the stream transport's encoding of a successful
+// response.
+var EncodeResult = encodeResult

@@ -64,34 +64,41 @@ func invalidRequest(id jsonrpc.ID, msg string) *FrameError {
 // A bad frame shaped as a response is to be dropped, not answered (Drop).
 // CheckFrame does not look at the size of b: the reader bounds that.
 func CheckFrame(b []byte) *FrameError {
+	_, fe := checkFrame(b)
+	return fe
+}
+
+// checkFrame is CheckFrame; for a frame it accepts, it also returns the
+// frame's members as the one scan found them.
+func checkFrame(b []byte) (frameFields, *FrameError) {
+	var f frameFields
 	if depthExceeds(b, MaxFrameDepth) {
 		fe := parseError("nesting deeper than " + strconv.Itoa(MaxFrameDepth))
 		if json.Valid(b) {
 			sh := shapeOf(b)
 			fe.ID, fe.Drop = sh.ID, sh.Response
 		}
-		return fe
+		return f, fe
 	}
 	if !json.Valid(b) {
 		// Unmarshal checks the whole input before it decodes: it returns
 		// the SyntaxError at once.
 		var se *json.SyntaxError
 		if err := json.Unmarshal(b, &struct{}{}); errors.As(err, &se) {
-			return parseError(se.Error() + " (at byte " + strconv.FormatInt(se.Offset, 10) + ")")
+			return f, parseError(se.Error() + " (at byte " + strconv.FormatInt(se.Offset, 10) + ")")
 		}
-		return parseError("not JSON")
+		return f, parseError("not JSON")
 	}
 	switch firstByte(b) {
 	case '{':
 	case '[':
-		return invalidRequest(jsonrpc.ID{}, "batch arrays are not supported")
+		return f, invalidRequest(jsonrpc.ID{}, "batch arrays are not supported")
 	default:
-		return invalidRequest(jsonrpc.ID{}, "a frame must be a JSON object")
+		return f, invalidRequest(jsonrpc.ID{}, "a frame must be a JSON object")
 	}
 	// The frame is valid JSON: one scan picks out the members the go-sdk
 	// reads, by their exact keys as it matches them (the last of a
 	// duplicate wins, as in encoding/json), without decoding the rest.
-	var f frameFields
 	members(b, f.set)
 
 	id, idErr := parseID(f.id)
@@ -105,34 +112,34 @@ func CheckFrame(b []byte) *FrameError {
 		if fe != nil {
 			fe.Drop = true
 		}
-		return fe
+		return f, fe
 	}
 
 	if !isString(f.version, "2.0") {
-		return invalidRequest(id, `"jsonrpc" must be "2.0"`)
+		return f, invalidRequest(id, `"jsonrpc" must be "2.0"`)
 	}
 	if f.id != nil && idErr != "" {
-		return invalidRequest(jsonrpc.ID{}, idErr)
+		return f, invalidRequest(jsonrpc.ID{}, idErr)
 	}
 	if f.method == nil {
-		return invalidRequest(id, `missing "method"`)
+		return f, invalidRequest(id, `missing "method"`)
 	}
 	if !isString(f.method, "") {
-		return invalidRequest(id, `"method" must be a string`)
+		return f, invalidRequest(id, `"method" must be a string`)
 	}
 	if f.error != nil {
 		if why := errorMember(f.error); why != "" {
-			return invalidRequest(id, why)
+			return f, invalidRequest(id, why)
 		}
 	}
 	if f.params != nil {
 		switch firstByte(f.params) {
 		case '{', '[', 'n': // n: null, which the go-sdk reads as no params
 		default:
-			return invalidRequest(id, `"params" must be an object or an array`)
+			return f, invalidRequest(id, `"params" must be an object or an array`)
 		}
 	}
-	return nil
+	return f, nil
 }
 
 // frameFields are the raw members of a frame that the go-sdk decodes; nil

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,8 +36,9 @@ type StreamTransport struct {
 	Logger *zap.Logger
 }
 
-// Connect implements mcp.Transport. It starts the goroutine that reads
-// frames; it ends when Conn is closed or reaches its end.
+// Connect implements mcp.Transport. The connection reads its frames in
+// Read, on the go-sdk's reading goroutine: no goroutine of its own, and no
+// hand-over of every message from one goroutine to another.
 func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 	limit := t.MaxFrameBytes
 	if limit <= 0 {
@@ -47,13 +49,12 @@ func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 		lg = zap.NewNop()
 	}
 	c := &streamConn{
-		rwc:      t.Conn,
-		lg:       lg,
-		limit:    limit,
-		incoming: make(chan jsonrpc.Message),
-		closed:   make(chan struct{}),
+		rwc:    t.Conn,
+		lg:     lg,
+		limit:  limit,
+		fr:     &frameReader{br: bufio.NewReaderSize(t.Conn, readBufSize), limit: limit},
+		closed: make(chan struct{}),
 	}
-	go c.readLoop(&frameReader{br: bufio.NewReaderSize(t.Conn, readBufSize), limit: limit})
 	return c, nil
 }
 
@@ -72,10 +73,9 @@ type streamConn struct {
 
 	writeMu sync.Mutex // serializes frames on rwc: the sdk's writes and the error answers
 
-	// incoming carries decoded messages from readLoop to Read; readLoop
-	// sets readErr and then closes incoming when the stream ends.
-	incoming chan jsonrpc.Message
-	readErr  error
+	readMu  sync.Mutex // serializes Reads; protects fr and readErr
+	fr      *frameReader
+	readErr error // what ended the stream: every later Read returns it
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -84,18 +84,49 @@ type streamConn struct {
 
 func (c *streamConn) SessionID() string { return "" }
 
-// Read implements mcp.Connection: the next well-formed message.
+// Read implements mcp.Connection: the next well-formed message. It
+// answers the bad frames before it (see CheckFrame) and reads on. ctx is
+// checked before each frame; a Read waiting for input ends when the
+// connection is closed (with io.EOF).
 func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case msg, ok := <-c.incoming:
-		if !ok {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if c.readErr != nil {
 			return nil, c.readErr
 		}
-		return msg, nil
-	case <-c.closed:
-		return nil, io.EOF
+		select {
+		case <-c.closed:
+			return nil, io.EOF
+		default:
+		}
+		frame, over, err := c.fr.next()
+		var msg jsonrpc.Message
+		if over || !isBlank(frame) {
+			m, fe := c.decode(frame, over)
+			if fe == nil {
+				msg = m
+			} else if werr := c.refuse(fe); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			select {
+			case <-c.closed:
+				err = io.EOF // the read failed because of Close
+			default:
+			}
+			c.readErr = err
+		}
+		if msg != nil {
+			return msg, nil // a last frame without a newline comes before its error
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -104,15 +135,51 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
+	data, ok := encodeResult(msg)
+	if !ok {
+		var err error
+		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
+			return err
+		}
 	}
 	return c.writeFrame(data)
 }
 
-// Close implements mcp.Connection. It does not wait for readLoop, which
-// ends once the closed stream fails its read.
+// encodeResult writes a successful response as jsonrpc.EncodeMessage
+// does, byte for byte (with room for the frame's newline), without
+// encoding/json's second pass over the result: the go-sdk's connection
+// marshalled it, valid and compact, the moment before (a result of any
+// other origin would be written unchecked). It reports false for any
+// other message, and for an id that needs escaping.
+func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 {
+		return nil, false
+	}
+	var id string
+	switch v := resp.ID.Raw().(type) {
+	case int64:
+		id = strconv.FormatInt(v, 10)
+	case string:
+		q := strconv.Quote(v)
+		if _, ok := plainString([]byte(q)); !ok {
+			return nil, false
+		}
+		id = q
+	default:
+		return nil, false
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	b := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2)
+	b = append(b, head...)
+	b = append(b, id...)
+	b = append(b, mid...)
+	b = append(b, resp.Result...)
+	return append(b, '}'), true
+}
+
+// Close implements mcp.Connection. A Read waiting for input ends once the
+// closed stream fails it.
 func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
@@ -129,33 +196,6 @@ func (c *streamConn) writeFrame(data []byte) error {
 	return err
 }
 
-// readLoop reads frames until the stream ends: it hands well-formed
-// messages to Read and answers bad frames itself.
-func (c *streamConn) readLoop(fr *frameReader) {
-	for {
-		frame, over, err := fr.next()
-		if over || !isBlank(frame) {
-			msg, fe := c.decode(frame, over)
-			if fe != nil {
-				if werr := c.refuse(fe); werr != nil && err == nil {
-					err = werr
-				}
-			} else {
-				select {
-				case c.incoming <- msg:
-				case <-c.closed:
-					return
-				}
-			}
-		}
-		if err != nil {
-			c.readErr = err
-			close(c.incoming)
-			return
-		}
-	}
-}
-
 // decode checks one frame (over: its line was longer than the limit, and
 // frame holds the first bytes) and decodes it.
 func (c *streamConn) decode(frame []byte, over bool) (jsonrpc.Message, *FrameError) {
@@ -165,8 +205,24 @@ func (c *streamConn) decode(frame []byte, over bool) (jsonrpc.Message, *FrameErr
 		fe.Drop = sh.Response
 		return nil, fe
 	}
-	if fe := CheckFrame(frame); fe != nil {
+	return decodeFrame(frame)
+}
+
+// decodeFrame checks one frame and decodes it to the message
+// jsonrpc.DecodeMessage makes of it. A request whose method and id are
+// plain ASCII (every request the go-sdk and the usual clients write) is
+// built from the members CheckFrame's scan found, without a second parse
+// of the frame: the go-sdk's decoder allocates a 32 KiB buffer for every
+// value it decodes, twice per request. Anything else (a response, an
+// escape or a non-ASCII byte in the method or id) is decoded by the
+// go-sdk. FuzzDecodeFrame holds the two to the same message.
+func decodeFrame(frame []byte) (jsonrpc.Message, *FrameError) {
+	f, fe := checkFrame(frame)
+	if fe != nil {
 		return nil, fe
+	}
+	if req := plainRequest(&f); req != nil {
+		return req, nil
 	}
 	msg, err := jsonrpc.DecodeMessage(frame)
 	if err != nil {
@@ -178,6 +234,53 @@ func (c *streamConn) decode(frame []byte, over bool) (jsonrpc.Message, *FrameErr
 		return nil, fe
 	}
 	return msg, nil
+}
+
+// plainRequest is the request of a frame CheckFrame accepted, or nil
+// when it is not a request or its method or id is not plain ASCII.
+// Params are copied: the frame's buffer is reused for the next frame.
+func plainRequest(f *frameFields) *jsonrpc.Request {
+	if f.method == nil {
+		return nil
+	}
+	method, ok := plainString(f.method)
+	if !ok {
+		return nil
+	}
+	req := &jsonrpc.Request{Method: method}
+	if f.id != nil {
+		if firstByte(f.id) == '"' {
+			s, ok := plainString(f.id)
+			if !ok {
+				return nil
+			}
+			req.ID, _ = jsonrpc.MakeID(s)
+		} else {
+			id, why := parseID(f.id)
+			if why != "" {
+				return nil
+			}
+			req.ID = id
+		}
+	}
+	if f.params != nil {
+		req.Params = bytes.Clone(f.params)
+	}
+	return req
+}
+
+// plainString is the value of raw, a JSON string, when it holds only
+// printable ASCII and no escapes.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // refuse answers a bad frame, unless it is to be dropped. When the answer
