@@ -1,8 +1,10 @@
 // Package search is harnessd's code search over a repository work tree: it
 // runs ripgrep when installed and a pure-Go engine with the same results
-// otherwise.
+// otherwise. A third engine, SearchListed ("index"), searches a file list
+// the caller keeps live (a checkout's watcher) through a bounded in-memory
+// Cache of contents, with the Go engine's results.
 //
-// # Semantics shared by both engines
+// # Semantics shared by the engines
 //
 // Files searched: the files git considers part of the work tree and not
 // ignored, that is tracked files plus untracked files not excluded by
@@ -11,7 +13,9 @@
 // match an ignore rule are searched too, as git does. When root is not inside
 // a git work tree, every file under root is a candidate. Hidden files are
 // searched; .git is never searched; symbolic links are never followed (a
-// symlink is not searched); only regular files are read.
+// symlink is not searched, nor is a listed file below a directory that has
+// become a symlink: files are opened beneath root with no symlink in any
+// component); only regular files are read.
 //
 // A candidate is then dropped, in this order, when:
 //   - its base name is a temp file name of a patch (patch.IsTempName,
@@ -56,4 +60,31 @@
 // single directory entry the Go engine skips; a regular expression that Go
 // accepts but Rust rejects (for example an empty class) is an
 // errs.InvalidArgument from the rg engine only.
+//
+// # The index engine
+//
+// SearchListed takes the candidate list instead of running git ls-files: it
+// must be that list (tracked plus untracked non-ignored files, tracked
+// ignored ones included), in any order; a list sorted by path component and
+// free of duplicates is used without a copy. Directory entries ("sub/") are
+// dropped, paths with a ".git" component are never searched, and a path
+// that is absolute or not clean (empty, ".", ".." components) is an
+// errs.InvalidArgument. The rest (temp names, Glob, Exclude, MaxFileSize,
+// binary files, matching, order, cut, truncation, errors, timeouts) is
+// SearchGo's, and the parity and property tests hold it to SearchGo's and
+// rg's results.
+//
+// The Cache keeps each file's content, or the negative fact that it is
+// binary, larger than the size limit, not a regular file (vanished,
+// symlink, FIFO) or not permitted, so a warm search opens nothing and stats
+// nothing; a failure that may pass (no file descriptors left, an I/O error)
+// is not kept. Entries
+// are never revalidated: a change is seen only after the caller passes its
+// path (or a parent directory) to Cache.Invalidate; an edit that is not
+// invalidated is served stale. A read that overlaps an Invalidate is not
+// kept. The Cache charges each entry its content, its path and a fixed
+// overhead against its byte bound and refuses new entries once full
+// (CacheStats.OverBound counts them): those files are read from disk on
+// every search, so a tree past the bound is better served by rg. One Cache
+// serves one root.
 package search

@@ -210,8 +210,6 @@ func (g *globFilter) match(rel string) bool {
 	return !g.matchOne(rel, false)
 }
 
-func indexBytes(s, sep []byte) int { return bytes.Index(s, sep) }
-
 func lastIndexByte(s []byte, c byte) int { return bytes.LastIndexByte(s, c) }
 
 // indexByteFrom returns the index of c in s at or after from, or len(s).

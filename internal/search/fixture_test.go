@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const testMaxFileSize = 64 << 10
 
 // git runs git in dir for a test fixture.
-func git(t testing.TB, dir string, args ...string) {
+func git(t fatalT, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -27,7 +27,7 @@ func git(t testing.TB, dir string, args ...string) {
 	}
 }
 
-func writeFile(t testing.TB, root, rel, content string) {
+func writeFile(t fatalT, root, rel, content string) {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -3,9 +3,8 @@ package search
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -104,8 +103,8 @@ merge:
 // searchFile returns up to need matches of one file; it returns nothing for
 // files that are not regular, too large, binary or unreadable.
 func searchFile(p *plan, rel string, buf *bytes.Buffer, need int) []Match {
-	data, ok := readCandidate(filepath.Join(p.root, filepath.FromSlash(rel)), p.lim.MaxFileSize, buf)
-	if !ok {
+	data, kind, _ := readFile(p, rel, p.lim.MaxFileSize, buf)
+	if kind != kindText {
 		return nil
 	}
 	var ms []Match
@@ -116,38 +115,79 @@ func searchFile(p *plan, rel string, buf *bytes.Buffer, need int) []Match {
 	return ms
 }
 
-// readCandidate reads a regular file of at most max bytes without following
-// symbolic links; ok is false for anything that must not be searched,
-// including files containing a NUL byte. The returned bytes alias buf.
-func readCandidate(full string, max int64, buf *bytes.Buffer) (data []byte, ok bool) {
-	fi, err := os.Lstat(full)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, false
+// File kinds found by readFile (and kept by Cache).
+const (
+	kindNone   uint8 = iota // not looked at yet (a Cache miss)
+	kindText                // a regular file of at most max bytes without NUL: searched
+	kindBinary              // a regular file of at most max bytes with a NUL byte
+	kindLarge               // a regular file larger than max (its size is reported)
+	kindAbsent              // vanished, not a regular file (symlink, directory, FIFO), or not readable by us
+	kindRetry               // unreadable for now (out of file descriptors, an I/O error): skipped, never cached
+)
+
+// failedKind is the kind of a file whose stat, open or read failed with err:
+// kindAbsent when err says what the path is (missing, a symlink on the way,
+// not permitted), kindRetry for a failure that may pass.
+func failedKind(err error) uint8 {
+	for _, e := range []error{syscall.ENOENT, syscall.ENOTDIR, syscall.ELOOP, syscall.EXDEV, syscall.EACCES,
+		syscall.EPERM, syscall.ENAMETOOLONG, syscall.EISDIR, syscall.ENXIO, syscall.ENODEV} {
+		if errors.Is(err, e) {
+			return kindAbsent
+		}
 	}
-	// O_NOFOLLOW and O_NONBLOCK: a path swapped for a symlink or a FIFO since
-	// Lstat is neither followed nor blocks us.
-	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	return kindRetry
+}
+
+// readFile reads rel, a regular file of at most max bytes below p.root
+// (opened with p.openRoot), following no symbolic link (see openBeneath),
+// and says what it found; data (which aliases buf) is set for kindText
+// only, size for kindText and kindLarge (a lower bound for a file that grew
+// while it was read). A file too large is never opened.
+func readFile(p *plan, rel string, max int64, buf *bytes.Buffer) (data []byte, kind uint8, size int64) {
+	if p.dir == nil {
+		return nil, kindAbsent, 0
+	}
+	mode, sz, err := statBeneath(p.dirfd, rel)
 	if err != nil {
-		return nil, false
+		return nil, failedKind(err), 0
+	}
+	if mode != syscall.S_IFREG {
+		return nil, kindAbsent, 0
+	}
+	if sz > max {
+		return nil, kindLarge, sz
+	}
+	f, err := openBeneath(p.dirfd, rel)
+	if err != nil {
+		return nil, failedKind(err), 0
 	}
 	defer f.Close()
-	fi, err = f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, false
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, kindRetry, 0
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, kindAbsent, 0
+	}
+	if fi.Size() > max {
+		return nil, kindLarge, fi.Size()
 	}
 	buf.Reset()
 	if fi.Size() > 0 {
 		buf.Grow(int(fi.Size()) + 1)
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
-		return nil, false
+		return nil, kindRetry, 0
 	}
 	data = buf.Bytes()
-	if int64(len(data)) > max || bytes.IndexByte(data, 0) >= 0 {
-		return nil, false
-	}
 	if buf.Cap() > 4<<20 { // do not keep a huge buffer alive in a worker
 		defer func() { *buf = bytes.Buffer{} }()
 	}
-	return data, true
+	if int64(len(data)) > max {
+		return nil, kindLarge, int64(len(data))
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil, kindBinary, int64(len(data))
+	}
+	return data, kindText, int64(len(data))
 }

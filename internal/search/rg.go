@@ -96,6 +96,11 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 	}
 	ms := rgMatches
 	if len(extra) > 0 {
+		closeRoot, err := p.openRoot()
+		if err != nil {
+			return Result{}, err
+		}
+		defer closeRoot()
 		goMatches, err := searchFiles(ctx, p, extra, need)
 		if err != nil {
 			return Result{}, ctxErr(ctx, err)

@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -62,7 +60,7 @@ type Match struct {
 type Result struct {
 	Matches   []Match `json:"matches"`
 	Truncated bool    `json:"truncated"`          // more matches existed than MaxResults
-	Engine    string  `json:"engine"`             // "rg" or "go"
+	Engine    string  `json:"engine"`             // "rg", "go" or "index"
 	Excluded  int     `json:"excluded,omitempty"` // files skipped because Exclude said so
 }
 
@@ -104,6 +102,11 @@ func (s *Searcher) SearchGo(ctx context.Context, root string, req Request) (Resu
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.lim.Timeout)
 	defer cancel()
+	closeRoot, err := p.openRoot()
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeRoot()
 	files, err := listFiles(ctx, p.root)
 	if err != nil {
 		return Result{}, ctxErr(ctx, err)
@@ -125,6 +128,8 @@ type plan struct {
 	m       *matcher
 	glob    *globFilter
 	exclude func(string) bool
+	dir     *os.File // the open root (openRoot); nil = nothing can be read
+	dirfd   int
 }
 
 func (s *Searcher) prepare(root string, req Request) (*plan, error) {
@@ -285,6 +290,9 @@ func ctxErr(ctx context.Context, err error) error {
 // matcher finds matching lines in a file's bytes.
 type matcher struct {
 	lit     []byte         // case-sensitive literal; nil when re is used
+	litRare int            // rarestByte(lit), or of foldLit
+	reqLit  []byte         // regexp mode: a literal every match contains (requiredLiteral), or nil
+	reqRare int            // rarestByte(reqLit)
 	re      *regexp.Regexp // multi-line regexp over the whole buffer, finds candidates
 	lineRe  *regexp.Regexp // the same pattern over one line, confirms and finds the column
 	perLine bool           // the pattern has \A or \z: only line-by-line matching is exact
@@ -295,22 +303,6 @@ type matcher struct {
 	// foldKS: foldLit has k or s, whose case orbits include non-ASCII runes
 	// (KELVIN SIGN, LONG S); the fast path then needs all-ASCII data.
 	foldKS bool
-}
-
-var lowerPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// asciiLower returns an ASCII-lowered copy of data in *dst.
-func asciiLower(dst *[]byte, data []byte) []byte {
-	b := (*dst)[:0]
-	b = slices.Grow(b, len(data))[:len(data)]
-	for i, c := range data {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	*dst = b
-	return b
 }
 
 func hasNonASCII(data []byte) bool {
@@ -324,7 +316,7 @@ func hasNonASCII(data []byte) bool {
 
 func newMatcher(req Request) (*matcher, error) {
 	if !req.Regex && !req.CaseInsensitive {
-		return &matcher{lit: []byte(req.Query)}, nil
+		return &matcher{lit: []byte(req.Query), litRare: rarestByte([]byte(req.Query))}, nil
 	}
 	pat := req.Query
 	if !req.Regex {
@@ -346,6 +338,7 @@ func newMatcher(req Request) (*matcher, error) {
 	if !req.Regex && !hasNonASCII([]byte(req.Query)) {
 		m.foldLit = []byte(strings.ToLower(req.Query))
 		m.foldKS = strings.ContainsAny(string(m.foldLit), "ks")
+		m.litRare = rarestByte(m.foldLit)
 	}
 	sflags := syntax.Perl &^ syntax.OneLine
 	if req.CaseInsensitive {
@@ -356,6 +349,10 @@ func newMatcher(req Request) (*matcher, error) {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "bad regular expression: %v", err)
 	}
 	m.perLine = hasTextAnchor(tree)
+	if req.Regex && !m.perLine {
+		m.reqLit = requiredLiteral(tree)
+		m.reqRare = rarestByte(m.reqLit)
+	}
 	m.rgExpr = rustBoundaries(tree.String())
 	return m, nil
 }
@@ -408,23 +405,26 @@ func (m *matcher) scan(data []byte, fn func(line, start, end, col int) bool) {
 		m.scanLines(data, fn)
 		return
 	}
-	var lower []byte
-	if m.foldLit != nil && !(m.foldKS && hasNonASCII(data)) {
-		bp := lowerPool.Get().(*[]byte)
-		defer lowerPool.Put(bp)
-		lower = asciiLower(bp, data)
-	}
+	// fold: find candidates of an ASCII case-insensitive literal as they
+	// would be found in an ASCII-lowered copy of data, without the copy.
+	fold := m.foldLit != nil && !(m.foldKS && hasNonASCII(data))
 	line, counted, pos := 1, 0, 0
 	for pos < len(data) {
 		var s int
-		if lower != nil {
-			i := indexBytes(lower[pos:], m.foldLit)
+		if fold {
+			i := indexFold(data[pos:], m.foldLit, m.litRare)
 			if i < 0 {
 				return
 			}
 			s = pos + i
 		} else if m.lit != nil {
-			i := indexBytes(data[pos:], m.lit)
+			i := indexRare(data[pos:], m.lit, m.litRare)
+			if i < 0 {
+				return
+			}
+			s = pos + i
+		} else if m.reqLit != nil {
+			i := indexRare(data[pos:], m.reqLit, m.reqRare)
 			if i < 0 {
 				return
 			}

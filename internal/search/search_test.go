@@ -255,6 +255,7 @@ func TestParity(t *testing.T) {
 			if !excl {
 				s.Exclude = nil
 			}
+			index := listedEngine(true)
 			for i, req := range parityRequests {
 				t.Run(fmt.Sprintf("%s/exclude=%v/%d/%s", dir.name, excl, i, req.Query), func(t *testing.T) {
 					g, gerr := s.SearchGo(context.Background(), dir.root, req)
@@ -268,6 +269,14 @@ func TestParity(t *testing.T) {
 					r.Engine = g.Engine
 					if !reflect.DeepEqual(g, r) {
 						t.Errorf("results differ:\ngo: %s\nrg: %s", describe(g), describe(r))
+					}
+					l, lerr := index(s, context.Background(), dir.root, req) // a warm cache after the first request
+					if lerr != nil || l.Engine != EngineIndex {
+						t.Fatalf("got index engine %q, error %v, want index and none", l.Engine, lerr)
+					}
+					l.Engine = r.Engine
+					if !reflect.DeepEqual(l, r) {
+						t.Errorf("results differ:\nrg:    %s\nindex: %s", describe(r), describe(l))
 					}
 				})
 			}
@@ -330,7 +339,8 @@ func TestErrors(t *testing.T) {
 		{"root is a file", file, Request{Query: "a"}, errs.InvalidArgument},
 	}
 	engines := map[string]func(*Searcher, context.Context, string, Request) (Result, error){
-		"go": (*Searcher).SearchGo,
+		"go":    (*Searcher).SearchGo,
+		"index": listedEngine(true),
 	}
 	if rg, err := rgLook(); err == nil {
 		engines["rg"] = func(s *Searcher, ctx context.Context, root string, req Request) (Result, error) {
@@ -360,7 +370,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	defer cancel()
 	cancelled, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	engines := map[string]*Searcher{"go": testSearcher("")}
+	engines := map[string]*Searcher{"go": testSearcher(""), "index": testSearcher("")}
 	if rg, err := rgLook(); err == nil {
 		engines["rg"] = testSearcher(rg)
 	}
@@ -374,6 +384,8 @@ func TestTimeoutAndCancel(t *testing.T) {
 				var err error
 				if name == "rg" {
 					_, err = s.SearchRG(tt.ctx, root, Request{Query: "needle"})
+				} else if name == "index" {
+					_, err = listedEngine(true)(s, tt.ctx, root, Request{Query: "needle"})
 				} else {
 					_, err = s.SearchGo(tt.ctx, root, Request{Query: "needle"})
 				}
@@ -392,5 +404,9 @@ func TestTimeoutAndCancel(t *testing.T) {
 	_, err := s.SearchGo(context.Background(), big, Request{Query: `(a|b|c)+z`, Regex: true})
 	if got := errs.CodeOf(err); got != errs.Timeout {
 		t.Errorf("got code %q (%v), want %q", got, err, errs.Timeout)
+	}
+	_, err = listedEngine(false)(s, context.Background(), big, Request{Query: `(a|b|c)+z`, Regex: true})
+	if got := errs.CodeOf(err); got != errs.Timeout {
+		t.Errorf("index: got code %q (%v), want %q", got, err, errs.Timeout)
 	}
 }

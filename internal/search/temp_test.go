@@ -59,7 +59,7 @@ func TestSearchNeverReportsTempFiles(t *testing.T) {
 		run  func(*Searcher, context.Context, string, Request) (Result, error)
 		rg   bool
 	}
-	engines := []engine{{"go", (*Searcher).SearchGo, false}, {"rg", (*Searcher).SearchRG, true}}
+	engines := []engine{{"go", (*Searcher).SearchGo, false}, {"rg", (*Searcher).SearchRG, true}, {"index", listedEngine(true), false}}
 	for _, l := range layouts {
 		for _, e := range engines {
 			t.Run(l.name+"/"+e.name, func(t *testing.T) {
