@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
@@ -82,6 +83,12 @@ type Config struct {
 	// no bound of that kind.
 	PreImageMaxAge   time.Duration
 	PreImageMaxBytes int64
+	// NoLiveIndex turns the live checkout index off: no watcher per
+	// checkout; git_status, search and git_diff run git or rg every time.
+	NoLiveIndex bool
+	// WatchIdle is how long an unused checkout keeps its watcher before it
+	// is passivated (0 = 10 minutes).
+	WatchIdle time.Duration
 }
 
 // ClientApprovals reports whether an MCP client's person may decide an
@@ -187,7 +194,8 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.ring}); err != nil {
+		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.ring,
+		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) }}}); err != nil {
 		return nil, err
 	}
 	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
@@ -224,6 +232,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Git: git, Deny: deny, Secrets: h.secrets, Hidden: hidden, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout, Runs: &h.rt.Runs,
+		NoLiveIndex: cfg.NoLiveIndex,
 	}
 	git.Confine = h.env.ConfineGit
 	if h.env.PreImages, err = openPreImages(cfg); err != nil {

@@ -1,6 +1,7 @@
 package op
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +14,14 @@ import (
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/ctxasm"
 	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/search"
+	"github.com/harnessd/harnessd/internal/watch"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -65,8 +69,13 @@ type Env struct {
 	// by (size, mtime, inode); the zero value is ready.
 	ContextCache ctxasm.Cache
 
-	mu    sync.Mutex // protects roots
+	// NoLiveIndex turns the live checkout index off: status, search and
+	// diffs run git or rg every time (Source "exec").
+	NoLiveIndex bool
+
+	mu    sync.Mutex // protects roots and views
 	roots map[string]*pathsafe.Root
+	views map[string]*liveview.View
 
 	receipts atomic.Uint64 // receipts stored, for the periodic prune
 	gens     sync.Map      // repo id -> *atomic.Uint64: harnessd's writes to the checkout
@@ -127,9 +136,50 @@ func (e *Env) Root(r runtime.RepoEntry) (*pathsafe.Root, error) {
 	return root, nil
 }
 
-// Forget drops a repository's cached path checker.
+// Forget drops a repository's cached path checker and live index.
 func (e *Env) Forget(repoID string) {
 	e.mu.Lock()
 	delete(e.roots, repoID)
+	delete(e.views, repoID)
 	e.mu.Unlock()
+}
+
+// Head returns the commit HEAD names in r's checkout ("" on an unborn
+// branch): from the live index when the checkout has one (no git process
+// while nothing changed), else git rev-parse.
+func (e *Env) Head(ctx context.Context, r runtime.RepoEntry) (string, error) {
+	if v := e.View(r); v != nil {
+		st, err := v.Status(ctx)
+		if err == nil && st.Source == liveview.SourceIndex {
+			return st.Head, nil
+		}
+	}
+	return e.Git.Head(ctx, r.Repo.Root)
+}
+
+// View returns the live index of a repository's checkout, nil when the
+// live index is off (the caller runs git or rg).
+func (e *Env) View(r runtime.RepoEntry) *liveview.View {
+	if e.NoLiveIndex || e.RT == nil || r.Checkout == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if v, ok := e.views[r.Repo.ID]; ok {
+		return v
+	}
+	if e.views == nil {
+		e.views = map[string]*liveview.View{}
+	}
+	rt := e.RT
+	v := liveview.New(r.Repo.Root, e.Git, func(ctx context.Context, cookie string, epoch, gen uint64) (liveview.Sync, error) {
+		st, err := rt.WatchSync(ctx, r, messages.WatchSync{Cookie: cookie, Epoch: epoch, Gen: gen})
+		if err != nil {
+			return liveview.Sync{}, err
+		}
+		return liveview.Sync{Ready: st.Ready, Reason: st.Reason, Watches: st.Watches, State: watch.State{
+			Epoch: st.Epoch, Gen: st.Gen, Complete: st.Complete, Changed: st.Changed, Meta: st.Meta, Reason: st.Reason}}, nil
+	}, nil)
+	e.views[r.Repo.ID] = v
+	return v
 }

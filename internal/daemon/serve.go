@@ -48,6 +48,8 @@ type Config struct {
 	// NoClientApprovals keeps approvals out of MCP clients' elicitation
 	// (see harness.Config.NoClientApprovals).
 	NoClientApprovals bool
+	// NoLiveIndex turns the live checkout index off (harness.Config.NoLiveIndex).
+	NoLiveIndex bool
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -130,7 +132,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
-		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals})
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex})
 	if err != nil {
 		return err
 	}

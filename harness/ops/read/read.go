@@ -4,6 +4,7 @@ package read
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/search"
 )
@@ -107,6 +109,11 @@ type SearchResult struct {
 	// HardLinksOmitted counts matched files left out for being hard links:
 	// another name of the file may be outside the root or a secret path.
 	HardLinksOmitted int `json:"hard_links_omitted,omitempty"`
+	// Source is "index" (searched in process over the live file list and
+	// content cache; engine "index") or "exec" (rg, or the Go engine over
+	// `git ls-files`); IndexReason says why not in process.
+	Source      string `json:"source"`
+	IndexReason string `json:"index_reason,omitempty"`
 	op.Meta
 }
 
@@ -134,11 +141,27 @@ func dropHardLinks(root string, res *search.Result) int {
 
 func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error) {
 	return &op.Plan{Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
-		res, err := c.Env.Searcher.Search(ctx, c.Repo.Repo.Root, search.Request{
+		req := search.Request{
 			Query: args.Query, Regex: args.Regex, Glob: args.Glob, CaseInsensitive: args.CaseInsensitive, MaxResults: args.MaxResults,
-		})
-		if err != nil {
-			return nil, err
+		}
+		var res search.Result
+		ok, source, reason := false, liveview.SourceExec, "the live index is off"
+		if v := c.Env.View(c.Repo); v != nil {
+			var err error
+			if res, ok, err = v.Search(ctx, c.Env.Searcher, req); err != nil {
+				return nil, err
+			}
+			if ok {
+				source, reason = liveview.SourceIndex, ""
+			} else {
+				reason = v.Reason()
+			}
+		}
+		if !ok {
+			var err error
+			if res, err = c.Env.Searcher.Search(ctx, c.Repo.Repo.Root, req); err != nil {
+				return nil, err
+			}
 		}
 		c.Mark(op.SegExecution)
 		linked := dropHardLinks(c.Repo.Repo.Root, &res)
@@ -153,7 +176,7 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 			res.Matches = []search.Match{}
 		}
 		c.FinishIn(op.SegReceipt)
-		return &SearchResult{Result: res, Redactions: n, HardLinksOmitted: linked}, nil
+		return &SearchResult{Result: res, Redactions: n, HardLinksOmitted: linked, Source: source, IndexReason: reason}, nil
 	}}, nil
 }
 
@@ -167,16 +190,28 @@ type GitStatusArgs struct {
 // GitStatusResult is the result of git_status.
 type GitStatusResult struct {
 	gitx.Status
+	// Source is "index" (computed in process from .git/index and the paths
+	// the watcher saw change) or "exec" (git status ran); IndexReason says
+	// why not in process.
+	Source      string `json:"source"`
+	IndexReason string `json:"index_reason,omitempty"`
 	op.Meta
 }
 
 func gitStatus(_ context.Context, c *op.Call, args GitStatusArgs) (*op.Plan, error) {
 	return &op.Plan{Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
+		if v := c.Env.View(c.Repo); v != nil {
+			st, err := v.Status(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &GitStatusResult{Status: EmptySlices(st.Status), Source: st.Source, IndexReason: st.Reason}, nil
+		}
 		st, err := c.Env.Git.Status(ctx, c.Repo.Repo.Root)
 		if err != nil {
 			return nil, err
 		}
-		return &GitStatusResult{Status: EmptySlices(st)}, nil
+		return &GitStatusResult{Status: EmptySlices(st), Source: liveview.SourceExec, IndexReason: "the live index is off"}, nil
 	}}, nil
 }
 
@@ -213,6 +248,9 @@ type GitDiffArgs struct {
 type GitDiffResult struct {
 	gitx.Diff
 	Redactions int `json:"redactions,omitempty"`
+	// Source is "cache" (the same diff computed earlier, and the watcher
+	// proves the tree unchanged since) or "exec" (git diff ran).
+	Source string `json:"source"`
 	op.Meta
 }
 
@@ -226,7 +264,21 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 	return &op.Plan{Gate: govern.Input{Paths: args.Paths}, Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
 		root, git := c.Root, c.Env.Git
 		opts := gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context}
-		d, err := git.Diff(ctx, c.Repo.Repo.Root, opts)
+		source := liveview.SourceExec
+		diff := func(opts gitx.DiffOptions) (gitx.Diff, error) {
+			v := c.Env.View(c.Repo)
+			if v == nil {
+				return git.Diff(ctx, c.Repo.Repo.Root, opts)
+			}
+			key, _ := json.Marshal(opts)
+			r, src, err := v.Cached(ctx, "diff "+string(key), func() (any, error) { return git.Diff(ctx, c.Repo.Repo.Root, opts) })
+			if err != nil {
+				return gitx.Diff{}, err
+			}
+			source = src
+			return r.(gitx.Diff), nil
+		}
+		d, err := diff(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +292,7 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 			}
 		}
 		if len(opts.Exclude) > 0 {
-			if d, err = git.Diff(ctx, c.Repo.Repo.Root, opts); err != nil {
+			if d, err = diff(opts); err != nil {
 				return nil, err
 			}
 			d.SecretPathsOmitted = len(opts.Exclude)
@@ -252,6 +304,6 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 			d.Files = []gitx.FileStat{}
 		}
 		c.FinishIn(op.SegReceipt)
-		return &GitDiffResult{Diff: d, Redactions: n}, nil
+		return &GitDiffResult{Diff: d, Redactions: n, Source: source}, nil
 	}}, nil
 }

@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	"github.com/harnessd/harnessd/internal/gitx"
+)
+
+// ignoredDirs lists the directories of the work tree at root that git
+// ignores entirely (`git ls-files --others --ignored --exclude-standard
+// --directory`): the watcher does not watch them. On any error it returns
+// nil, and every directory is watched.
+func ignoredDirs(git *gitx.Git, root string) map[string]bool {
+	if git == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, truncated, err := git.Run(ctx, root, 16<<20, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+	if err != nil || truncated {
+		return nil
+	}
+	dirs := map[string]bool{}
+	for _, e := range bytes.Split(out, []byte{0}) {
+		if d, ok := strings.CutSuffix(string(e), "/"); ok && d != "" {
+			dirs[d] = true
+		}
+	}
+	return dirs
+}
+
+// Rescan makes the live index of a repository's checkout forget what it
+// knows, as if its watcher's event queue had overflowed: the next query
+// rebuilds from git. Operators use it when they suspect the index; tests
+// use it to prove answers survive an overflow.
+func (h *Harness) Rescan(ctx context.Context, repoID string) error {
+	e, err := h.env.Repo(repoID)
+	if err != nil {
+		return err
+	}
+	_, err = h.rt.WatchOverflow(ctx, e)
+	return err
+}

@@ -1,0 +1,140 @@
+package harness_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/testutil"
+)
+
+// TestLiveIndexProperty: after every step of a random sequence of file
+// creates, edits, renames, deletes, directory moves, git add, commits,
+// branch checkouts and forced watcher overflows, the live index's
+// git_status equals git's own and its search equals the exec path's (a
+// second harness with the live index off, which runs rg or git ls-files).
+func TestLiveIndexProperty(t *testing.T) {
+	ctx := context.Background()
+	live := open(t)
+	plain, err := harness.Open(ctx, harness.Config{InMemory: true, NoLiveIndex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close(ctx) })
+	// Each check builds a repository and registers it twice: 25 checks
+	// (about 120 steps) unless -rapid.checks asks for another number.
+	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == f.DefValue {
+		f.Value.Set("25")
+		defer f.Value.Set(f.DefValue)
+	}
+	checks, fromIndex := 0, 0
+	rapid.Check(t, func(rt *rapid.T) {
+		root := testutil.Repo(t, map[string]string{
+			".gitignore": "*.log\nbuild/\n!keep.log\n",
+			"a.txt":      "needle one\n",
+			"d/b.txt":    "two\nneedle\n",
+			"d/e/c.go":   "package e // needle\n",
+		})
+		liveID := register(t, live, root)
+		plainID := register(t, plain, root)
+		git := func(args ...string) {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				rt.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		names := []string{"a.txt", "d/b.txt", "d/e/c.go", "n.txt", "d/n.md", "x.log", "keep.log", "build/o.txt", "f/g/h.txt"}
+		dirs := []string{"d", "d/e", "f", "build", "m"}
+		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
+			var what string
+			switch k := rapid.IntRange(0, 10).Draw(rt, "kind"); k {
+			case 0, 1, 2:
+				p := rapid.SampledFrom(names).Draw(rt, "file")
+				body := rapid.SampledFrom([]string{"", "needle\n", "x\nneedle here\n", "no match\n", "needle one\n"}).Draw(rt, "body")
+				os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+				os.WriteFile(filepath.Join(root, p), []byte(body), 0o644)
+				what = "write " + p
+			case 3:
+				p := rapid.SampledFrom(names).Draw(rt, "file")
+				os.Remove(filepath.Join(root, p))
+				what = "rm " + p
+			case 4:
+				from, to := rapid.SampledFrom(names).Draw(rt, "from"), rapid.SampledFrom(names).Draw(rt, "to")
+				os.MkdirAll(filepath.Dir(filepath.Join(root, to)), 0o755)
+				os.Rename(filepath.Join(root, from), filepath.Join(root, to))
+				what = "mv " + from + " " + to
+			case 5:
+				from, to := rapid.SampledFrom(dirs).Draw(rt, "dfrom"), rapid.SampledFrom(dirs).Draw(rt, "dto")
+				os.Rename(filepath.Join(root, from), filepath.Join(root, to))
+				what = "mv dir " + from + " " + to
+			case 6:
+				p := rapid.SampledFrom(names).Draw(rt, "chmod")
+				os.Chmod(filepath.Join(root, p), 0o755)
+				what = "chmod " + p
+			case 7:
+				git("add", "-A")
+				what = "git add -A"
+			case 8:
+				git("add", "-A")
+				git("commit", "-q", "--allow-empty", "-m", fmt.Sprint("c", step))
+				what = "commit"
+			case 9:
+				git("add", "-A")
+				git("commit", "-q", "--allow-empty", "-m", "b")
+				git("checkout", "-q", "-B", rapid.SampledFrom([]string{"main", "topic"}).Draw(rt, "branch"))
+				what = "checkout"
+			case 10:
+				if err := live.Rescan(ctx, liveID); err != nil {
+					rt.Fatal(err)
+				}
+				what = "overflow"
+			}
+			checks++
+			got, err := live.GitStatus(ctx, harness.GitStatusArgs{RepoID: liveID})
+			if err != nil {
+				rt.Fatalf("after %s: %v", what, err)
+			}
+			want, err := (&gitx.Git{}).Status(ctx, root)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if got.Source == "index" {
+				fromIndex++
+			}
+			if !equalStatus(got.Status, want) {
+				rt.Fatalf("after %s: live status (%s)\n%+v\ngit\n%+v", what, got.Source, got.Status, want)
+			}
+			for _, q := range []string{"needle", "one"} {
+				ls, err := live.Search(ctx, harness.SearchArgs{RepoID: liveID, Query: q})
+				if err != nil {
+					rt.Fatalf("after %s: search: %v", what, err)
+				}
+				ps, err := plain.Search(ctx, harness.SearchArgs{RepoID: plainID, Query: q})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if ls.Source != "index" {
+					rt.Fatalf("after %s: search source %q (%s)", what, ls.Source, ls.IndexReason)
+				}
+				if !slices.Equal(ls.Matches, ps.Matches) || ls.Truncated != ps.Truncated {
+					rt.Fatalf("after %s: search %q\nlive  %+v\nexec  %+v", what, q, ls.Matches, ps.Matches)
+				}
+			}
+		}
+	})
+	t.Logf("%d steps checked, %d statuses in process", checks, fromIndex)
+	if fromIndex < checks/3 {
+		t.Fatalf("only %d of %d statuses came from the index: the property tests the fallback, not the index", fromIndex, checks)
+	}
+}

@@ -1,0 +1,469 @@
+// Package liveview is the live index of one checkout: the caches that a
+// checkout's watcher (internal/watch, driven by the watcher actor) keeps
+// true, and the in-process answers built from them — git status from
+// .git/index plus the paths the watcher saw change, the candidate file
+// list and contents of search, and results of git calls (diffs, read-only
+// commands) keyed by the watcher's generation.
+//
+// Every query first syncs with the watcher through a cookie (a file
+// created in the git dir whose event proves that every earlier change has
+// been seen), so the view is never stale. Anything the view cannot prove —
+// the checkout is not watched, the watcher lost track, a repository
+// feature the in-process status does not model — falls back to running
+// git, and the answer says so (Source).
+package liveview
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/harnessd/harnessd/internal/gitindex"
+	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/search"
+	"github.com/harnessd/harnessd/internal/watch"
+)
+
+// Sources of an answer.
+const (
+	// SourceIndex: computed in process from the live index.
+	SourceIndex = "index"
+	// SourceExec: git ran for this answer.
+	SourceExec = "exec"
+	// SourceCache: the result of an earlier identical git call, which
+	// the watcher proves still holds (nothing changed since).
+	SourceCache = "cache"
+)
+
+// Sync is the watcher's answer to a cookie sync.
+type Sync struct {
+	// Ready is false when the checkout is not watched (Reason says why).
+	Ready  bool
+	Reason string
+	watch.State
+	Watches int
+}
+
+// Syncer asks the checkout's watcher for the changes since (epoch, gen)
+// once it has seen the cookie file (a base name in the git dir) appear.
+type Syncer func(ctx context.Context, cookie string, epoch, gen uint64) (Sync, error)
+
+// View is the live index of one checkout. Its methods are safe for
+// concurrent use.
+type View struct {
+	root, gitDir string
+	git          *gitx.Git
+	sync         Syncer
+	cookies      atomic.Uint64
+	cache        *search.Cache
+
+	mu       sync.Mutex
+	watched  bool   // the last sync was Ready
+	reason   string // why not, or why the in-process status is off
+	epoch    uint64
+	gen      uint64
+	base     *gitx.Status // exact as of (epoch, gen) minus pending
+	ix       *gitindex.Index
+	eligible bool
+	pending  map[string]bool // paths changed since base
+	files    []string        // search candidates, nil = rebuild
+	results  map[string]any  // git call results valid at (epoch, gen)
+}
+
+// New returns the view of the work tree root (git dir root/.git).
+func New(root string, git *gitx.Git, sync Syncer, cache *search.Cache) *View {
+	if cache == nil {
+		cache = search.NewCache(0)
+	}
+	return &View{root: root, gitDir: filepath.Join(root, ".git"), git: git, sync: sync, cache: cache,
+		pending: map[string]bool{}, results: map[string]any{}}
+}
+
+// Position is the watcher generation a view answered at: two equal
+// positions (Valid both) mean the tree did not change in between.
+type Position struct {
+	Epoch, Gen uint64
+	Valid      bool
+}
+
+// syncAt creates a cookie and asks the watcher for the changes since
+// (epoch, gen). A checkout whose git dir cannot hold a cookie, or whose
+// watcher does not answer, is reported not Ready.
+func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
+	name := watch.CookiePrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(v.cookies.Add(1), 10)
+	path := filepath.Join(v.gitDir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return Sync{Reason: "cannot create a sync cookie in .git: " + err.Error()}, nil
+	}
+	f.Close()
+	st, err := v.sync(ctx, name, epoch, gen)
+	os.Remove(path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Sync{}, ctx.Err()
+		}
+		return Sync{Reason: "watcher: " + err.Error()}, nil
+	}
+	return st, nil
+}
+
+// advance syncs with the watcher and applies what changed. It returns the
+// position now held, Valid false when the checkout is not watched.
+func (v *View) advance(ctx context.Context) (Position, error) {
+	v.mu.Lock()
+	epoch, gen := v.epoch, v.gen
+	v.mu.Unlock()
+	st, err := v.syncAt(ctx, epoch, gen)
+	if err != nil {
+		return Position{}, err
+	}
+	if !st.Ready {
+		v.notWatched(st.Reason)
+		return Position{}, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.watched = true
+	switch {
+	case st.Epoch < v.epoch:
+		// An older answer overtaken by a newer one: nothing to apply.
+	case !st.Complete || st.Epoch != v.epoch:
+		v.resetLocked()
+		v.epoch, v.gen = st.Epoch, st.Gen
+	case st.Gen > v.gen:
+		if st.Meta {
+			v.resetLocked()
+		} else {
+			for _, p := range st.Changed {
+				v.pending[p] = true
+			}
+			v.cache.Invalidate(st.Changed...)
+			clear(v.results)
+		}
+		v.gen = st.Gen
+	}
+	return Position{Epoch: v.epoch, Gen: v.gen, Valid: true}, nil
+}
+
+func (v *View) notWatched(reason string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.watched || v.reason != reason {
+		v.resetLocked()
+	}
+	v.watched, v.reason = false, reason
+}
+
+func (v *View) resetLocked() {
+	v.base, v.ix, v.files = nil, nil, nil
+	clear(v.pending)
+	clear(v.results)
+	v.cache.Reset()
+}
+
+// Position syncs with the watcher and returns the position of the tree.
+func (v *View) Position(ctx context.Context) (Position, error) { return v.advance(ctx) }
+
+// Changed syncs and returns the paths changed since from (sorted) and
+// whether .git or an ignore file changed too; ok is false when the view
+// cannot tell (from is not Valid, another epoch, not watched).
+func (v *View) Changed(ctx context.Context, from Position) (paths []string, meta, ok bool, err error) {
+	if !from.Valid {
+		return nil, false, false, nil
+	}
+	st, err := v.syncAt(ctx, from.Epoch, from.Gen)
+	if err != nil || !st.Ready || !st.Complete {
+		return nil, false, false, err
+	}
+	return st.Changed, st.Meta, true, nil
+}
+
+// StatusResult is a status with where it came from.
+type StatusResult struct {
+	gitx.Status
+	Source string
+	// Reason says why the status was not computed in process.
+	Reason string
+}
+
+// Status returns the exact `git status` of the work tree.
+func (v *View) Status(ctx context.Context) (StatusResult, error) {
+	pos, err := v.advance(ctx)
+	if err != nil {
+		return StatusResult{}, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.statusLocked(ctx, pos)
+}
+
+func (v *View) statusLocked(ctx context.Context, pos Position) (StatusResult, error) {
+	if !pos.Valid {
+		st, err := v.git.Status(ctx, v.root)
+		return StatusResult{Status: st, Source: SourceExec, Reason: v.reason}, err
+	}
+	if v.base == nil || !v.eligible {
+		if err := v.rebuildLocked(ctx); err != nil {
+			return StatusResult{}, err
+		}
+		return StatusResult{Status: copyStatus(*v.base), Source: SourceExec, Reason: v.reason}, nil
+	}
+	if len(v.pending) > 0 {
+		changed := make([]string, 0, len(v.pending))
+		for p := range v.pending {
+			changed = append(changed, p)
+		}
+		slices.Sort(changed)
+		st, err := gitindex.Refresh(*v.base, v.ix, v.root, changed, func(paths []string) ([]string, error) {
+			return v.lsOthers(ctx, paths)
+		})
+		if errors.Is(err, gitindex.ErrInexact) {
+			// A change the in-process status does not model (a new nested
+			// repository, a .gitattributes): take a new base from git.
+			why := err.Error()
+			if err := v.rebuildLocked(ctx); err != nil {
+				return StatusResult{}, err
+			}
+			if v.reason == "" {
+				v.reason = why
+			}
+			return StatusResult{Status: copyStatus(*v.base), Source: SourceExec, Reason: v.reason}, nil
+		}
+		if err != nil {
+			return StatusResult{}, err
+		}
+		if !slices.Equal(st.Untracked, v.base.Untracked) {
+			v.files = nil
+		}
+		v.base = &st
+		clear(v.pending)
+	}
+	return StatusResult{Status: copyStatus(*v.base), Source: SourceIndex}, nil
+}
+
+// rebuildLocked takes a new base: git status, the index, the config.
+func (v *View) rebuildLocked(ctx context.Context) error {
+	clear(v.pending)
+	v.files = nil
+	st, err := v.git.Status(ctx, v.root)
+	if err != nil {
+		v.base = nil
+		return err
+	}
+	v.base = &st
+	v.eligible, v.ix = false, nil
+	if st.Truncated {
+		v.reason = "status output past its cap"
+		return nil
+	}
+	cfgOut, _, err := v.git.Run(ctx, v.root, 1<<20, "config", "-z", "--list")
+	if err != nil {
+		v.reason = "git config: " + err.Error()
+		return nil
+	}
+	cfg := gitindex.ParseConfigList(cfgOut)
+	hashSize := 20
+	if f := cfg["extensions.objectformat"]; len(f) > 0 && strings.EqualFold(f[len(f)-1], "sha256") {
+		hashSize = 32
+	}
+	ix, err := gitindex.ReadFile(filepath.Join(v.gitDir, "index"), hashSize)
+	if errors.Is(err, os.ErrNotExist) {
+		// An empty repository has no index yet.
+		ix, err = &gitindex.Index{Version: 2, HashSize: hashSize}, nil
+	}
+	if err != nil {
+		v.reason = "read .git/index: " + err.Error()
+		return nil
+	}
+	ok, reason := gitindex.Eligible(v.gitDir, ix, cfg, st.Untracked)
+	v.ix, v.eligible, v.reason = ix, ok, reason
+	return nil
+}
+
+// lsOthers lists the untracked, not ignored files at or under paths.
+func (v *View) lsOthers(ctx context.Context, paths []string) ([]string, error) {
+	args := []string{"ls-files", "-z", "--others", "--exclude-standard", "--"}
+	for _, p := range paths {
+		args = append(args, ":(literal)"+p)
+	}
+	out, truncated, err := v.git.Run(ctx, v.root, 64<<20, args...)
+	if err != nil {
+		return nil, err
+	}
+	if truncated {
+		return nil, fmt.Errorf("git ls-files output past 64 MiB")
+	}
+	var files []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			files = append(files, string(f))
+		}
+	}
+	return files, nil
+}
+
+// Files returns the search candidates (`git ls-files --cached --others
+// --exclude-standard`, sorted as search sorts them), false when the view
+// cannot produce them in process (the caller searches the usual way).
+func (v *View) Files(ctx context.Context) ([]string, bool, error) {
+	pos, err := v.advance(ctx)
+	if err != nil || !pos.Valid {
+		return nil, false, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.filesLocked(ctx, pos)
+}
+
+func (v *View) filesLocked(ctx context.Context, pos Position) ([]string, bool, error) {
+	st, err := v.statusLocked(ctx, pos)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.Source != SourceIndex && !v.eligible {
+		return nil, false, nil
+	}
+	if v.files == nil {
+		files := make([]string, 0, len(v.ix.Entries)+len(v.base.Untracked))
+		for _, e := range v.ix.Entries {
+			files = append(files, e.Path)
+		}
+		for _, u := range v.base.Untracked {
+			if !strings.HasSuffix(u, "/") {
+				files = append(files, u)
+			}
+		}
+		slices.SortFunc(files, search.PathCompare)
+		v.files = slices.Compact(files)
+	}
+	return v.files, true, nil
+}
+
+// Search searches the live file list through the content cache, or
+// returns ok false when the view cannot (the caller searches the usual
+// way).
+func (v *View) Search(ctx context.Context, s *search.Searcher, req search.Request) (search.Result, bool, error) {
+	files, ok, err := v.Files(ctx)
+	if err != nil || !ok {
+		return search.Result{}, false, err
+	}
+	res, err := s.SearchListed(ctx, v.root, files, req, v.cache)
+	return res, true, err
+}
+
+// Cached returns the result of fn for key, computed at most once per tree
+// state: while the watcher proves nothing changed, a later call with the
+// same key gets the same result (SourceCache). Errors are not kept. When
+// the checkout is not watched, or the in-process status is off for it (a
+// feature such as submodules whose changes the watcher may not see), fn
+// runs every time (SourceExec).
+func (v *View) Cached(ctx context.Context, key string, fn func() (any, error)) (any, string, error) {
+	r, hit, pos, err := v.Lookup(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	if hit {
+		return r, SourceCache, nil
+	}
+	if r, err = fn(); err != nil {
+		return nil, SourceExec, err
+	}
+	v.Store(pos, key, r)
+	return r, SourceExec, nil
+}
+
+// Lookup returns the result kept for key when the watcher proves the tree
+// unchanged since it was kept (hit). Otherwise pos is where a result
+// computed now may be kept (Store); pos is not Valid when nothing may be
+// kept (the checkout is not watched, or its status is not in process).
+func (v *View) Lookup(ctx context.Context, key string) (r any, hit bool, pos Position, err error) {
+	if pos, err = v.advance(ctx); err != nil || !pos.Valid {
+		return nil, false, Position{}, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, err := v.statusLocked(ctx, pos); err != nil || !v.eligible {
+		return nil, false, Position{}, err
+	}
+	if v.epoch != pos.Epoch || v.gen != pos.Gen {
+		return nil, false, Position{}, nil // moved on meanwhile
+	}
+	if r, ok := v.results[key]; ok {
+		return r, true, pos, nil
+	}
+	return nil, false, pos, nil
+}
+
+// Store keeps r for key if the tree is still at pos.
+func (v *View) Store(pos Position, key string, r any) {
+	if !pos.Valid {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.epoch == pos.Epoch && v.gen == pos.Gen && v.eligible {
+		if len(v.results) >= maxResults {
+			clear(v.results)
+		}
+		v.results[key] = r
+	}
+}
+
+// maxResults bounds the git call results a view keeps.
+const maxResults = 256
+
+// IndexEntry returns the mode (octal, "100644") and object id (hex) of
+// path's stage-0 entry in the index the view's status is built on.
+func (v *View) IndexEntry(path string) (mode, oid string, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ix == nil {
+		return "", "", false
+	}
+	e, ok := v.ix.Lookup(path)
+	if !ok {
+		return "", "", false
+	}
+	return strconv.FormatUint(uint64(e.Mode), 8), hex.EncodeToString(e.OID), true
+}
+
+// Reason says why the view is not answering in process ("" = it is).
+func (v *View) Reason() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.reason
+}
+
+// CacheStats reports the content cache's use.
+func (v *View) CacheStats() search.CacheStats { return v.cache.Stats() }
+
+func copyStatus(st gitx.Status) gitx.Status {
+	st.Staged = slices.Clone(st.Staged)
+	st.Unstaged = slices.Clone(st.Unstaged)
+	st.Untracked = slices.Clone(st.Untracked)
+	st.Conflicted = slices.Clone(st.Conflicted)
+	if st.Staged == nil {
+		st.Staged = []gitx.Entry{}
+	}
+	if st.Unstaged == nil {
+		st.Unstaged = []gitx.Entry{}
+	}
+	if st.Untracked == nil {
+		st.Untracked = []string{}
+	}
+	if st.Conflicted == nil {
+		st.Conflicted = []gitx.Entry{}
+	}
+	return st
+}
