@@ -19,6 +19,7 @@ import (
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/loop"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
@@ -69,6 +70,11 @@ type RunCommandResult struct {
 	// held the checkout while the command ran.
 	TreeChanged   bool   `json:"tree_changed"`
 	TreeChangedBy string `json:"tree_changed_by,omitempty"`
+	// Source is "exec" (the command ran) or "cache": a pure git query
+	// (Cacheable) whose identical run's output is replayed because the
+	// live index proves nothing in the repository changed since; nothing
+	// ran, the timings are that run's.
+	Source string `json:"source"`
 	// ConcurrentWrites are the other writers that held write leases on the
 	// checkout while the command ran (reported with TreeChanged), and
 	// ConcurrentReceipts the receipts of their writes already stored.
@@ -172,6 +178,18 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 	return plan, nil
 }
 
+// treeStatus is the status snapshots are taken from: the live index of
+// the checkout when it has one (no git process), else git status.
+func treeStatus(c *op.Call) statusFunc {
+	if v := c.Env.View(c.Repo); v != nil {
+		return func(ctx context.Context) (gitx.Status, error) {
+			st, err := v.Status(ctx)
+			return st.Status, err
+		}
+	}
+	return gitStatusOf(c.Env.Git, c.Root.Path())
+}
+
 // treeWatch is how execute tells whether the tree changed while the
 // command ran: unconfined, the snapshot before it (and when it was
 // taken); confined (the zero treeWatch), nothing, since the command cannot
@@ -185,7 +203,7 @@ type treeWatch struct {
 // watchTree snapshots the tree before an unconfined command.
 func watchTree(ctx context.Context, c *op.Call) (treeWatch, error) {
 	since := c.Env.Now()
-	before, err := snapshotTree(ctx, c.Env.Git, c.Root.Path())
+	before, err := snapshotTree(ctx, treeStatus(c), c.Root.Path())
 	if err != nil {
 		return treeWatch{}, err
 	}
@@ -223,6 +241,25 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		spec.Env = cmdEnv
 	}
 	c.Mark(op.SegExecution)
+	// A pure git query over a tree the watcher proves unchanged since the
+	// same query ran answers with that run's output: nothing runs.
+	var cache *liveview.View
+	var cachePos liveview.Position
+	key := ""
+	if Cacheable(args.Argv) {
+		if cache = env.View(c.Repo); cache != nil {
+			key = "run_command\x00" + dir + "\x00" + strings.Join(args.Argv, "\x00") + "\x00" + timeout.String()
+			r, hit, pos, err := cache.Lookup(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			if hit {
+				res := r.(proc.Result)
+				return finish(ctx, c, args, d, before, w, res, liveview.SourceCache, timeout, 0), nil
+			}
+			cachePos = pos
+		}
+	}
 	prep, err := env.Confine(ctx, sandbox.Read, c.Repo, nil)
 	if err != nil {
 		return nil, err
@@ -242,7 +279,17 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		return nil, err
 	}
 	c.Mark(op.SegExecution)
-	out := &RunCommandResult{Result: res, CommandClass: d.CommandClass}
+	if cache != nil && !res.TimedOut && !res.PidsExceeded && !res.Stdout.Truncated && !res.Stderr.Truncated {
+		cache.Store(cachePos, key, res)
+	}
+	return finish(ctx, c, args, d, before, w, res, liveview.SourceExec, timeout, spec.PidsMax), nil
+}
+
+// finish makes the result of a run (or of a cached run): redaction, the
+// tree check, warnings, loop detection.
+func finish(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decision, before string, w treeWatch, res proc.Result, source string, timeout time.Duration, pidsMax int) *RunCommandResult {
+	env := c.Env
+	out := &RunCommandResult{Result: res, CommandClass: d.CommandClass, Source: source}
 	red := env.RedactorFor(ctx, c.Root.Path())
 	var n1, n2 int
 	out.Stdout.Text, n1 = red.String(res.Stdout.Text)
@@ -253,7 +300,7 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		out.Warnings = append(out.Warnings, "timed out after "+timeout.String()+"; the process tree was killed")
 	}
 	if res.PidsExceeded {
-		out.Warnings = append(out.Warnings, "killed: it started more processes than the Fast Path allows ("+strconv.Itoa(spec.PidsMax)+")")
+		out.Warnings = append(out.Warnings, "killed: it started more processes than the Fast Path allows ("+strconv.Itoa(pidsMax)+")")
 	}
 	out.RunID = "run_" + strconv.FormatInt(env.Now().UnixNano(), 36)
 	failed := res.ExitCode != 0 || res.TimedOut
@@ -263,7 +310,44 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 		env.Gov.NoteFailure(c.Repo.Repo.ID)
 	}
 	c.FinishIn(op.SegReceipt)
-	return out, nil
+	return out
+}
+
+// cacheableGit reports the git subcommands whose output is a function of
+// the repository's state alone (work tree, index, HEAD, refs, config,
+// objects): no clock, no network, no environment but what gitx fixes.
+func cacheableGit(sub string) bool {
+	switch sub {
+	case "status", "rev-parse", "diff", "ls-files", "ls-tree", "show", "cat-file", "describe",
+		"merge-base", "rev-list", "blame", "grep", "shortlog":
+		return true
+	}
+	return false
+}
+
+// Cacheable reports whether argv is a git query whose result run_command
+// may replay while the watcher proves the tree unchanged: `git <sub> ...`
+// with sub in cacheableGit and no option that brings in the clock
+// (relative dates, --since and friends) or the terminal.
+func Cacheable(argv []string) bool {
+	if len(argv) < 2 || argv[0] != "git" || !cacheableGit(argv[1]) {
+		return false
+	}
+	for _, a := range argv[2:] {
+		if strings.Contains(a, "ignored") || (argv[1] == "ls-files" && len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'i')) {
+			return false // ignored files: the watcher does not watch ignored directories
+		}
+		switch {
+		case strings.HasPrefix(a, "--since"), strings.HasPrefix(a, "--until"), strings.HasPrefix(a, "--after"),
+			strings.HasPrefix(a, "--before"), strings.HasPrefix(a, "--date"), strings.HasPrefix(a, "--relative-date"),
+			strings.HasPrefix(a, "--max-age"), strings.HasPrefix(a, "--min-age"),
+			strings.Contains(a, "%ar"), strings.Contains(a, "%cr"), strings.Contains(a, "%ah"), strings.Contains(a, "%ch"), // relative dates
+			strings.Contains(a, "@{"),          // reflogs (.git/logs) are not watched
+			strings.HasPrefix(a, "--no-index"): // files outside the repository
+			return false
+		}
+	}
+	return true
 }
 
 // checkTree tells whether the work tree changed while the command ran and
@@ -277,7 +361,7 @@ func checkTree(ctx context.Context, c *op.Call, w treeWatch, out *RunCommandResu
 	var paths []string
 	var head bool
 	if w.taken {
-		after, err := snapshotTree(ctx, env.Git, c.Root.Path())
+		after, err := snapshotTree(ctx, treeStatus(c), c.Root.Path())
 		if err != nil {
 			out.Warnings = append(out.Warnings, "could not verify the work tree after the command: "+err.Error())
 			return
@@ -368,7 +452,7 @@ func CheapRevision(root string, gen uint64) string {
 // and modification time of every changed or untracked file, so a change to
 // an already-modified file shows too.
 func TreeDigest(ctx context.Context, git *gitx.Git, root string) (string, error) {
-	ts, err := snapshotTree(ctx, git, root)
+	ts, err := snapshotTree(ctx, gitStatusOf(git, root), root)
 	return ts.digest, err
 }
 

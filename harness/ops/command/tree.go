@@ -57,10 +57,19 @@ type treeState struct {
 	paths  map[string]string // rel path -> status and stamp
 }
 
-// snapshotTree takes a treeState: the porcelain status plus the size and
-// modification time of every changed or untracked file.
-func snapshotTree(ctx context.Context, git *gitx.Git, root string) (treeState, error) {
-	st, err := git.Status(ctx, root)
+// statusFunc returns the status of a work tree.
+type statusFunc func(ctx context.Context) (gitx.Status, error)
+
+// gitStatusOf is the status of root by running git.
+func gitStatusOf(git *gitx.Git, root string) statusFunc {
+	return func(ctx context.Context) (gitx.Status, error) { return git.Status(ctx, root) }
+}
+
+// snapshotTree takes a treeState: the porcelain status (status; from the
+// live index when the checkout has one) plus the size and modification
+// time of every changed or untracked file.
+func snapshotTree(ctx context.Context, status statusFunc, root string) (treeState, error) {
+	st, err := status(ctx)
 	if err != nil {
 		return treeState{}, err
 	}
