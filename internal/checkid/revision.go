@@ -127,8 +127,50 @@ func ContentRevision(ctx context.Context, g *gitx.Git, root string, o Options) (
 		return Revision{}, errs.Wrap(errs.Internal, err, "unexpected git status output: %v", err)
 	}
 
-	entries := st.entries[:0]
-	for _, e := range st.entries {
+	return revisionOf(ctx, g, root, st.head, st.entries, o)
+}
+
+// DirtyPath is a path that differs from HEAD, as a live index knows it
+// (ContentRevisionOf): a tracked path that is modified, deleted or changed
+// type in the work tree and unchanged in the index (so HEAD's mode and oid
+// are the index's), or an untracked path.
+type DirtyPath struct {
+	Path      string
+	Untracked bool
+	// Dir marks an untracked nested repository (listed as "sub/").
+	Dir bool
+	// HeadMode and HeadOID describe the path in HEAD: an octal mode
+	// ("100644") and a hex object id; empty for untracked paths.
+	HeadMode, HeadOID string
+}
+
+// ContentRevisionOf computes the Revision of the work tree at root like
+// ContentRevision, without running git status: the caller names HEAD and
+// the dirty paths (from a live index that proves them). It still hashes
+// those paths' work tree content and resolves HEAD's tree (cached).
+func ContentRevisionOf(ctx context.Context, g *gitx.Git, root, head string, dirty []DirtyPath, o Options) (Revision, error) {
+	if root == "" {
+		return Revision{}, errs.New(errs.InvalidArgument, "repository root must not be empty")
+	}
+	if g == nil {
+		g = &gitx.Git{}
+	}
+	o = o.withDefaults()
+	entries := make([]dirtyEntry, 0, len(dirty))
+	for _, d := range dirty {
+		e := dirtyEntry{path: d.Path, untracked: d.Untracked, dir: d.Dir}
+		if !d.Untracked {
+			e.sub, e.headKnown, e.headMode, e.headOID = "N...", true, d.HeadMode, d.HeadOID
+		}
+		entries = append(entries, e)
+	}
+	return revisionOf(ctx, g, root, head, entries, o)
+}
+
+// revisionOf hashes the dirty entries and resolves HEAD's tree.
+func revisionOf(ctx context.Context, g *gitx.Git, root, head string, all []dirtyEntry, o Options) (Revision, error) {
+	entries := all[:0:0]
+	for _, e := range all {
 		if o.Exclude != nil && o.Exclude(e.path) {
 			continue
 		}
@@ -145,7 +187,7 @@ func ContentRevision(ctx context.Context, g *gitx.Git, root string, o Options) (
 		return Revision{}, err
 	}
 	defer r.Close()
-	rev := Revision{Head: st.head, Dirty: make(map[string]string, len(entries))}
+	rev := Revision{Head: head, Dirty: make(map[string]string, len(entries))}
 	if len(entries) > 0 {
 		h := &hasher{g: g, root: root, r: r, maxBytes: o.MaxFileBytes}
 		values, err := h.hashAll(ctx, entries)
@@ -158,8 +200,8 @@ func ContentRevision(ctx context.Context, g *gitx.Git, root string, o Options) (
 			}
 		}
 	}
-	if st.head != "" {
-		if rev.Tree, err = treeOf(ctx, g, root, st.head); err != nil {
+	if head != "" {
+		if rev.Tree, err = treeOf(ctx, g, root, head); err != nil {
 			return Revision{}, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
+	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/proc"
@@ -151,17 +153,54 @@ type Identity struct {
 // the definition and the environment fingerprint. It runs nothing but git
 // and the cached tool version probe.
 func Identify(ctx context.Context, env *op.Env, e runtime.RepoEntry, root *pathsafe.Root, d Defined) (Identity, error) {
-	rev, err := Revision(ctx, env, root)
+	rev, err := Revision(ctx, env, e, root)
 	if err != nil {
 		return Identity{}, err
 	}
 	return IdentifyAt(ctx, env, e, rev, d)
 }
 
-// Revision returns the content revision of the checkout behind root as a
-// check's identity sees it (secret paths and harnessd's artefacts left out).
-func Revision(ctx context.Context, env *op.Env, root *pathsafe.Root) (checkid.Revision, error) {
-	return checkid.ContentRevision(ctx, env.Git, root.Path(), checkid.Options{Exclude: exclude(env)})
+// Revision returns the content revision of the checkout e (root is its
+// path checker) as a check's identity sees it (secret paths and harnessd's
+// artefacts left out). With a live index it runs no git status: the
+// revision is kept per watcher generation, and after a change only the
+// dirty paths are hashed again; it falls back to git status when the
+// index cannot prove the dirty set (staged or conflicted paths, or no
+// in-process status).
+func Revision(ctx context.Context, env *op.Env, e runtime.RepoEntry, root *pathsafe.Root) (checkid.Revision, error) {
+	opts := checkid.Options{Exclude: exclude(env)}
+	v := env.View(e)
+	if v == nil {
+		return checkid.ContentRevision(ctx, env.Git, root.Path(), opts)
+	}
+	r, _, err := v.Cached(ctx, "content-revision", func() (any, error) {
+		st, err := v.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.Source != liveview.SourceIndex || len(st.Staged) > 0 || len(st.Conflicted) > 0 {
+			return checkid.ContentRevision(ctx, env.Git, root.Path(), opts)
+		}
+		dirty := make([]checkid.DirtyPath, 0, len(st.Unstaged)+len(st.Untracked))
+		for _, u := range st.Unstaged {
+			mode, oid, ok := v.IndexEntry(u.Path)
+			if !ok {
+				return checkid.ContentRevision(ctx, env.Git, root.Path(), opts)
+			}
+			dirty = append(dirty, checkid.DirtyPath{Path: u.Path, HeadMode: mode, HeadOID: oid})
+		}
+		for _, p := range st.Untracked {
+			d, isDir := strings.CutSuffix(p, "/")
+			dirty = append(dirty, checkid.DirtyPath{Path: d, Untracked: true, Dir: isDir})
+		}
+		return checkid.ContentRevisionOf(ctx, env.Git, root.Path(), st.Head, dirty, opts)
+	})
+	if err != nil {
+		return checkid.Revision{}, err
+	}
+	rev := r.(checkid.Revision)
+	rev.Dirty = maps.Clone(rev.Dirty)
+	return rev, nil
 }
 
 // IdentifyAt is Identify on a content revision computed before (Revision):

@@ -221,7 +221,7 @@ func validate(ctx context.Context, c *op.Call, args ValidateArgs) (*op.Plan, err
 		}
 	}
 	return &op.Plan{Gate: gate, Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
-		head, err := c.Env.Git.Head(ctx, root.Path())
+		head, err := c.Env.Head(ctx, c.Repo)
 		if err != nil {
 			return nil, err
 		}
@@ -528,7 +528,6 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 	}
 	hashed := args
 	hashed.WaitMs, hashed.IncludeLatencyBreakdown = 0, false
-	git := env.Git
 	txn := op.MutationTxn(op.Txn{Op: "patch_proposal_integrate", RequestID: args.RequestID, Hashed: hashed, Paths: paths, Keys: keys,
 		Wait: time.Duration(args.WaitMs) * time.Millisecond,
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
@@ -539,7 +538,7 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 			}
 			r.Verified = append(r.Verified, stamps...)
 			// Under the lease: nothing can change the files until we write.
-			head, err := git.Head(ctx, root.Path())
+			head, err := c.Env.Head(ctx, c.Repo)
 			if err != nil {
 				return err
 			}

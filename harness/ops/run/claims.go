@@ -424,7 +424,7 @@ func (s *repoSet) get(id string) (*repoView, error) {
 // revision returns the content revision of v, computed once.
 func (s *repoSet) revision(ctx context.Context, v *repoView) (checkid.Revision, error) {
 	if !v.revOK {
-		v.rev, v.revErr = check.Revision(ctx, s.env, v.root)
+		v.rev, v.revErr = check.Revision(ctx, s.env, v.entry, v.root)
 		v.revOK = true
 	}
 	return v.rev, v.revErr
