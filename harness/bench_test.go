@@ -151,3 +151,24 @@ func BenchmarkRunStart(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGitStatusLive is a warm git_status answered by the live index
+// (a sync cookie, nothing changed), against BenchmarkGitStatusExec, the
+// same call with the live index off.
+func BenchmarkGitStatusLive(b *testing.B) {
+	h, id := benchHarness(b, true)
+	ctx := context.Background()
+	args := harness.GitStatusArgs{RepoID: id}
+	if r, err := h.GitStatus(ctx, args); err != nil {
+		b.Fatal(err)
+	} else if r, err = h.GitStatus(ctx, args); err != nil || r.Source != "index" {
+		b.Fatalf("second status: %+v %v", r, err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := h.GitStatus(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -284,6 +284,9 @@ func (h *Harness) teardown() error {
 	if h.secrets != nil {
 		_ = h.secrets.Close()
 	}
+	if h.env != nil {
+		h.env.CloseViews()
+	}
 	h.sb.Close()
 	if h.store != nil {
 		if err := h.store.Close(); err != nil {

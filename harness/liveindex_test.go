@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/testutil"
 )
 
 // TestLiveIndexStatusFollowsEdits: after each edit made behind harnessd's
@@ -123,5 +124,37 @@ func TestCommandCacheNeverServesAStaleTree(t *testing.T) {
 	r, err := h.RunCommand(ctx, harness.RunCommandArgs{RepoID: id, Argv: []string{"git", "log", "-1"}})
 	if err != nil || r.Source != "exec" {
 		t.Fatalf("git log is never cached: %+v %v", r, err)
+	}
+}
+
+// TestLiveIndexLeavesNoCookies: the sync cookies a live index makes in
+// .git are removed when harnessd closes, and a dead process's leftovers
+// are removed when a live index starts.
+func TestLiveIndexLeavesNoCookies(t *testing.T) {
+	ctx := context.Background()
+	h, err := harness.Open(ctx, harness.Config{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	dead := filepath.Join(root, ".git", "harnessd-cookie-999999999-1")
+	if err := os.WriteFile(dead, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := register(t, h, root)
+	for range 3 {
+		if _, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("a dead process's cookie was left: %v", err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(root, ".git", "harnessd-cookie-*"))
+	if len(left) != 0 {
+		t.Fatalf("cookies left after close: %v", left)
 	}
 }

@@ -139,9 +139,24 @@ func (e *Env) Root(r runtime.RepoEntry) (*pathsafe.Root, error) {
 // Forget drops a repository's cached path checker and live index.
 func (e *Env) Forget(repoID string) {
 	e.mu.Lock()
+	v := e.views[repoID]
 	delete(e.roots, repoID)
 	delete(e.views, repoID)
 	e.mu.Unlock()
+	if v != nil {
+		v.Close()
+	}
+}
+
+// CloseViews closes every live index (their cookie files are removed).
+func (e *Env) CloseViews() {
+	e.mu.Lock()
+	views := e.views
+	e.views = nil
+	e.mu.Unlock()
+	for _, v := range views {
+		v.Close()
+	}
 }
 
 // Head returns the commit HEAD names in r's checkout ("" on an unborn

@@ -269,7 +269,9 @@ func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
 	base := filepath.Base(rel)
 	switch {
 	case strings.HasPrefix(base, CookiePrefix) && !strings.Contains(rel, "/"):
-		if ev.Has(fsnotify.Create) {
+		// A cookie is raised by creating its file or, reused, by touching
+		// it (an attribute change); its removal is no cookie.
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Chmod) || ev.Has(fsnotify.Write) {
 			b.Cookies = append(b.Cookies, base)
 		}
 		return
