@@ -196,7 +196,9 @@ func (p *Pump) loop() {
 					break drain
 				}
 			}
-			p.emit(b)
+			if len(b.Paths) > 0 || b.Meta || len(b.Cookies) > 0 || b.Overflow {
+				p.emit(b)
+			}
 		case err, ok := <-p.w.Errors:
 			if !ok {
 				return
