@@ -161,12 +161,16 @@ func (a *Checkout) Receive(ctx actor.Context) {
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case messages.WatchSync, messages.WatchOverflow:
+		pid := a.watcherPID(ctx)
 		a.watchSent++
-		ctx.Forward(a.watcherPID(ctx))
+		ctx.Forward(pid)
 	case watchIdle:
 		if m.pid.Equal(a.watcher) && m.handled == a.watchSent {
 			ctx.Stop(a.watcher) // passivate: the next sync starts a new one
 			a.watcher, a.watchSent = nil, 0
+			if a.watch.Passivated != nil {
+				a.watch.Passivated()
+			}
 		}
 	case *actor.Terminated:
 		if m.Who.Equal(a.watcher) {

@@ -49,6 +49,9 @@ type WatchConfig struct {
 	Idle time.Duration
 	// SyncWait bounds the wait for a cookie's event (0 = WatchSyncWait).
 	SyncWait time.Duration
+	// Passivated, if set, is called (from the checkout's Receive) each
+	// time an idle watcher is stopped; tests wait on it.
+	Passivated func()
 }
 
 // Defaults of WatchConfig.
@@ -211,6 +214,12 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 		a.early = append(a.early, &watchWaiter{m: m, sender: ctx.Sender()})
 	case a.failed != "" || a.track.TakeCookie(m.Cookie):
 		ctx.Respond(a.state(m))
+	case a.otherEpoch(m):
+		// The asker rebuilds from git after this answer (it is not
+		// complete), and the watches exist by now, so it needs no proof
+		// that earlier events were seen; its cookie may even predate the
+		// watch on the git dir and never be seen.
+		ctx.Respond(a.state(m))
 	default:
 		if old, ok := a.waiters[m.Cookie]; ok { // a reused name: answer the older ask
 			old.timer.Stop()
@@ -220,6 +229,13 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 		a.waiters[m.Cookie] = &watchWaiter{m: m, sender: ctx.Sender(),
 			timer: time.AfterFunc(a.cfg.SyncWait, func() { sys.Root.Send(self, watchWaitExpired{cookie: cookie}) })}
 	}
+}
+
+// otherEpoch reports whether m's asker is from another epoch than the
+// tracker's (its answer cannot be complete).
+func (a *Watcher) otherEpoch(m messages.WatchSync) bool {
+	epoch, _ := a.track.Position()
+	return m.Epoch != epoch
 }
 
 // state answers m from the tracker.

@@ -20,6 +20,10 @@ var cookieSeq atomic.Uint64
 // watchRepo is a work tree with a .git directory, and a checkout of it
 // whose watcher passivates after idle.
 func watchRepo(t *testing.T, idle time.Duration) (*actor.ActorSystem, *actor.PID, string) {
+	return watchRepoWith(t, WatchConfig{Idle: idle})
+}
+
+func watchRepoWith(t *testing.T, cfg WatchConfig) (*actor.ActorSystem, *actor.PID, string) {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, ".git/refs"), 0o755); err != nil {
@@ -27,7 +31,7 @@ func watchRepo(t *testing.T, idle time.Duration) (*actor.ActorSystem, *actor.PID
 	}
 	s, st := newTestSystem(t), newStore(t)
 	repo := messages.Repository{ID: "repo_w", CheckoutID: "co_w", Root: root}
-	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewCheckoutWith(repo, st, zap.NewNop(), nil, CheckoutConfig{Watch: WatchConfig{Idle: idle}})), "co_w")
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewCheckoutWith(repo, st, zap.NewNop(), nil, CheckoutConfig{Watch: cfg})), "co_w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,17 +83,26 @@ func TestWatcherReportsChangesInOrder(t *testing.T) {
 // one starts on the next sync, in a new epoch, so an asker of the old one
 // rebuilds rather than miss a change made while nothing watched.
 func TestWatcherPassivatesAndNeverLies(t *testing.T) {
-	s, pid, root := watchRepo(t, 5*time.Millisecond)
+	passivated := make(chan struct{}, 1)
+	s, pid, root := watchRepoWith(t, WatchConfig{Idle: 5 * time.Millisecond, Passivated: func() {
+		select {
+		case passivated <- struct{}{}:
+		default:
+		}
+	}})
 	st := syncAt(t, s, pid, root, 0, 0)
 	first := st.Epoch
-	eventually(t, "passivation", func() bool {
-		if err := os.WriteFile(filepath.Join(root, "b.txt"), []byte("y"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		st = syncAt(t, s, pid, root, st.Epoch, st.Gen)
-		return st.Epoch != first
-	})
-	if st.Complete {
+	select {
+	case <-passivated:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle watcher was not passivated")
+	}
+	// Changed while nothing watched: the next watcher cannot know.
+	if err := os.WriteFile(filepath.Join(root, "b.txt"), []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st = syncAt(t, s, pid, root, st.Epoch, st.Gen)
+	if st.Epoch == first || st.Complete {
 		t.Fatalf("a new watcher's first answer must not be complete: %+v", st)
 	}
 }
