@@ -39,11 +39,13 @@ type Cache struct {
 	bytes int64
 }
 
-// entry is one file as readFile found it.
+// entry is one file as readFile found it. A kindText entry whose data is
+// nil keeps only the file's trigram filter: its content did not fit.
 type entry struct {
-	data []byte // kindText only
-	size int64
-	kind uint8
+	data  []byte // kindText only; nil = not kept
+	size  int64
+	kind  uint8
+	bloom *bloom // kindText files of at most bloomMaxFile bytes
 }
 
 // CacheStats describes a Cache. The counters run from NewCache or the last
@@ -126,7 +128,17 @@ func (c *Cache) clearLocked() {
 	c.bytes = 0
 }
 
-func cost(rel string, e entry) int64 { return int64(len(rel)+len(e.data)) + entryOverhead }
+func cost(rel string, e entry) int64 {
+	n := int64(len(rel)+len(e.data)) + entryOverhead
+	if e.bloom != nil {
+		n += bloomBits / 8
+	}
+	return n
+}
+
+// contentShare is the part of the bound file contents may take: the rest
+// is left to the trigram filters of the files whose content did not fit.
+func (c *Cache) contentShare() int64 { return c.max / 4 * 3 }
 
 func (c *Cache) deleteLocked(rel string, e entry) {
 	delete(c.m, rel)
@@ -177,7 +189,7 @@ func (c *Cache) lookup(files []string, idx []int32, ents []entry) []entry {
 // decides for sure.
 func (c *Cache) fits(rel string, n int64) bool {
 	c.mu.RLock()
-	ok := c.bytes+int64(len(rel))+n+entryOverhead <= c.max
+	ok := c.bytes+int64(len(rel))+n+entryOverhead+bloomBits/8 <= c.contentShare()
 	c.mu.RUnlock()
 	return ok
 }
@@ -196,7 +208,11 @@ func (c *Cache) put(rel string, e entry, epoch uint64) {
 	if had {
 		n -= cost(rel, old)
 	}
-	if c.bytes+n > c.max {
+	limit := c.max
+	if e.data != nil {
+		limit = c.contentShare()
+	}
+	if c.bytes+n > limit {
 		c.over.Add(1)
 		return
 	}

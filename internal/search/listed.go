@@ -54,6 +54,9 @@ func (s *Searcher) SearchListed(ctx context.Context, root string, files []string
 		return Result{}, err
 	}
 	defer closeRoot()
+	if cache != nil {
+		p.fbits = p.m.filterBits()
+	}
 	r := runPool.Get().(*listedRun)
 	defer r.release()
 	excluded := r.filter(p, files)
@@ -279,7 +282,16 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 		if e.kind != kindText || e.size > max {
 			continue
 		}
+		if e.bloom != nil && p.fbits != nil && !e.bloom.mayContain(p.fbits) {
+			continue // its trigrams prove it cannot match
+		}
 		data := e.data
+		if data == nil { // only its filter is kept: read it
+			var kind uint8
+			if data, kind, _ = readFile(p, rel, max, &w.buf); kind != kindText {
+				continue
+			}
+		}
 		p.m.scan(data, func(line, start, end, col int) bool {
 			ms = append(ms, p.makeMatch(rel, line, col, data[start:end]))
 			return len(ms) < need
@@ -308,7 +320,11 @@ func load(p *plan, rel string, max int64, cache *Cache, buf *bytes.Buffer) entry
 		return e
 	}
 	if kind == kindText {
+		e.bloom = newBloom(data)
 		if !cache.fits(rel, size) {
+			// Keep the filter only; the content is read when a query's
+			// trigrams pass it.
+			cache.put(rel, entry{kind: kindText, size: size, bloom: e.bloom}, epoch)
 			cache.over.Add(1)
 			return e
 		}

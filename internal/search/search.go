@@ -130,6 +130,7 @@ type plan struct {
 	exclude func(string) bool
 	dir     *os.File // the open root (openRoot); nil = nothing can be read
 	dirfd   int
+	fbits   []uint32 // the query's trigram filter bits (SearchListed with a cache); nil = no filtering
 }
 
 func (s *Searcher) prepare(root string, req Request) (*plan, error) {
@@ -303,6 +304,8 @@ type matcher struct {
 	// foldKS: foldLit has k or s, whose case orbits include non-ASCII runes
 	// (KELVIN SIGN, LONG S); the fast path then needs all-ASCII data.
 	foldKS bool
+	// caseFold: the query folds case (then reqLit is not used to filter).
+	caseFold bool
 }
 
 func hasNonASCII(data []byte) bool {
@@ -334,7 +337,7 @@ func newMatcher(req Request) (*matcher, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "bad regular expression: %v", err)
 	}
-	m := &matcher{re: re, lineRe: lineRe}
+	m := &matcher{re: re, lineRe: lineRe, caseFold: req.CaseInsensitive}
 	if !req.Regex && !hasNonASCII([]byte(req.Query)) {
 		m.foldLit = []byte(strings.ToLower(req.Query))
 		m.foldKS = strings.ContainsAny(string(m.foldLit), "ks")
