@@ -15,5 +15,9 @@
 //
 // With --load it instead drives many simulated agents through one surface
 // for a fixed time and reports throughput, latency percentiles, errors by
-// code, peak RSS and goroutines before and after.
+// code, peak RSS and goroutines before and after. With --files it
+// generates repositories of the given sizes (GenerateRepo) and reports, per
+// size, git_status, symbol_search (both also right after an edit),
+// git_diff and a reused run_check (check_identity) in process against git and rg run directly on the same
+// tree, with the process's RSS: how cost grows with the tree.
 package suite

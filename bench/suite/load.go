@@ -91,8 +91,11 @@ type loadTarget struct {
 	sessions []surface // one per agent (inproc: the same one)
 	// baseline is the serving process's goroutine count before any
 	// session connected.
-	baseline      int
-	goroutines    func(context.Context) (int, error)
+	baseline   int
+	goroutines func(context.Context) (int, error)
+	// rebaseline, when set, recounts the baseline once the repositories
+	// were registered and read (inproc).
+	rebaseline    func(context.Context) (int, error)
 	rss           func() (int64, string)
 	closeSessions func() error // ends the sessions (idempotent)
 	close         func() error // ends the sessions and the server
@@ -136,6 +139,22 @@ func runLoad(ctx context.Context, cfg config, rep *Report, stderr io.Writer) (er
 	patches := tgt.sessions[0].HasOp(opApplyPatch)
 	if !patches {
 		lr.Patches = "skipped (apply_patch not available)"
+	}
+	// A checkout's live view (its watcher) starts on first use and stays
+	// until the checkout is idle: not a leak. Read every repository once,
+	// then count the baseline again.
+	for _, id := range repoIDs {
+		if _, err := tgt.sessions[0].Call(ctx, "git_status", map[string]any{"repo_id": id}, nil); err != nil {
+			return fmt.Errorf("load: read %s: %w", id, err)
+		}
+		if _, err := tgt.sessions[0].Call(ctx, "search", map[string]any{"repo_id": id, "query": Symbol}, nil); err != nil {
+			return fmt.Errorf("load: search %s: %w", id, err)
+		}
+	}
+	if tgt.rebaseline != nil {
+		if tgt.baseline, err = tgt.rebaseline(ctx); err != nil {
+			return err
+		}
 	}
 	lr.Goroutines.Before = tgt.baseline
 
@@ -419,6 +438,7 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTa
 			sessions:   sessions,
 			baseline:   base,
 			goroutines: count,
+			rebaseline: func(ctx context.Context) (int, error) { return settledGoroutines(ctx, count, -1) },
 			rss: func() (int64, string) {
 				n, _ := peakRSS(0)
 				return n, "bench process"

@@ -39,13 +39,22 @@ type config struct {
 	concurrency int
 	duration    time.Duration
 	repos       int
+	// The generated-repository mode (--files).
+	files         []int
+	seed          uint64
+	keep          bool
+	warmupSet     bool
+	iterationsSet bool
 }
 
 const usageHead = `Usage: go run ./bench [flags]     (also: harness bench [flags])
 
 Measures everyday agent operations through harnessd's surfaces and holds
 each against the raw operation it wraps. With --load, drives many
-simulated agents through one surface instead.
+simulated agents through one surface instead. With --files, generates
+repositories of those sizes and measures git_status, symbol_search,
+git_diff and check_identity on each (status and search also right after
+an edit), in process, against git and rg run on the same tree.
 
 Flags:
 `
@@ -69,14 +78,24 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.concurrency, "concurrency", 64, "load: simulated agents")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "load: how long to run")
 	fs.IntVar(&c.repos, "repos", 4, "load: fixture repositories the agents share")
+	fs.IntSliceVar(&c.files, "files", nil, "scale: generate repositories of these many files (e.g. 100,10000,100000) and measure each in process")
+	fs.Uint64Var(&c.seed, "seed", DefaultSeed, "scale: seed of the generated repositories")
+	fs.BoolVar(&c.keep, "keep", false, "scale: keep the generated repositories (their path is printed on stderr)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if c.load && !fs.Changed("surfaces") {
+	if (c.load || len(c.files) > 0) && !fs.Changed("surfaces") {
 		c.surfaces = []string{SurfaceInproc}
+	}
+	if len(c.files) > 0 && !fs.Changed("cases") {
+		c.cases = ScaleCases()
+	}
+	c.warmupSet, c.iterationsSet = fs.Changed("warmup"), fs.Changed("iterations")
+	if fs.Changed("files") && len(c.files) == 0 {
+		return c, errors.New("--files is empty")
 	}
 	return c, c.validate()
 }
@@ -97,6 +116,9 @@ func (c *config) validate() error {
 			return fmt.Errorf("--harnessd %q is not a file", c.harnessd)
 		}
 	}
+	if c.load && len(c.files) > 0 {
+		return errors.New("--files and --load are separate modes: give one")
+	}
 	if c.load {
 		if len(c.surfaces) != 1 {
 			return fmt.Errorf("--load runs through one surface; got --surfaces %s", strings.Join(c.surfaces, ","))
@@ -115,6 +137,18 @@ func (c *config) validate() error {
 		return errors.New("--cases is empty")
 	}
 	known := Cases()
+	if len(c.files) > 0 {
+		if len(c.surfaces) != 1 || c.surfaces[0] != SurfaceInproc {
+			return fmt.Errorf("--files measures in process only; got --surfaces %s (use --surfaces inproc)", strings.Join(c.surfaces, ","))
+		}
+		for _, n := range c.files {
+			if n < MinGenFiles || n > MaxGenFiles {
+				return fmt.Errorf("--files %d is outside %d..%d", n, MinGenFiles, MaxGenFiles)
+			}
+		}
+		c.files = dedupeInts(c.files)
+		known = ScaleCases()
+	}
 	for _, k := range c.cases {
 		if !slices.Contains(known, k) {
 			return fmt.Errorf("--cases: unknown case %q (known: %s)", k, strings.Join(known, ", "))
@@ -127,6 +161,16 @@ func (c *config) validate() error {
 		return fmt.Errorf("--warmup %d is outside 0..%d", c.warmup, maxIters)
 	}
 	return nil
+}
+
+func dedupeInts(xs []int) []int {
+	var out []int
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func dedupe(xs []string) []string {
@@ -168,17 +212,23 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Settings:      Settings{Surfaces: cfg.surfaces},
 	}
 	var runErr error
-	if cfg.load {
+	switch {
+	case cfg.load:
 		runErr = runLoad(ctx, cfg, rep, stderr)
-	} else {
+	case len(cfg.files) > 0:
+		rep.Settings.Cases, rep.Settings.Files, rep.Settings.Seed = cfg.cases, cfg.files, cfg.seed
+		runErr = runScale(ctx, cfg, rep, stderr)
+	default:
 		rep.Settings.Warmup, rep.Settings.Iterations, rep.Settings.Cases = cfg.warmup, cfg.iterations, cfg.cases
 		runErr = runSuite(ctx, cfg, rep, stderr)
 	}
-	if len(rep.Results) > 0 || rep.Load != nil {
+	if len(rep.Results) > 0 || rep.Load != nil || len(rep.Scale) > 0 {
 		var werr error
 		switch {
 		case cfg.json:
 			werr = writeJSON(stdout, rep)
+		case len(cfg.files) > 0:
+			werr = writeScale(stdout, rep)
 		case cfg.load:
 			werr = writeLoad(stdout, rep)
 		default:

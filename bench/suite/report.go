@@ -13,16 +13,18 @@ import (
 const SchemaVersion = 1
 
 // Report is the JSON document of a run (--json). Exactly one of Results
-// (the suite) and Load (--load) is set.
+// (the suite), Load (--load) and Scale (--files, with ScaleRepos) is set.
 type Report struct {
-	SchemaVersion int         `json:"schema_version"`
-	Machine       Machine     `json:"machine"`
-	GoVersion     string      `json:"go_version"`
-	Commit        string      `json:"commit"`
-	StartedAt     time.Time   `json:"started_at"`
-	Settings      Settings    `json:"settings"`
-	Results       []Result    `json:"results,omitempty"`
-	Load          *LoadReport `json:"load,omitempty"`
+	SchemaVersion int           `json:"schema_version"`
+	Machine       Machine       `json:"machine"`
+	GoVersion     string        `json:"go_version"`
+	Commit        string        `json:"commit"`
+	StartedAt     time.Time     `json:"started_at"`
+	Settings      Settings      `json:"settings"`
+	Results       []Result      `json:"results,omitempty"`
+	Load          *LoadReport   `json:"load,omitempty"`
+	Scale         []ScaleResult `json:"scale,omitempty"`
+	ScaleRepos    []ScaleRepo   `json:"scale_repos,omitempty"`
 }
 
 // Settings records how the run was made.
@@ -32,6 +34,9 @@ type Settings struct {
 	Surfaces    []string `json:"surfaces"`
 	Cases       []string `json:"cases,omitempty"`
 	SearchFloor string   `json:"search_floor,omitempty"` // "rg" or "git grep"
+	// Files are the repository sizes of --files; Seed seeds their generator.
+	Files []int  `json:"files,omitempty"`
+	Seed  uint64 `json:"seed,omitempty"`
 }
 
 // Result is one case measured through one surface. Times are milliseconds.
