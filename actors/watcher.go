@@ -118,7 +118,9 @@ func (a *Watcher) Receive(ctx actor.Context) {
 			if w, ok := a.waiters[c]; ok && a.track.TakeCookie(c) {
 				delete(a.waiters, c)
 				w.timer.Stop()
-				ctx.Send(w.sender, a.state(w.m))
+				st := a.state(w.m)
+				st.CookieSeen = true
+				ctx.Send(w.sender, st)
 			}
 		}
 	case messages.WatchSync:
@@ -212,13 +214,18 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 	switch {
 	case !a.ready:
 		a.early = append(a.early, &watchWaiter{m: m, sender: ctx.Sender()})
-	case a.failed != "" || a.track.TakeCookie(m.Cookie):
+	case a.failed != "":
 		ctx.Respond(a.state(m))
+	case a.track.TakeCookie(m.Cookie):
+		st := a.state(m)
+		st.CookieSeen = true
+		ctx.Respond(st)
 	case a.otherEpoch(m):
 		// The asker rebuilds from git after this answer (it is not
 		// complete), and the watches exist by now, so it needs no proof
 		// that earlier events were seen; its cookie may even predate the
-		// watch on the git dir and never be seen.
+		// watch on the git dir and never be seen. (CookieSeen is false:
+		// the asker must not reuse the name, whose event may come later.)
 		ctx.Respond(a.state(m))
 	default:
 		if old, ok := a.waiters[m.Cookie]; ok { // a reused name: answer the older ask

@@ -58,15 +58,15 @@ func syncAt(t *testing.T, s *actor.ActorSystem, pid *actor.PID, root string, epo
 func TestWatcherReportsChangesInOrder(t *testing.T) {
 	s, pid, root := watchRepo(t, time.Hour)
 	st := syncAt(t, s, pid, root, 0, 0)
-	if st.Complete {
-		t.Fatalf("a first sync must rebuild: %+v", st)
+	if st.Complete || st.CookieSeen {
+		t.Fatalf("a first sync must rebuild, answered without its cookie: %+v", st)
 	}
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// No wait: the cookie proves the write was seen.
 	st2 := syncAt(t, s, pid, root, st.Epoch, st.Gen)
-	if !st2.Complete || !slices.Contains(st2.Changed, "a.txt") || st2.Epoch != st.Epoch {
+	if !st2.Complete || !st2.CookieSeen || !slices.Contains(st2.Changed, "a.txt") || st2.Epoch != st.Epoch {
 		t.Fatalf("after a write: %+v", st2)
 	}
 	st3 := syncAt(t, s, pid, root, st2.Epoch, st2.Gen)

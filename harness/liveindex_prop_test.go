@@ -46,6 +46,10 @@ func TestLiveIndexProperty(t *testing.T) {
 		})
 		liveID := register(t, live, root)
 		plainID := register(t, plain, root)
+		// Each watched checkout holds an inotify instance (at most
+		// fs.inotify.max_user_instances, often 128): let go of it.
+		defer live.UnregisterRepository(ctx, harness.UnregisterArgs{RepoID: liveID})
+		defer plain.UnregisterRepository(ctx, harness.UnregisterArgs{RepoID: plainID})
 		git := func(args ...string) {
 			cmd := exec.Command("git", args...)
 			cmd.Dir = root

@@ -29,6 +29,10 @@ type WatchState struct {
 	Meta     bool
 	// Watches is how many directories are watched.
 	Watches int
+	// CookieSeen is set when the answer waited for the cookie's event;
+	// otherwise (an asker of another epoch, answered at once) the event may
+	// still come, and the caller must not raise that cookie name again.
+	CookieSeen bool
 }
 
 // WatchOverflow makes a checkout's watcher behave as if its event queue

@@ -192,7 +192,7 @@ func (e *Env) View(r runtime.RepoEntry) *liveview.View {
 		if err != nil {
 			return liveview.Sync{}, err
 		}
-		return liveview.Sync{Ready: st.Ready, Reason: st.Reason, Watches: st.Watches, State: watch.State{
+		return liveview.Sync{Ready: st.Ready, Reason: st.Reason, Watches: st.Watches, CookieSeen: st.CookieSeen, State: watch.State{
 			Epoch: st.Epoch, Gen: st.Gen, Complete: st.Complete, Changed: st.Changed, Meta: st.Meta, Reason: st.Reason}}, nil
 	}, nil)
 	e.views[r.Repo.ID] = v

@@ -55,6 +55,9 @@ type Sync struct {
 	Reason string
 	watch.State
 	Watches int
+	// CookieSeen: the answer proved the cookie's event; only then may the
+	// cookie be raised again.
+	CookieSeen bool
 }
 
 // Syncer asks the checkout's watcher for the changes since (epoch, gen)
@@ -194,7 +197,11 @@ func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
 		}
 		return Sync{Reason: "watcher: " + err.Error()}, nil
 	}
-	v.returnCookie(name)
+	if st.CookieSeen {
+		v.returnCookie(name)
+	} else {
+		os.Remove(filepath.Join(v.gitDir, name)) // its event may still come: never reuse the name
+	}
 	return st, nil
 }
 
@@ -538,22 +545,11 @@ func (v *View) Reason() string {
 // CacheStats reports the content cache's use.
 func (v *View) CacheStats() search.CacheStats { return v.cache.Stats() }
 
+// copyStatus returns st with lists of its own (the view keeps st).
 func copyStatus(st gitx.Status) gitx.Status {
 	st.Staged = slices.Clone(st.Staged)
 	st.Unstaged = slices.Clone(st.Unstaged)
 	st.Untracked = slices.Clone(st.Untracked)
 	st.Conflicted = slices.Clone(st.Conflicted)
-	if st.Staged == nil {
-		st.Staged = []gitx.Entry{}
-	}
-	if st.Unstaged == nil {
-		st.Unstaged = []gitx.Entry{}
-	}
-	if st.Untracked == nil {
-		st.Untracked = []string{}
-	}
-	if st.Conflicted == nil {
-		st.Conflicted = []gitx.Entry{}
-	}
 	return st
 }
