@@ -42,6 +42,9 @@ type Watcher struct {
 type WatchConfig struct {
 	// Off disables watchers: every WatchSync is answered not Ready.
 	Off bool
+	// CookieBase holds the cookie dirs (watch.CookieDir(CookieBase,
+	// root)); it must be absolute, and out of reach of confined processes.
+	CookieBase string
 	// Ignored lists the directories of a work tree git ignores entirely
 	// (not watched); nil = watch every directory.
 	Ignored func(root string) map[string]bool
@@ -178,7 +181,7 @@ func (a *Watcher) start(ctx actor.Context) {
 		if cfg.Ignored != nil {
 			ignored = cfg.Ignored(root)
 		}
-		p, err := iwatch.Start(root, iwatch.Options{Ignored: ignored}, func(b iwatch.Batch) { sys.Root.Send(self, b) })
+		p, err := iwatch.Start(root, iwatch.Options{Ignored: ignored, CookieDir: iwatch.CookieDir(cfg.CookieBase, root)}, func(b iwatch.Batch) { sys.Root.Send(self, b) })
 		life.mu.Lock()
 		if life.stopped && p != nil {
 			_ = p.Close()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,10 +13,14 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	iwatch "github.com/harnessd/harnessd/internal/watch"
 	"github.com/harnessd/harnessd/messages"
 )
 
-var cookieSeq atomic.Uint64
+var (
+	cookieSeq   atomic.Uint64
+	cookieBases sync.Map // work tree root → its test's WatchConfig.CookieBase
+)
 
 // watchRepo is a work tree with a .git directory, and a checkout of it
 // whose watcher passivates after idle.
@@ -26,6 +31,10 @@ func watchRepo(t *testing.T, idle time.Duration) (*actor.ActorSystem, *actor.PID
 func watchRepoWith(t *testing.T, cfg WatchConfig) (*actor.ActorSystem, *actor.PID, string) {
 	t.Helper()
 	root := t.TempDir()
+	if cfg.CookieBase == "" {
+		cfg.CookieBase = filepath.Join(t.TempDir(), "cookies")
+	}
+	cookieBases.Store(root, cfg.CookieBase)
 	if err := os.MkdirAll(filepath.Join(root, ".git/refs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +52,12 @@ func watchRepoWith(t *testing.T, cfg WatchConfig) (*actor.ActorSystem, *actor.PI
 func syncAt(t *testing.T, s *actor.ActorSystem, pid *actor.PID, root string, epoch, gen uint64) messages.WatchState {
 	t.Helper()
 	name := fmt.Sprintf("harnessd-cookie-test-%d", cookieSeq.Add(1))
-	p := filepath.Join(root, ".git", name)
+	base, _ := cookieBases.Load(root)
+	dir := iwatch.CookieDir(base.(string), root)
+	if err := os.MkdirAll(dir, 0o700); err != nil { // the pump may not have made it yet
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,10 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/internal/watch"
 )
 
 // TestLiveIndexStatusFollowsEdits: after each edit made behind harnessd's
@@ -127,34 +131,85 @@ func TestCommandCacheNeverServesAStaleTree(t *testing.T) {
 	}
 }
 
-// TestLiveIndexLeavesNoCookies: the sync cookies a live index makes in
-// .git are removed when harnessd closes, and a dead process's leftovers
-// are removed when a live index starts.
-func TestLiveIndexLeavesNoCookies(t *testing.T) {
+// TestLiveIndexWritesNothingInTheCheckout: the live index syncs through
+// cookies raised outside the checkout (in the data dir, hidden from
+// confined processes), so queries leave every file of the work tree and
+// of .git as it was; the cookies are removed when harnessd closes, and a
+// dead process's leftovers when a live index starts.
+func TestLiveIndexWritesNothingInTheCheckout(t *testing.T) {
 	ctx := context.Background()
-	h, err := harness.Open(ctx, harness.Config{InMemory: true})
+	dataDir := t.TempDir()
+	h, err := harness.Open(ctx, harness.Config{DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
-	dead := filepath.Join(root, ".git", "harnessd-cookie-999999999-1")
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Refresh the index's stat data first: git status (the exec fallback)
+	// may rewrite it, which is git's doing, not the live index's.
+	if out, err := exec.Command("git", "-C", root, "status", "--porcelain").CombinedOutput(); err != nil {
+		t.Fatalf("git status: %v %s", err, out)
+	}
+	before := treeState(t, root)
+	id := register(t, h, root)
+	cookieDir := watch.CookieDir(filepath.Join(dataDir, "cookies"), root)
+	dead := filepath.Join(cookieDir, watch.CookiePrefix+"999999999-00-1")
+	if err := os.MkdirAll(cookieDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(dead, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	id := register(t, h, root)
-	for range 3 {
-		if _, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: id}); err != nil {
+	for i := range 3 {
+		st, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: id})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if _, err := h.Search(ctx, harness.SearchArgs{RepoID: id, Query: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && st.Source != "index" { // the first builds the view
+			t.Fatalf("status not from the live index (%s: %s): this test proves nothing", st.Source, st.IndexReason)
 		}
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Fatalf("a dead process's cookie was left: %v", err)
 	}
+	if live, _ := filepath.Glob(filepath.Join(cookieDir, watch.CookiePrefix+"*")); len(live) == 0 {
+		t.Fatalf("no cookie in %s: the syncs raised theirs elsewhere", cookieDir)
+	}
+	if after := treeState(t, root); !maps.Equal(before, after) {
+		t.Fatalf("the live index wrote into the checkout:\nbefore %v\nafter  %v", before, after)
+	}
 	if err := h.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	left, _ := filepath.Glob(filepath.Join(root, ".git", "harnessd-cookie-*"))
-	if len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(cookieDir, watch.CookiePrefix+"*")); len(left) != 0 {
 		t.Fatalf("cookies left after close: %v", left)
 	}
+}
+
+// treeState maps every path under root (.git included) to its size and
+// modification time.
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

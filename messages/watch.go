@@ -1,8 +1,9 @@
 package messages
 
 // WatchSync asks a checkout for its watcher's view of the work tree after
-// a sync cookie: the caller has created the cookie file Cookie (a base name
-// starting with "harnessd-cookie-") in the git dir before asking, and the
+// a sync cookie: the caller has raised the cookie file Cookie (a base name
+// starting with "harnessd-cookie-") in the checkout's cookie dir
+// (watch.CookieDir, outside the checkout) before asking, and the
 // answer comes once the watcher has seen that file appear, so every change
 // made before the ask is in it. Epoch and Gen are the position of the
 // caller's view (zero = none yet). The answer is a WatchState.

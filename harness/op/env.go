@@ -187,7 +187,7 @@ func (e *Env) View(r runtime.RepoEntry) *liveview.View {
 		e.views = map[string]*liveview.View{}
 	}
 	rt := e.RT
-	v := liveview.New(r.Repo.Root, e.Git, func(ctx context.Context, cookie string, epoch, gen uint64) (liveview.Sync, error) {
+	v := liveview.New(r.Repo.Root, rt.CookieDir(r.Repo.Root), e.Git, func(ctx context.Context, cookie string, epoch, gen uint64) (liveview.Sync, error) {
 		st, err := rt.WatchSync(ctx, r, messages.WatchSync{Cookie: cookie, Epoch: epoch, Gen: gen})
 		if err != nil {
 			return liveview.Sync{}, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -14,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/logx"
+	"github.com/harnessd/harnessd/internal/watch"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 	"github.com/harnessd/harnessd/supervisors"
@@ -104,6 +106,13 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		r.dataDir, r.tempDir = d, d
 	}
+	if r.cfg.Watch.CookieBase == "" {
+		abs, err := filepath.Abs(filepath.Join(r.dataDir, "cookies"))
+		if err != nil {
+			return nil, fmt.Errorf("runtime: cookie dir: %w", err)
+		}
+		r.cfg.Watch.CookieBase = abs
+	}
 	r.system = actor.NewActorSystemWithConfig(actor.Configure(
 		logx.ActorSystemOption(cfg.Logger),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond),
@@ -183,6 +192,11 @@ func (r *Runtime) Index() *actors.RepoIndex { return r.index }
 
 // DataDir returns the data dir of job logs and worktrees.
 func (r *Runtime) DataDir() string { return r.dataDir }
+
+// CookieDir returns where the live index raises the sync cookies of the
+// work tree root: a dir of its own under <data dir>/cookies, which the
+// sandbox hides from every confined process.
+func (r *Runtime) CookieDir(root string) string { return watch.CookieDir(r.cfg.Watch.CookieBase, root) }
 
 // Tasks returns the tracker of the goroutines that do blocking work for the
 // actors (and for the layers above that start such work).

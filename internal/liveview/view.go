@@ -6,8 +6,9 @@
 // commands) keyed by the watcher's generation.
 //
 // Every query first syncs with the watcher through a cookie (a file
-// created in the git dir whose event proves that every earlier change has
-// been seen), so the view is never stale. Anything the view cannot prove —
+// raised in the watcher's cookie dir, outside the checkout, whose event
+// proves that every earlier change has been seen), so the view is never
+// stale. Anything the view cannot prove —
 // the checkout is not watched, the watcher lost track, a repository
 // feature the in-process status does not model — falls back to running
 // git, and the answer says so (Source).
@@ -16,6 +17,7 @@ package liveview
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -61,13 +63,15 @@ type Sync struct {
 }
 
 // Syncer asks the checkout's watcher for the changes since (epoch, gen)
-// once it has seen the cookie file (a base name in the git dir) appear.
+// once it has seen the cookie file (a base name in the cookie dir) appear.
 type Syncer func(ctx context.Context, cookie string, epoch, gen uint64) (Sync, error)
 
 // View is the live index of one checkout. Its methods are safe for
 // concurrent use.
 type View struct {
 	root, gitDir string
+	cookieDir    string // the watcher's cookie dir, outside the checkout
+	cookieTag    string // "<pid>-<random>-": this view's cookie names
 	git          *gitx.Git
 	sync         Syncer
 	cookies      atomic.Uint64
@@ -89,21 +93,26 @@ type View struct {
 	results  map[string]any  // git call results valid at (epoch, gen)
 }
 
-// New returns the view of the work tree root (git dir root/.git).
-func New(root string, git *gitx.Git, sync Syncer, cache *search.Cache) *View {
+// New returns the view of the work tree root (git dir root/.git) whose
+// watcher sees cookies raised in cookieDir (watch.CookieDir).
+func New(root, cookieDir string, git *gitx.Git, sync Syncer, cache *search.Cache) *View {
 	if cache == nil {
 		cache = search.NewCache(0)
 	}
-	v := &View{root: root, gitDir: filepath.Join(root, ".git"), git: git, sync: sync, cache: cache,
-		pending: map[string]bool{}, results: map[string]any{}}
-	v.removeDeadCookies()
+	var tag [6]byte
+	_, _ = rand.Read(tag[:])
+	v := &View{root: root, gitDir: filepath.Join(root, ".git"), cookieDir: cookieDir, git: git, sync: sync, cache: cache,
+		cookieTag: strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(tag[:]) + "-",
+		pending:   map[string]bool{}, results: map[string]any{}}
+	_ = os.MkdirAll(cookieDir, 0o700) // a failure shows at the first sync
+	removeDeadCookies(cookieDir)
 	return v
 }
 
-// removeDeadCookies removes the cookie files of processes that are gone
-// (a harnessd killed before it could remove its own).
-func (v *View) removeDeadCookies() {
-	names, _ := filepath.Glob(filepath.Join(v.gitDir, watch.CookiePrefix+"*"))
+// removeDeadCookies removes the cookie files in dir of processes that are
+// gone (a harnessd killed before it could remove its own).
+func removeDeadCookies(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, watch.CookiePrefix+"*"))
 	for _, p := range names {
 		rest := strings.TrimPrefix(filepath.Base(p), watch.CookiePrefix)
 		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
@@ -142,7 +151,7 @@ func (v *View) takeCookie() (name string, exists bool) {
 		v.freeCookies = v.freeCookies[:n-1]
 		return name, true
 	}
-	return watch.CookiePrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(v.cookies.Add(1), 10), false
+	return watch.CookiePrefix + v.cookieTag + strconv.FormatUint(v.cookies.Add(1), 10), false
 }
 
 func (v *View) returnCookie(name string) {
@@ -152,7 +161,7 @@ func (v *View) returnCookie(name string) {
 		v.freeCookies = append(v.freeCookies, name)
 		return
 	}
-	os.Remove(filepath.Join(v.gitDir, name))
+	os.Remove(filepath.Join(v.cookieDir, name))
 }
 
 // maxFreeCookies bounds the cookie files kept for reuse (one per sync
@@ -162,7 +171,7 @@ const maxFreeCookies = 16
 // raiseCookie makes the event of cookie name: creates its file, or
 // touches it when it exists (a file gone meanwhile is created again).
 func (v *View) raiseCookie(name string, exists bool) error {
-	path := filepath.Join(v.gitDir, name)
+	path := filepath.Join(v.cookieDir, name)
 	if exists {
 		now := unix.NsecToTimespec(time.Now().UnixNano())
 		err := unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{now, now}, unix.AT_SYMLINK_NOFOLLOW)
@@ -186,12 +195,12 @@ func (v *View) raiseCookie(name string, exists bool) error {
 func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
 	name, exists := v.takeCookie()
 	if err := v.raiseCookie(name, exists); err != nil {
-		os.Remove(filepath.Join(v.gitDir, name))
-		return Sync{Reason: "cannot make a sync cookie in .git: " + err.Error()}, nil
+		os.Remove(filepath.Join(v.cookieDir, name))
+		return Sync{Reason: "cannot make a sync cookie: " + err.Error()}, nil
 	}
 	st, err := v.sync(ctx, name, epoch, gen)
 	if err != nil {
-		os.Remove(filepath.Join(v.gitDir, name)) // never reused: a late event must not answer another sync
+		os.Remove(filepath.Join(v.cookieDir, name)) // never reused: a late event must not answer another sync
 		if ctx.Err() != nil {
 			return Sync{}, ctx.Err()
 		}
@@ -200,7 +209,7 @@ func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
 	if st.CookieSeen {
 		v.returnCookie(name)
 	} else {
-		os.Remove(filepath.Join(v.gitDir, name)) // its event may still come: never reuse the name
+		os.Remove(filepath.Join(v.cookieDir, name)) // its event may still come: never reuse the name
 	}
 	return st, nil
 }
@@ -210,7 +219,7 @@ func (v *View) Close() {
 	v.cookieMu.Lock()
 	defer v.cookieMu.Unlock()
 	for _, name := range v.freeCookies {
-		os.Remove(filepath.Join(v.gitDir, name))
+		os.Remove(filepath.Join(v.cookieDir, name))
 	}
 	v.freeCookies = nil
 }

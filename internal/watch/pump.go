@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,15 +15,33 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// CookiePrefix starts the base name of every sync cookie, a file created
-// under the git dir and removed once its event is seen.
+// CookiePrefix starts the base name of every sync cookie, a file raised
+// in the pump's cookie dir.
 const CookiePrefix = "harnessd-cookie-"
+
+// CookieDir returns the cookie dir of the work tree root under base (one
+// dir per work tree, outside it: harnessd writes nothing into a checkout
+// to sync with its watcher).
+//
+// A cookie needs no place in the tree it proves: inotify queues the events
+// of all the watches of one instance in one list, in the order they
+// happen, so a cookie's event in a watched dir elsewhere still comes after
+// every change made to the tree before it was raised.
+func CookieDir(base, root string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(root)))
+	return filepath.Join(base, hex.EncodeToString(sum[:12]))
+}
 
 // Options configure a pump.
 type Options struct {
 	// Ignored reports the directories (slash-separated, relative) not to
 	// watch because git ignores everything in them; nil = watch all.
 	Ignored map[string]bool
+	// CookieDir (required, absolute) is where sync cookies are raised: the
+	// pump makes it (0700) and watches it. Keep it where the processes
+	// harnessd confines cannot write (the data dir), so none can raise a
+	// cookie before harnessd does.
+	CookieDir string
 	// Buffer is the pump's event channel size (0 = 4096).
 	Buffer uint
 }
@@ -30,14 +50,15 @@ type Options struct {
 // them out in batches. It watches every directory of the work tree but .git
 // and the ignored ones, adding watches as directories appear, plus the git
 // dir itself, its refs and info: enough to see every change `git status`
-// depends on. A watch it cannot add, or a queue overflow, is reported as a
+// depends on; and its cookie dir. A watch it cannot add, or a queue overflow, is reported as a
 // Batch with Overflow set.
 type Pump struct {
-	root   string
-	gitDir string // absolute
-	w      *fsnotify.Watcher
-	emit   func(Batch)
-	opts   Options
+	root      string
+	gitDir    string // absolute
+	cookieDir string // absolute
+	w         *fsnotify.Watcher
+	emit      func(Batch)
+	opts      Options
 
 	mu   sync.Mutex
 	dirs map[string]bool // watched directories, absolute
@@ -58,6 +79,13 @@ func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
 	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%w: %s/.git is not a directory (a linked worktree or a submodule)", ErrUnsupported, root)
 	}
+	if !filepath.IsAbs(opts.CookieDir) {
+		return nil, fmt.Errorf("%w: no cookie dir (an absolute path) to sync with", ErrUnsupported)
+	}
+	cookieDir := filepath.Clean(opts.CookieDir)
+	if err := os.MkdirAll(cookieDir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: cookie dir: %v", ErrUnsupported, err)
+	}
 	if opts.Buffer == 0 {
 		opts.Buffer = 4096
 	}
@@ -65,7 +93,11 @@ func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
-	p := &Pump{root: root, gitDir: gitDir, w: w, emit: emit, opts: opts, dirs: map[string]bool{}, done: make(chan struct{})}
+	p := &Pump{root: root, gitDir: gitDir, cookieDir: cookieDir, w: w, emit: emit, opts: opts, dirs: map[string]bool{}, done: make(chan struct{})}
+	if err := p.w.Add(cookieDir); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("%w: watch the cookie dir: %v", ErrUnsupported, err)
+	}
 	for _, d := range []string{gitDir, filepath.Join(gitDir, "info")} {
 		if err := p.add(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			w.Close()
@@ -215,6 +247,15 @@ func (p *Pump) loop() {
 // event adds one fsnotify event to b.
 func (p *Pump) event(b *Batch, ev fsnotify.Event) {
 	name := ev.Name
+	if filepath.Dir(name) == p.cookieDir {
+		// A cookie is raised by creating its file or, reused, by touching
+		// it (an attribute change); its removal is no cookie.
+		if base := filepath.Base(name); strings.HasPrefix(base, CookiePrefix) &&
+			(ev.Has(fsnotify.Create) || ev.Has(fsnotify.Chmod) || ev.Has(fsnotify.Write)) {
+			b.Cookies = append(b.Cookies, base)
+		}
+		return
+	}
 	if strings.HasPrefix(name, p.gitDir+string(filepath.Separator)) || name == p.gitDir {
 		p.gitEvent(b, ev)
 		return
@@ -270,13 +311,6 @@ func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
 	rel = filepath.ToSlash(rel)
 	base := filepath.Base(rel)
 	switch {
-	case strings.HasPrefix(base, CookiePrefix) && !strings.Contains(rel, "/"):
-		// A cookie is raised by creating its file or, reused, by touching
-		// it (an attribute change); its removal is no cookie.
-		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Chmod) || ev.Has(fsnotify.Write) {
-			b.Cookies = append(b.Cookies, base)
-		}
-		return
 	case strings.HasSuffix(base, ".lock"), rel == "objects", strings.HasPrefix(rel, "objects/"),
 		rel == "logs", strings.HasPrefix(rel, "logs/"), base == "COMMIT_EDITMSG", base == "FETCH_HEAD", base == "gc.pid":
 		return

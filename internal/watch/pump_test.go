@@ -13,15 +13,23 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // collector gathers batches until a cookie shows up.
-type collector struct{ ch chan Batch }
+type collector struct {
+	ch        chan Batch
+	cookieDir string
+	seen      []string // every cookie seen
+}
+
+func newCollector(t *testing.T) *collector {
+	return &collector{ch: make(chan Batch, 1024), cookieDir: filepath.Join(t.TempDir(), "cookies")}
+}
 
 func (c *collector) emit(b Batch) { c.ch <- b }
 
 // until makes a cookie and returns every path and meta flag seen up to
 // its event: what a sync proves.
-func (c *collector) until(t *testing.T, root, name string) (paths []string, meta bool) {
+func (c *collector) until(t *testing.T, name string) (paths []string, meta bool) {
 	t.Helper()
-	cookie := filepath.Join(root, ".git", CookiePrefix+name)
+	cookie := filepath.Join(c.cookieDir, CookiePrefix+name)
 	if err := os.WriteFile(cookie, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +43,7 @@ func (c *collector) until(t *testing.T, root, name string) (paths []string, meta
 			}
 			paths = append(paths, b.Paths...)
 			meta = meta || b.Meta
+			c.seen = append(c.seen, b.Cookies...)
 			if slices.Contains(b.Cookies, CookiePrefix+name) {
 				slices.Sort(paths)
 				return slices.Compact(paths), meta
@@ -58,8 +67,8 @@ func newRepo(t *testing.T) string {
 
 func TestPumpSeesWhatStatusDependsOn(t *testing.T) {
 	root := newRepo(t)
-	c := &collector{ch: make(chan Batch, 1024)}
-	p, err := Start(root, Options{Ignored: map[string]bool{"build": true}}, c.emit)
+	c := newCollector(t)
+	p, err := Start(root, Options{Ignored: map[string]bool{"build": true}, CookieDir: c.cookieDir}, c.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +84,7 @@ func TestPumpSeesWhatStatusDependsOn(t *testing.T) {
 	}
 
 	write("src/a.go")
-	if got, meta := c.until(t, root, "1"); !slices.Equal(got, []string{"src/a.go"}) || meta {
+	if got, meta := c.until(t, "1"); !slices.Equal(got, []string{"src/a.go"}) || meta {
 		t.Fatalf("a file write: %v meta %v", got, meta)
 	}
 	// A directory made with files already in it (before its watch):
@@ -84,7 +93,7 @@ func TestPumpSeesWhatStatusDependsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("new/deep/f.txt")
-	got, _ := c.until(t, root, "2")
+	got, _ := c.until(t, "2")
 	if !slices.Contains(got, "new/deep/f.txt") {
 		t.Fatalf("new directory's file not seen: %v", got)
 	}
@@ -93,36 +102,36 @@ func TestPumpSeesWhatStatusDependsOn(t *testing.T) {
 	if err := os.Rename(filepath.Join(root, "new"), filepath.Join(root, "moved")); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = c.until(t, root, "3")
+	got, _ = c.until(t, "3")
 	if !slices.Contains(got, "new") || !slices.Contains(got, "moved") {
 		t.Fatalf("rename: %v", got)
 	}
 	write("moved/deep/g.txt")
-	got, _ = c.until(t, root, "4")
+	got, _ = c.until(t, "4")
 	if !slices.Equal(got, []string{"moved/deep/g.txt"}) {
 		t.Fatalf("write after rename: %v", got)
 	}
 	// Ignored directories are not watched.
 	write("build/out/x.o")
-	if got, _ = c.until(t, root, "5"); len(got) != 0 {
+	if got, _ = c.until(t, "5"); len(got) != 0 {
 		t.Fatalf("ignored dir reported: %v", got)
 	}
 	// .git: the index and refs are meta; objects and lock files are not.
 	write(".git/objects/ab")
 	write(".git/index.lock")
-	if got, meta := c.until(t, root, "6"); meta || len(got) != 0 {
+	if got, meta := c.until(t, "6"); meta || len(got) != 0 {
 		t.Fatalf("objects/lock: %v meta %v", got, meta)
 	}
 	write(".git/index")
-	if _, meta := c.until(t, root, "7"); !meta {
+	if _, meta := c.until(t, "7"); !meta {
 		t.Fatal("index change not meta")
 	}
 	write(".git/refs/heads/topic/x")
-	if _, meta := c.until(t, root, "8"); !meta {
+	if _, meta := c.until(t, "8"); !meta {
 		t.Fatal("ref in a new refs dir not meta")
 	}
 	write("src/.gitignore")
-	if got, meta := c.until(t, root, "9"); !meta || !slices.Equal(got, []string{"src/.gitignore"}) {
+	if got, meta := c.until(t, "9"); !meta || !slices.Equal(got, []string{"src/.gitignore"}) {
 		t.Fatalf(".gitignore: %v meta %v", got, meta)
 	}
 	p.Overflow()
@@ -144,7 +153,60 @@ func TestPumpRefusesLinkedWorktree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: /elsewhere\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Start(root, Options{}, func(Batch) {}); err == nil {
+	if _, err := Start(root, Options{CookieDir: filepath.Join(t.TempDir(), "c")}, func(Batch) {}); err == nil {
 		t.Fatal("a .git file must be refused")
+	}
+}
+
+func TestPumpRefusesNoCookieDir(t *testing.T) {
+	for _, dir := range []string{"", "relative/cookies"} {
+		if p, err := Start(newRepo(t), Options{CookieDir: dir}, func(Batch) {}); err == nil {
+			p.Close()
+			t.Fatalf("cookie dir %q accepted", dir)
+		}
+	}
+}
+
+// A process that can write the checkout (a command harnessd runs) names a
+// file like a cookie, in the tree and in .git: neither answers a sync
+// (only the cookie dir, outside the checkout, does), and the tree stays
+// free of harnessd's files.
+func TestPumpCookiesOnlyFromTheCookieDir(t *testing.T) {
+	root := newRepo(t)
+	c := newCollector(t)
+	p, err := Start(root, Options{CookieDir: c.cookieDir}, c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, f := range []string{".git/" + CookiePrefix + "forged", "src/" + CookiePrefix + "forged", CookiePrefix + "forged"} {
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := c.until(t, "real")
+	forged := c.seen
+	for _, b := range drain(c.ch) {
+		forged = append(forged, b.Cookies...)
+	}
+	if !slices.Contains(got, "src/"+CookiePrefix+"forged") || !slices.Contains(got, CookiePrefix+"forged") {
+		t.Fatalf("forged files in the tree are tree changes: %v", got)
+	}
+	if slices.Contains(forged, CookiePrefix+"forged") {
+		t.Fatalf("a file in the checkout was taken for a cookie: %v", forged)
+	}
+	if want := CookieDir(c.cookieDir, root); want == CookieDir(c.cookieDir, root+"x") || filepath.Dir(want) != c.cookieDir {
+		t.Fatalf("CookieDir %q: not one dir per work tree under base", want)
+	}
+}
+
+func drain(ch chan Batch) (out []Batch) {
+	for {
+		select {
+		case b := <-ch:
+			out = append(out, b)
+		default:
+			return out
+		}
 	}
 }
