@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,8 +30,14 @@ type Watcher struct {
 	pump  *iwatch.Pump
 	life  *watchLife
 
-	ready   bool
-	failed  string // why the checkout cannot be watched ("" = fine)
+	ready  bool
+	failed string // why the checkout cannot be watched ("" = fine)
+	// late: a sync cookie was not seen in time, and none has been since.
+	// Syncs are answered not Ready at once meanwhile (the caller runs
+	// git), instead of each waiting SyncWait for an event that may never
+	// come (a file system whose changes inotify does not report); the
+	// next cookie event, of any sync, ends it.
+	late    bool
 	waiters map[string]*watchWaiter
 	early   []*watchWaiter // syncs before the pump was ready
 
@@ -117,6 +124,10 @@ func (a *Watcher) Receive(ctx actor.Context) {
 	case watchPumpStarted:
 		a.pumpStarted(ctx, m)
 	case iwatch.Batch:
+		if len(m.Cookies) > 0 && a.late {
+			a.late = false
+			a.lg.Info("sync cookies arrive again", zap.String("root", a.root))
+		}
 		for _, c := range a.track.Apply(m) {
 			if w, ok := a.waiters[c]; ok && a.track.TakeCookie(c) {
 				delete(a.waiters, c)
@@ -136,6 +147,10 @@ func (a *Watcher) Receive(ctx actor.Context) {
 	case watchWaitExpired:
 		if w, ok := a.waiters[m.cookie]; ok {
 			delete(a.waiters, m.cookie)
+			if !a.late {
+				a.late = true
+				a.lg.Warn("a sync cookie was not seen in time: answering from git until one is", zap.String("root", a.root), zap.Duration("wait", a.cfg.SyncWait))
+			}
 			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher did not see its sync cookie within %s", a.cfg.SyncWait)))
 		}
 	case watchIdleTick:
@@ -223,6 +238,10 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 		st := a.state(m)
 		st.CookieSeen = true
 		ctx.Respond(st)
+	case a.late:
+		// Not Ready, CookieSeen false: the caller runs git and never
+		// raises this name again; its event, when it comes, ends late.
+		ctx.Respond(messages.WatchState{Reason: lateReason(a.cfg.SyncWait)})
 	case a.otherEpoch(m):
 		// The asker rebuilds from git after this answer (it is not
 		// complete), and the watches exist by now, so it needs no proof
@@ -239,6 +258,11 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 		a.waiters[m.Cookie] = &watchWaiter{m: m, sender: ctx.Sender(),
 			timer: time.AfterFunc(a.cfg.SyncWait, func() { sys.Root.Send(self, watchWaitExpired{cookie: cookie}) })}
 	}
+}
+
+// lateReason says why a sync is answered from git while cookies are late.
+func lateReason(wait time.Duration) string {
+	return fmt.Sprintf("the watcher saw no sync cookie within %s (a file system whose changes inotify does not report, or a backlog): answering from git until one arrives", wait)
 }
 
 // otherEpoch reports whether m's asker is from another epoch than the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,5 +128,50 @@ func TestWatcherSyncsDuringPassivationAreAnswered(t *testing.T) {
 	for range 200 {
 		st := syncAt(t, s, pid, root, epoch, gen)
 		epoch, gen = st.Epoch, st.Gen
+	}
+}
+
+// TestWatcherLateCookiesFallBackAtOnce: once a sync's cookie is not seen
+// in time (a file system whose changes inotify does not report), later
+// syncs are answered not Ready at once — the caller runs git — instead of
+// each waiting for an event that may never come; the next cookie event
+// ends that, and complete answers come back.
+func TestWatcherLateCookiesFallBackAtOnce(t *testing.T) {
+	s, pid, root := watchRepoWith(t, WatchConfig{Idle: time.Hour, SyncWait: 500 * time.Millisecond})
+	st := syncAt(t, s, pid, root, 0, 0)
+	st = syncAt(t, s, pid, root, st.Epoch, st.Gen)
+	if !st.Complete || !st.CookieSeen {
+		t.Fatalf("a normal sync: %+v", st)
+	}
+	// A cookie never raised: the ask fails after SyncWait.
+	if err, ok := request(t, s, pid, messages.WatchSync{Cookie: "harnessd-cookie-never", Epoch: st.Epoch, Gen: st.Gen}).(error); !ok {
+		t.Fatalf("an unseen cookie must fail its sync, got %v", err)
+	}
+	// Late: the next ask is answered at once, not Ready, even with its
+	// cookie not raised yet (so it cannot have waited for it).
+	late := want[messages.WatchState](t, request(t, s, pid, messages.WatchSync{Cookie: "harnessd-cookie-late", Epoch: st.Epoch, Gen: st.Gen}))
+	if late.Ready || late.CookieSeen || !strings.Contains(late.Reason, "no sync cookie") {
+		t.Fatalf("while cookies are late: %+v", late)
+	}
+	// Cookies flow again: a raised one ends it (syncAt fails the test
+	// on a not-Ready answer, so ask directly until one is Ready).
+	base, _ := cookieBases.Load(root)
+	dir := iwatch.CookieDir(base.(string), root)
+	for i := 0; ; i++ {
+		if i == 1000 {
+			t.Fatal("cookies raised again never ended the late state")
+		}
+		name := fmt.Sprintf("harnessd-cookie-again-%d", i)
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := want[messages.WatchState](t, request(t, s, pid, messages.WatchSync{Cookie: name, Epoch: st.Epoch, Gen: st.Gen}))
+		os.Remove(filepath.Join(dir, name))
+		if got.Ready {
+			if !got.CookieSeen || !got.Complete {
+				t.Fatalf("after the late state: %+v", got)
+			}
+			return
+		}
 	}
 }
