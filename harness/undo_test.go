@@ -476,3 +476,44 @@ func TestUndoRevertOfAnIntegratedProposal(t *testing.T) {
 		t.Fatalf("after revert %v", got)
 	}
 }
+
+// A write undone by a cascade that left its file as it was (it wrote a,
+// a later write deleted a, and the cascade took both back to "no a") is
+// reverted once: a second revert of it is REVERT_CONFLICT naming the
+// revert that undid it, not a receipt of nothing (found by
+// TestUndoPropertyTwoAgentsNeverLoseAWrite).
+func TestUndoRevertOfAnUndoneWriteConflicts(t *testing.T) {
+	ctx := context.Background()
+	h, repo, root := undoHarness(t, harness.Config{}, map[string]string{"a": "a0\n", "c": "c0\n"})
+	write(t, h, ctx, repo, patch.Op{Op: "delete", Path: "a"})
+	w2 := write(t, h, ctx, repo, patch.Op{Op: "write", Path: "a", Content: "a2\n"})
+	write(t, h, ctx, repo, patch.Op{Op: "delete", Path: "a"}, patch.Op{Op: "write", Path: "c", Content: "c4\n"})
+	rv, err := h.Revert(ctx, harness.RevertArgs{RepoID: repo, ReceiptID: w2.ReceiptID, RequestID: undoID("rc"), Cascade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readAll(t, root, "a", "c")
+	_, err = h.Revert(ctx, harness.RevertArgs{RepoID: repo, ReceiptID: w2.ReceiptID, RequestID: undoID("again")})
+	if e := errs.From(err); e.Code != errs.RevertConflict || !strings.Contains(e.Message, rv.ReceiptID) {
+		t.Fatalf("second revert of an undone write: %v, want REVERT_CONFLICT naming %s", err, rv.ReceiptID)
+	}
+	if got := readAll(t, root, "a", "c"); !mapsEqual(got, before) {
+		t.Fatalf("a refused revert wrote: %v, was %v", got, before)
+	}
+	l, err := h.ReceiptList(ctx, harness.ReceiptListArgs{RepoID: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range l.Receipts {
+		if it.ReceiptID == w2.ReceiptID && (it.Revertable || !slices.Equal(it.LaterReceipts, []string{rv.ReceiptID})) {
+			t.Fatalf("receipt_list of the undone write: %+v", it)
+		}
+	}
+	// Reverting the cascade brings it back, and then it can be reverted.
+	if _, err := h.Revert(ctx, harness.RevertArgs{RepoID: repo, ReceiptID: rv.ReceiptID, RequestID: undoID("rr")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Revert(ctx, harness.RevertArgs{RepoID: repo, ReceiptID: w2.ReceiptID, RequestID: undoID("ok"), Cascade: true}); err != nil {
+		t.Fatalf("revert after its revert was reverted: %v", err)
+	}
+}

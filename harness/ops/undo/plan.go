@@ -151,6 +151,23 @@ func (h *history) plan(targets map[string]bool, cascade bool) (*revertPlan, erro
 			members = append(members, r)
 		}
 	}
+	// A target a standing revert undid is not there to revert, even where
+	// that revert left a file as it was (a write and a later delete of the
+	// same file, undone together, change nothing): reverting it again
+	// would write a receipt of nothing, and the model of undo (a write is
+	// reverted once; a revert of its revert brings it back) would break.
+	ids := make([]string, 0, len(targets))
+	for id := range targets {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if by, undone := undoneBy[id]; undone {
+			return nil, errs.New(errs.RevertConflict, "receipt %s was already reverted by %s; revert %s to bring it back", id, by, by).
+				With("receipt_id", id).With("reverted_by", by).
+				With("later", []laterWrite{{ReceiptID: by, Operation: opOf(byID[by]), Paths: []string{}}})
+		}
+	}
 	// absorbable: r, later than the member t on p, changes nothing the
 	// revert would lose: its write was undone, or it is a standing revert
 	// of writes of p that all came after t (a revert of an older write of
@@ -279,6 +296,13 @@ func (h *history) plan(targets map[string]bool, cascade bool) (*revertPlan, erro
 	sort.Slice(set, func(i, j int) bool { return newer(set[i], set[j]) })
 	pl.Targets = set
 	return pl, nil
+}
+
+func opOf(r *op.Receipt) string {
+	if r == nil {
+		return ""
+	}
+	return r.Operation
 }
 
 // newer orders receipts newest first: by their greatest fencing token on
