@@ -33,7 +33,8 @@ type Cache struct {
 	hits, misses, over atomic.Int64
 
 	mu    sync.RWMutex
-	root  string // the root the entries belong to; "" until first use
+	root  string    // the root the entries belong to; "" until first use
+	owner *Searcher // the Searcher whose Exclude the entries obey
 	m     map[string]entry
 	dirs  map[string]int // directory -> number of entries below it
 	bytes int64
@@ -106,7 +107,7 @@ func (c *Cache) Reset() {
 	defer c.mu.Unlock()
 	c.epoch.Add(1)
 	c.clearLocked()
-	c.root = ""
+	c.root, c.owner = "", nil
 	c.hits.Store(0)
 	c.misses.Store(0)
 	c.over.Store(0)
@@ -157,21 +158,42 @@ func parentDir(rel string) string {
 	return ""
 }
 
-// bind ties the cache to root on first use; it reports false when the cache
-// already serves another root.
-func (c *Cache) bind(root string) bool {
+// bind ties the cache to root and to the Searcher s on first use; it
+// reports false when the cache already serves another root or Searcher.
+// (An entry tells that s's Exclude let its path through, or, kindExcluded,
+// that it did not: another Searcher's Exclude may answer otherwise.)
+func (c *Cache) bind(root string, s *Searcher) bool {
 	c.mu.RLock()
-	r := c.root
+	r, o := c.root, c.owner
 	c.mu.RUnlock()
-	if r == root {
+	if r == root && o == s {
 		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.root == "" {
-		c.root = root
+		c.root, c.owner = root, s
 	}
-	return c.root == root
+	return c.root == root && c.owner == s
+}
+
+// kinds sets kinds[i] to the kind of the entry of files[idx[i]] (kindNone
+// for a miss), under one read lock.
+func (c *Cache) kinds(files []string, idx []int32, kinds []uint8) {
+	c.mu.RLock()
+	for i, fi := range idx {
+		kinds[i] = c.m[files[fi]].kind
+	}
+	c.mu.RUnlock()
+}
+
+// putExcluded remembers that the Searcher's Exclude rejects each of rels,
+// unless the cache changed since epoch; what does not fit the bound is
+// not remembered (and asked again next time).
+func (c *Cache) putExcluded(rels []string, epoch uint64) {
+	for _, rel := range rels {
+		c.put(rel, entry{kind: kindExcluded}, epoch)
+	}
 }
 
 // lookup appends the entry of each files[i], i in idx, to ents (kindNone

@@ -117,12 +117,13 @@ func searchFile(p *plan, rel string, buf *bytes.Buffer, need int) []Match {
 
 // File kinds found by readFile (and kept by Cache).
 const (
-	kindNone   uint8 = iota // not looked at yet (a Cache miss)
-	kindText                // a regular file of at most max bytes without NUL: searched
-	kindBinary              // a regular file of at most max bytes with a NUL byte
-	kindLarge               // a regular file larger than max (its size is reported)
-	kindAbsent              // vanished, not a regular file (symlink, directory, FIFO), or not readable by us
-	kindRetry               // unreadable for now (out of file descriptors, an I/O error): skipped, never cached
+	kindNone     uint8 = iota // not looked at yet (a Cache miss)
+	kindText                  // a regular file of at most max bytes without NUL: searched
+	kindBinary                // a regular file of at most max bytes with a NUL byte
+	kindLarge                 // a regular file larger than max (its size is reported)
+	kindAbsent                // vanished, not a regular file (symlink, directory, FIFO), or not readable by us
+	kindRetry                 // unreadable for now (out of file descriptors, an I/O error): skipped, never cached
+	kindExcluded              // Cache only: the Searcher's Exclude rejects the path (never read)
 )
 
 // failedKind is the kind of a file whose stat, open or read failed with err:

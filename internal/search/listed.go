@@ -46,8 +46,8 @@ func (s *Searcher) SearchListed(ctx context.Context, root string, files []string
 	if err != nil {
 		return Result{}, err
 	}
-	if cache != nil && !cache.bind(p.root) {
-		return Result{}, errs.New(errs.InvalidArgument, "the cache holds another work tree's files; use one Cache per root")
+	if cache != nil && !cache.bind(p.root, s) {
+		return Result{}, errs.New(errs.InvalidArgument, "the cache holds another work tree's or another Searcher's files; use one Cache per root and Searcher")
 	}
 	closeRoot, err := p.openRoot()
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Searcher) SearchListed(ctx context.Context, root string, files []string
 	}
 	r := runPool.Get().(*listedRun)
 	defer r.release()
-	excluded := r.filter(p, files)
+	excluded := r.filter(p, files, cache)
 	ms, err := r.search(ctx, p, files, cache, p.max+1)
 	if err != nil {
 		return Result{}, ctxErr(ctx, err)
@@ -126,6 +126,7 @@ func orderList(files []string) ([]string, error) {
 // search allocates little more than its matches.
 type listedRun struct {
 	cands []int32 // indexes into files of the candidates, in order
+	block []int32 // filter's paths of one block
 
 	next atomic.Int64 // the next chunk to take
 	stop atomic.Int64 // chunks at or past stop are not started
@@ -149,29 +150,67 @@ func (r *listedRun) release() {
 
 // filter picks the candidates as plan.filter does (temp files, glob,
 // Exclude, in that order, counting what Exclude rejects) and drops paths
-// with a .git component.
-func (r *listedRun) filter(p *plan, files []string) (excluded int) {
+// with a .git component. With a cache, Exclude is asked once per path:
+// a path with an entry passed it (entries are only made for candidates),
+// or failed it (kindExcluded); Exclude is a function of the path alone.
+func (r *listedRun) filter(p *plan, files []string, cache *Cache) (excluded int) {
 	r.cands = r.cands[:0]
-	for i, f := range files {
-		if isTemp(f) {
-			continue
-		}
-		if strings.Contains(f, ".git") {
-			if _, dotGit := relPath(f); dotGit {
+	var epoch uint64
+	if cache != nil {
+		epoch = cache.epoch.Load()
+	}
+	var newlyExcluded []string
+	var kinds [filterBlock]uint8
+	for start := 0; start < len(files); start += filterBlock {
+		block := r.block[:0]
+		for i := start; i < min(start+filterBlock, len(files)); i++ {
+			f := files[i]
+			if isTemp(f) {
 				continue
 			}
+			if strings.Contains(f, ".git") {
+				if _, dotGit := relPath(f); dotGit {
+					continue
+				}
+			}
+			if p.glob != nil && !p.glob.match(f) {
+				continue
+			}
+			block = append(block, int32(i))
 		}
-		if p.glob != nil && !p.glob.match(f) {
+		r.block = block
+		if p.exclude == nil {
+			r.cands = append(r.cands, block...)
 			continue
 		}
-		if p.exclude != nil && p.exclude(f) {
-			excluded++
-			continue
+		if cache != nil {
+			cache.kinds(files, block, kinds[:len(block)])
 		}
-		r.cands = append(r.cands, int32(i))
+		for j, i := range block {
+			switch k := kinds[j]; {
+			case cache != nil && k == kindExcluded:
+				excluded++
+			case cache != nil && k != kindNone:
+				r.cands = append(r.cands, i)
+			case p.exclude(files[i]):
+				excluded++
+				if cache != nil {
+					newlyExcluded = append(newlyExcluded, files[i])
+				}
+			default:
+				r.cands = append(r.cands, i)
+			}
+		}
+	}
+	if len(newlyExcluded) > 0 {
+		cache.putExcluded(newlyExcluded, epoch)
 	}
 	return excluded
 }
+
+// filterBlock is how many listed paths filter looks up in the cache under
+// one read lock.
+const filterBlock = 1024
 
 // listedWorker is one worker's reusable buffers.
 type listedWorker struct {

@@ -59,7 +59,11 @@ func gitListed(t fatalT, root string) []string {
 // nothing on its own).
 func listedEngine(cached bool) func(*Searcher, context.Context, string, Request) (Result, error) {
 	var mu sync.Mutex
-	caches := map[string]*Cache{}
+	type key struct {
+		root string
+		s    *Searcher
+	}
+	caches := map[key]*Cache{} // one per root and Searcher, as SearchListed wants
 	return func(s *Searcher, ctx context.Context, root string, req Request) (Result, error) {
 		var files []string
 		if out, err := gitOutput(context.Background(), root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"); err == nil {
@@ -70,9 +74,9 @@ func listedEngine(cached bool) func(*Searcher, context.Context, string, Request)
 		var cache *Cache
 		if cached {
 			mu.Lock()
-			if cache = caches[root]; cache == nil {
+			if cache = caches[key{root, s}]; cache == nil {
 				cache = NewCache(0)
-				caches[root] = cache
+				caches[key{root, s}] = cache
 			}
 			mu.Unlock()
 		}
@@ -663,5 +667,47 @@ func TestFailedKind(t *testing.T) {
 		if got := failedKind(tt.err); got != tt.want {
 			t.Errorf("failedKind(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+// The cache remembers which paths Exclude rejected, so a warm search asks
+// it no more; a secret stays unsearched on every search, the count of
+// excluded files stays the same, and a cache filled for a Searcher that
+// excludes nothing is refused to one that excludes secrets (its entries
+// would let them through).
+func TestCachedExclusionNeverLetsASecretThrough(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, ".env", "SECRET-MARKER=1\n")
+	writeFile(t, root, "config/.env", "SECRET-MARKER=2\n")
+	writeFile(t, root, "main.go", "package main // SECRET-MARKER is a word here\n")
+	files := []string{".env", "config/.env", "main.go"}
+	asked := map[string]int{}
+	s := &Searcher{Exclude: func(rel string) bool { asked[rel]++; return isSecret(rel) }}
+	if !s.Exclude(".env") || !s.Exclude("config/.env") {
+		t.Fatal("the fixture's secrets are not secret to isSecret")
+	}
+	clear(asked)
+	cache := NewCache(0)
+	for i := range 3 {
+		res, err := s.SearchListed(context.Background(), root, files, Request{Query: "SECRET-MARKER"}, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Matches) != 1 || res.Matches[0].Path != "main.go" || res.Excluded != 2 {
+			t.Fatalf("search %d: %s, excluded %d; want main.go only, 2 excluded", i, describe(res), res.Excluded)
+		}
+	}
+	for _, f := range files {
+		if asked[f] != 1 {
+			t.Errorf("Exclude asked %d times about %s over 3 searches, want once", asked[f], f)
+		}
+	}
+	open := &Searcher{}
+	fresh := NewCache(0)
+	if res, err := open.SearchListed(context.Background(), root, files, Request{Query: "SECRET-MARKER"}, fresh); err != nil || len(res.Matches) != 3 {
+		t.Fatalf("a Searcher without Exclude: %v %v", describe(res), err)
+	}
+	if res, err := s.SearchListed(context.Background(), root, files, Request{Query: "SECRET-MARKER"}, fresh); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("another Searcher's cache: %s %v, want INVALID_ARGUMENT", describe(res), err)
 	}
 }

@@ -64,11 +64,14 @@ type Result struct {
 	Excluded  int     `json:"excluded,omitempty"` // files skipped because Exclude said so
 }
 
-// Searcher searches work trees. Its fields must not change while searches
-// run; a Searcher is safe for concurrent use.
+// Searcher searches work trees. Its fields must not change once it has
+// searched (a Cache remembers Exclude's answers per path); a Searcher is
+// safe for concurrent use.
 type Searcher struct {
-	RG      string                // path of rg; "" = not available (New looks "rg" up in PATH once)
-	Exclude func(rel string) bool // secret paths: never searched, never reported
+	RG string // path of rg; "" = not available (New looks "rg" up in PATH once)
+	// Exclude tells the secret paths: never searched, never reported. Its
+	// answer must depend on the path alone.
+	Exclude func(rel string) bool
 	Limits  Limits
 }
 
