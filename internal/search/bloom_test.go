@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 func TestBloomHasNoFalseNegatives(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		data := []byte(rapid.StringMatching(`[a-zA-Z0-9 _\n\x{e9}]{0,300}`).Draw(t, "data"))
+		// Repeated, it reaches the sizes that get larger filters.
+		data = bytes.Repeat(data, rapid.IntRange(1, 120).Draw(t, "repeat"))
 		if len(data) < 3 {
 			return
 		}
@@ -40,8 +43,21 @@ func TestBloomRejectsWhatIsAbsent(t *testing.T) {
 	if f.mayContain(queryBits([]byte("rareNeedleSymbol"))) {
 		t.Fatal("a 2 KB file passed a query it does not contain")
 	}
-	if newBloom(make([]byte, bloomMaxFile+1)) != nil {
-		t.Fatal("a file past bloomMaxFile got a filter")
+	// A large file gets a filter in proportion, not a saturated one: a
+	// 256 KB file of varied code still rejects an absent symbol.
+	var big bytes.Buffer
+	for i := 0; big.Len() < 256<<10; i++ {
+		fmt.Fprintf(&big, "func handler%d(w http.ResponseWriter, r *http.Request) { serve%d(w, r, %d) }\n", i, i*7, i*13)
+	}
+	bf := newBloom(big.Bytes())
+	if got := len(bf.words) * 64; got != bloomSize(big.Len()) || got < big.Len()/2 {
+		t.Fatalf("a %d-byte file got %d bits", big.Len(), got)
+	}
+	if bf.mayContain(queryBits([]byte("rareNeedleSymbol"))) {
+		t.Fatal("a 256 KB file passed a query it does not contain")
+	}
+	if !bf.mayContain(queryBits([]byte("handler1234(w"))) {
+		t.Fatal("a 256 KB file rejected what it contains")
 	}
 	if queryBits([]byte("ab")) != nil {
 		t.Fatal("a query under three bytes cannot be filtered on")

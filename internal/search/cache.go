@@ -38,6 +38,12 @@ type Cache struct {
 	m     map[string]entry
 	dirs  map[string]int // directory -> number of entries below it
 	bytes int64
+	// fifo lists the paths whose content was kept, oldest first from
+	// head (a path invalidated or evicted since may still be listed): a
+	// filter or a negative fact that does not fit evicts the oldest
+	// contents (their filters stay).
+	fifo []string
+	head int
 }
 
 // entry is one file as readFile found it. A kindText entry whose data is
@@ -46,7 +52,7 @@ type entry struct {
 	data  []byte // kindText only; nil = not kept
 	size  int64
 	kind  uint8
-	bloom *bloom // kindText files of at most bloomMaxFile bytes
+	bloom *bloom // kindText files
 }
 
 // CacheStats describes a Cache. The counters run from NewCache or the last
@@ -127,19 +133,22 @@ func (c *Cache) clearLocked() {
 	clear(c.m)
 	clear(c.dirs)
 	c.bytes = 0
+	clear(c.fifo)
+	c.fifo, c.head = c.fifo[:0], 0
 }
 
 func cost(rel string, e entry) int64 {
 	n := int64(len(rel)+len(e.data)) + entryOverhead
 	if e.bloom != nil {
-		n += bloomBits / 8
+		n += e.bloom.bytes()
 	}
 	return n
 }
 
-// contentShare is the part of the bound file contents may take: the rest
-// is left to the trigram filters of the files whose content did not fit.
-func (c *Cache) contentShare() int64 { return c.max / 4 * 3 }
+// What is kept, when not everything fits: every file's entry (its filter,
+// or what it is: binary, too large, excluded, ...) comes first, and file
+// contents take the rest. A filter spares reading a file for almost every
+// query; a content only spares the read of a file whose filter passed.
 
 func (c *Cache) deleteLocked(rel string, e entry) {
 	delete(c.m, rel)
@@ -156,6 +165,40 @@ func parentDir(rel string) string {
 		return rel[:i]
 	}
 	return ""
+}
+
+// evictContent drops the oldest kept contents but rel's until need bytes
+// are freed or none is left; their entries (filters) stay.
+func (c *Cache) evictContent(rel string, need int64) {
+	for need > 0 && c.head < len(c.fifo) {
+		k := c.fifo[c.head]
+		c.fifo[c.head] = ""
+		c.head++
+		if e, ok := c.m[k]; ok && e.data != nil && k != rel {
+			need -= int64(len(e.data))
+			c.bytes -= int64(len(e.data))
+			e.data = nil
+			c.m[k] = e
+		}
+	}
+	if c.head > len(c.fifo)/2 {
+		c.compactFIFO()
+	}
+}
+
+// compactFIFO rebuilds the fifo from the entries that hold content, in
+// their fifo order.
+func (c *Cache) compactFIFO() {
+	seen := make(map[string]bool, len(c.fifo)-c.head)
+	out := c.fifo[:0]
+	for _, k := range c.fifo[c.head:] {
+		if e, ok := c.m[k]; ok && e.data != nil && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	clear(c.fifo[len(out):])
+	c.fifo, c.head = out, 0
 }
 
 // bind ties the cache to root and to the Searcher s on first use; it
@@ -207,18 +250,20 @@ func (c *Cache) lookup(files []string, idx []int32, ents []entry) []entry {
 	return ents
 }
 
-// fits reports whether an entry of n content bytes may still fit; put
-// decides for sure.
+// fits reports whether an entry of n content bytes may still fit with its
+// content; put decides for sure.
 func (c *Cache) fits(rel string, n int64) bool {
 	c.mu.RLock()
-	ok := c.bytes+int64(len(rel))+n+entryOverhead+bloomBits/8 <= c.contentShare()
+	ok := c.bytes+int64(len(rel))+n+entryOverhead+int64(bloomSize(int(n))/8) <= c.max
 	c.mu.RUnlock()
 	return ok
 }
 
 // put stores e for rel unless the cache changed since epoch (an Invalidate
-// may concern what was read) or e does not fit. e.data must not be
-// modified afterwards.
+// may concern what was read). A content that does not fit is dropped (the
+// rest of e is kept); an entry without content that does not fit evicts
+// the oldest contents, and is refused only when none is left. e.data must
+// not be modified afterwards.
 func (c *Cache) put(rel string, e entry, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -226,20 +271,34 @@ func (c *Cache) put(rel string, e entry, epoch uint64) {
 		return
 	}
 	old, had := c.m[rel]
-	n := cost(rel, e)
-	if had {
-		n -= cost(rel, old)
+	delta := func() int64 {
+		n := cost(rel, e)
+		if had {
+			n -= cost(rel, old)
+		}
+		return n
 	}
-	limit := c.max
-	if e.data != nil {
-		limit = c.contentShare()
-	}
-	if c.bytes+n > limit {
+	n := delta()
+	if c.bytes+n > c.max && e.data != nil {
+		e.data = nil
+		n = delta()
 		c.over.Add(1)
-		return
+	}
+	if c.bytes+n > c.max {
+		c.evictContent(rel, c.bytes+n-c.max)
+		if c.bytes+n > c.max {
+			c.over.Add(1)
+			return
+		}
 	}
 	c.m[rel] = e
 	c.bytes += n
+	if e.data != nil {
+		c.fifo = append(c.fifo, rel)
+		if len(c.fifo)-c.head > 2*len(c.m)+1024 {
+			c.compactFIFO()
+		}
+	}
 	if !had {
 		for d := parentDir(rel); d != ""; d = parentDir(d) {
 			c.dirs[d]++

@@ -711,3 +711,59 @@ func TestCachedExclusionNeverLetsASecretThrough(t *testing.T) {
 		t.Fatalf("another Searcher's cache: %s %v, want INVALID_ARGUMENT", describe(res), err)
 	}
 }
+
+// When the tree does not fit, every file keeps its entry (its trigram
+// filter) and contents take what is left: the oldest contents give way to
+// the filters of files read later, so a warm search reads no file its
+// filter rules out, and the bound holds.
+func TestCacheKeepsEveryFilterBeforeContents(t *testing.T) {
+	root := t.TempDir()
+	var files []string
+	for i := range 200 {
+		rel := fmt.Sprintf("pkg%02d/file%03d.go", i%10, i)
+		body := strings.Repeat(fmt.Sprintf("func f%d() { return %d }\n", i, i*31), 40) // ≈ 1 KB
+		if i == 150 {
+			body += "const needleSymbol = 1\n"
+		}
+		writeFile(t, root, rel, body)
+		files = append(files, rel)
+	}
+	s := &Searcher{}
+	// Room for every entry and about 20 contents.
+	const bound = 200*(entryOverhead+bloomMinBits/8+32+32) + 20<<10
+	cache := NewCache(bound)
+	req := Request{Query: "needleSymbol"}
+	want, err := s.SearchGo(context.Background(), root, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		got, err := s.SearchListed(context.Background(), root, files, req, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Engine = want.Engine
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("search %d: %s, want %s", i, describe(got), describe(want))
+		}
+	}
+	st := cache.Stats()
+	if st.Entries != len(files) {
+		t.Fatalf("%d entries of %d files: filters were dropped for contents (%+v)", st.Entries, len(files), st)
+	}
+	if st.Bytes > st.MaxBytes {
+		t.Fatalf("bytes %d over the bound %d", st.Bytes, st.MaxBytes)
+	}
+	if st.Misses != int64(len(files)) {
+		t.Fatalf("misses %d over two searches of %d files: the second read files again", st.Misses, len(files))
+	}
+	kept := 0
+	for _, f := range files {
+		if e := cache.m[f]; e.data != nil {
+			kept++
+		}
+	}
+	if kept == 0 || kept == len(files) {
+		t.Fatalf("%d contents kept: the test does not exercise a partial fit", kept)
+	}
+}
