@@ -67,6 +67,15 @@ func TestListedMatchesGoAndRGProperty(t *testing.T) {
 				c := rapid.SampledFrom(propContents).Draw(rt, "content")
 				if os.MkdirAll(filepath.Dir(abs(p)), 0o755) == nil && os.WriteFile(abs(p), []byte(c), 0o644) == nil {
 					changed = append(changed, p)
+					// A write through a symlink changes its target, which
+					// is what a watcher reports.
+					if real, err := filepath.EvalSymlinks(abs(p)); err == nil {
+						if realRoot, err := filepath.EvalSymlinks(root); err == nil {
+							if rel, err := filepath.Rel(realRoot, real); err == nil && rel != filepath.FromSlash(p) {
+								changed = append(changed, filepath.ToSlash(rel))
+							}
+						}
+					}
 				}
 			case "delete":
 				p := rapid.SampledFrom(propPaths).Draw(rt, "path")
