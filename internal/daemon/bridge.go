@@ -94,13 +94,43 @@ func waitHealthy(ctx context.Context, c *client.Client, d time.Duration) error {
 }
 
 // RunStdio connects stdin and stdout to an MCP session of the daemon of
-// dataDir (its mcp.sock), byte for byte, until the client disconnects or
-// ctx ends. Stdout carries only MCP frames.
+// dataDir (its mcp.sock) until the client disconnects or ctx ends: when
+// both are pipes or sockets it hands them to the daemon, which reads and
+// writes them itself (stdiofds.go), else it copies bytes both ways.
+// Stdout carries only MCP frames.
 func RunStdio(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Writer) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket)
 	if err != nil {
 		return fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+	}
+	fin, okIn := stdin.(*os.File)
+	fout, okOut := stdout.(*os.File)
+	if uc, ok := conn.(*net.UnixConn); ok && okIn && okOut && passable(fin) && passable(fout) {
+		took, _ := sendHandoff(uc, fin, fout) // not taken, for whatever reason: copy bytes
+		if took {
+			defer conn.Close()
+			// The daemon serves the agent now; wait for it to end the
+			// session (it closes the connection) or for a signal
+			// (closing the connection ends the session).
+			done := make(chan struct{})
+			go func() {
+				_, _ = io.Copy(io.Discard, conn)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+		// Refused, or a daemon that does not know the handoff (its answer
+		// was an error frame, or err says why): copy bytes, on a fresh
+		// connection.
+		conn.Close()
+		if conn, err = d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket); err != nil {
+			return fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+		}
 	}
 	defer conn.Close()
 	down := make(chan error, 1)

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/harness/client"
 	"github.com/harnessd/harnessd/harness/errs"
@@ -200,6 +202,73 @@ func TestServeLifecycle(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("the MCP socket's tools lack read_file: %d tools", len(res.Tools))
+		}
+	})
+
+	// A bridge whose stdin and stdout are pipes hands them to the daemon,
+	// which serves the agent on them; the agent closing stdin ends the
+	// session and the bridge.
+	t.Run("stdio handoff", func(t *testing.T) {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bridged := make(chan error, 1)
+		go func() {
+			bridged <- daemon.RunStdio(ctx, dir, inR, outW)
+			inR.Close()
+			outW.Close()
+		}()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).
+			Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) == 0 {
+			t.Fatalf("tools over handed-over pipes: %v", err)
+		}
+		cs.Close() // closes the agent's ends
+		select {
+		case err := <-bridged:
+			if err != nil {
+				t.Fatalf("RunStdio = %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the bridge did not return after the agent closed stdin")
+		}
+		outR.Close()
+	})
+
+	// Descriptors of anything but pipes and sockets are refused: the daemon
+	// never writes into a file handed to it, and closes what it got.
+	t.Run("handoff of a file refused", func(t *testing.T) {
+		victim := filepath.Join(t.TempDir(), "victim")
+		f, err := os.OpenFile(victim, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		conn, err := net.Dial("unix", p.MCPSocket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		rights := unix.UnixRights(int(f.Fd()), int(f.Fd()))
+		if _, _, err := conn.(*net.UnixConn).WriteMsgUnix([]byte("harnessd-stdio-fds v1\n"), rights, nil); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		answer, _ := io.ReadAll(conn)
+		if !strings.HasPrefix(string(answer), "harnessd-stdio-fds refused: ") {
+			t.Fatalf("answer %q, want a refusal", answer)
+		}
+		if b, _ := os.ReadFile(victim); len(b) != 0 {
+			t.Fatalf("the daemon wrote %q into a handed-over file", b)
 		}
 	})
 
