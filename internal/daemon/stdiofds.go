@@ -171,6 +171,11 @@ func acceptHandoff(conn net.Conn) (io.ReadWriteCloser, error) {
 	if len(fds) != 2 {
 		return refuse(fmt.Sprintf("%d descriptors, want stdin and stdout", len(fds)))
 	}
+	// The socket is the daemon user's alone (0600 in a 0700 dir); the
+	// peer's uid is checked all the same before its descriptors are used.
+	if uid, err := peerUID(uc); err != nil || uid != os.Getuid() {
+		return refuse(fmt.Sprintf("peer uid %d (%v), want %d", uid, err, os.Getuid()))
+	}
 	for _, fd := range fds {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
@@ -192,6 +197,25 @@ func acceptHandoff(conn net.Conn) (io.ReadWriteCloser, error) {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// peerUID returns the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
 }
 
 // parseRights returns the descriptors of SCM_RIGHTS messages in oob.
