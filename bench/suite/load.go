@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"runtime"
 	"sort"
@@ -122,7 +123,11 @@ func runLoad(ctx context.Context, cfg config, rep *Report, stderr io.Writer) (er
 		}
 	}
 	progressLine(stderr, "load: opening %s for %d agents ...", name, cfg.concurrency)
-	tgt, err := openLoadTarget(ctx, name, work, cfg)
+	roots := make([]string, len(fixtures))
+	for r, fx := range fixtures {
+		roots[r] = fx.Root
+	}
+	tgt, err := openLoadTarget(ctx, name, work, cfg, roots)
 	if err != nil {
 		return err
 	}
@@ -418,7 +423,7 @@ func formatCodes(m map[string]int64) string {
 }
 
 // openLoadTarget opens one session per agent on the named surface.
-func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTarget, error) {
+func openLoadTarget(ctx context.Context, name, work string, cfg config, roots []string) (*loadTarget, error) {
 	if name == SurfaceInproc {
 		s, err := openInproc(ctx, work)
 		if err != nil {
@@ -485,7 +490,13 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTa
 	}
 	tgt.close = func() error { return errors.Join(tgt.closeSessions(), ds.close()) }
 
-	// The baseline is the daemon before any session connects.
+	// The baseline is the daemon before any agent's session connects, with
+	// every repository registered and read once through a session of its
+	// own: a checkout's watcher starts on first use and stays until the
+	// checkout is idle, which is no leak.
+	if err := warmDaemon(ctx, name, d, tr, roots); err != nil {
+		return nil, errors.Join(err, tgt.close())
+	}
 	if tgt.baseline, err = settledGoroutines(ctx, d.Goroutines, -1); err != nil {
 		return nil, errors.Join(err, tgt.close())
 	}
@@ -498,11 +509,14 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTa
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			var s *mcpSurface
+			var s surface
 			var err error
-			if name == SurfaceMCPStdio {
+			switch name {
+			case SurfaceMCPStdio:
 				s, err = d.stdio(ctx)
-			} else {
+			case SurfaceMCPStdioRaw:
+				s, err = d.stdioRaw(ctx)
+			default:
 				s, err = d.http(ctx, tr)
 			}
 			mu.Lock()
@@ -519,4 +533,35 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config) (*loadTa
 		return nil, errors.Join(connErr, tgt.close())
 	}
 	return tgt, nil
+}
+
+// warmDaemon registers roots with the daemon and reads each once through
+// a session of surface name, then closes the session.
+func warmDaemon(ctx context.Context, name string, d *daemonProc, tr *http.Transport, roots []string) error {
+	var s surface
+	var err error
+	switch name {
+	case SurfaceMCPStdio:
+		s, err = d.stdio(ctx)
+	case SurfaceMCPStdioRaw:
+		s, err = d.stdioRaw(ctx)
+	default:
+		s, err = d.http(ctx, tr)
+	}
+	if err != nil {
+		return err
+	}
+	for _, root := range roots {
+		id, rerr := register(ctx, s, root)
+		if rerr == nil {
+			_, rerr = s.Call(ctx, "git_status", map[string]any{"repo_id": id}, nil)
+		}
+		if rerr == nil {
+			_, rerr = s.Call(ctx, "search", map[string]any{"repo_id": id, "query": Symbol}, nil)
+		}
+		if rerr != nil {
+			return errors.Join(fmt.Errorf("load: warm %s: %w", root, rerr), s.Close())
+		}
+	}
+	return s.Close()
 }

@@ -122,6 +122,12 @@ func openSurface(ctx context.Context, name, work string, ds *daemons) (surface, 
 			return nil, err
 		}
 		return d.stdio(ctx)
+	case SurfaceMCPStdioRaw:
+		d, err := ds.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return d.stdioRaw(ctx)
 	case SurfaceMCPHTTP:
 		d, err := ds.get(ctx)
 		if err != nil {

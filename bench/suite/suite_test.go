@@ -145,14 +145,14 @@ func TestDaemonSurfaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts harnessd")
 	}
-	out, errOut, code := run(t, "--iterations", "2", "--warmup", "1", "--surfaces", "mcp-stdio,mcp-http",
+	out, errOut, code := run(t, "--iterations", "2", "--warmup", "1", "--surfaces", "mcp-stdio,mcp-http,mcp-stdio-raw",
 		"--cases", "small_file_read,small_bounded_patch,4_lane_read_only_analysis", "--json")
 	if code != ExitOK {
 		t.Fatalf("exit code = %d, want %d; stderr:\n%s\n%s", code, ExitOK, errOut, out)
 	}
 	rep := validate(t, schema(t), []byte(out))
-	if len(rep.Results) != 6 {
-		t.Fatalf("got %d results, want 6", len(rep.Results))
+	if len(rep.Results) != 9 {
+		t.Fatalf("got %d results, want 9", len(rep.Results))
 	}
 	for _, r := range rep.Results {
 		if r.Error != "" || (r.Skipped != "" && r.Case != CaseSmallBoundedPatch) {

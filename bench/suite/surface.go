@@ -20,10 +20,13 @@ const (
 	SurfaceInproc   = "inproc"
 	SurfaceMCPStdio = "mcp-stdio"
 	SurfaceMCPHTTP  = "mcp-http"
+	// SurfaceMCPStdioRaw is mcp-stdio with a minimal JSON-RPC client in
+	// place of the go-sdk's (rawmcp.go): what harnessd adds on stdio.
+	SurfaceMCPStdioRaw = "mcp-stdio-raw"
 )
 
 // AllSurfaces lists every surface in run order.
-var AllSurfaces = []string{SurfaceInproc, SurfaceMCPStdio, SurfaceMCPHTTP}
+var AllSurfaces = []string{SurfaceInproc, SurfaceMCPStdio, SurfaceMCPHTTP, SurfaceMCPStdioRaw}
 
 // numSegments is the number of latency segments a result reports.
 const numSegments = 6
@@ -213,19 +216,25 @@ func (s *mcpSurface) Call(ctx context.Context, op string, args map[string]any, o
 	if err != nil {
 		return smp, errs.Wrap(errs.Internal, err, "%s %s: %v", s.name, op, err)
 	}
+	return finishCall(smp, s.name, op, b, res.IsError, out)
+}
+
+// finishCall decodes a tool result's JSON b: the coded error of a failure,
+// else the latency into smp and the result into out (when non-nil).
+func finishCall(smp sample, surface, op string, b []byte, isError bool, out any) (sample, error) {
 	var body toolBody
 	if err := json.Unmarshal(b, &body); err != nil {
-		return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", s.name, op, err)
+		return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", surface, op, err)
 	}
-	if res.IsError {
+	if isError {
 		if body.Error == nil || body.Error.Code == "" {
-			return smp, errs.New(errs.Internal, "%s %s failed without a coded error: %.200s", s.name, op, b)
+			return smp, errs.New(errs.Internal, "%s %s failed without a coded error: %.200s", surface, op, b)
 		}
 		return smp, body.Error
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", s.name, op, err)
+			return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", surface, op, err)
 		}
 	}
 	smp.setLatency(body.Latency)
