@@ -509,16 +509,7 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config, roots []
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			var s surface
-			var err error
-			switch name {
-			case SurfaceMCPStdio:
-				s, err = d.stdio(ctx)
-			case SurfaceMCPStdioRaw:
-				s, err = d.stdioRaw(ctx)
-			default:
-				s, err = d.http(ctx, tr)
-			}
+			s, err := connectDaemon(ctx, name, d, tr)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -538,16 +529,7 @@ func openLoadTarget(ctx context.Context, name, work string, cfg config, roots []
 // warmDaemon registers roots with the daemon and reads each once through
 // a session of surface name, then closes the session.
 func warmDaemon(ctx context.Context, name string, d *daemonProc, tr *http.Transport, roots []string) error {
-	var s surface
-	var err error
-	switch name {
-	case SurfaceMCPStdio:
-		s, err = d.stdio(ctx)
-	case SurfaceMCPStdioRaw:
-		s, err = d.stdioRaw(ctx)
-	default:
-		s, err = d.http(ctx, tr)
-	}
+	s, err := connectDaemon(ctx, name, d, tr)
 	if err != nil {
 		return err
 	}
@@ -564,4 +546,29 @@ func warmDaemon(ctx context.Context, name string, d *daemonProc, tr *http.Transp
 		}
 	}
 	return s.Close()
+}
+
+// connectDaemon opens one session of the daemon surface name (a nil
+// surface, never a typed nil, with an error).
+func connectDaemon(ctx context.Context, name string, d *daemonProc, tr *http.Transport) (surface, error) {
+	var s surface
+	var err error
+	switch name {
+	case SurfaceMCPStdio:
+		var m *mcpSurface
+		if m, err = d.stdio(ctx); err == nil {
+			s = m
+		}
+	case SurfaceMCPStdioRaw:
+		var r *rawSurface
+		if r, err = d.stdioRaw(ctx); err == nil {
+			s = r
+		}
+	default:
+		var m *mcpSurface
+		if m, err = d.http(ctx, tr); err == nil {
+			s = m
+		}
+	}
+	return s, err
 }
