@@ -124,9 +124,8 @@ func RunStdio(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Wr
 			}
 			return nil
 		}
-		// Refused, or a daemon that does not know the handoff (its answer
-		// was an error frame, or err says why): copy bytes, on a fresh
-		// connection.
+		// Refused, or a daemon that does not know the handoff (it answered
+		// with an error frame): copy bytes, on a fresh connection.
 		conn.Close()
 		if conn, err = d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket); err != nil {
 			return fmt.Errorf("connect to the daemon's MCP socket: %w", err)

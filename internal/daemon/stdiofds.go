@@ -77,10 +77,7 @@ func sendHandoff(conn *net.UnixConn, stdin, stdout *os.File) (bool, error) {
 		return false, err
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	if line != handoffOK {
-		return false, nil
-	}
-	return true, nil
+	return line == handoffOK, nil
 }
 
 // readLine reads up to and including '\n', one byte at a time (nothing

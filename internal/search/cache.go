@@ -145,11 +145,6 @@ func cost(rel string, e entry) int64 {
 	return n
 }
 
-// What is kept, when not everything fits: every file's entry (its filter,
-// or what it is: binary, too large, excluded, ...) comes first, and file
-// contents take the rest. A filter spares reading a file for almost every
-// query; a content only spares the read of a file whose filter passed.
-
 func (c *Cache) deleteLocked(rel string, e entry) {
 	delete(c.m, rel)
 	c.bytes -= cost(rel, e)
@@ -260,10 +255,14 @@ func (c *Cache) fits(rel string, n int64) bool {
 }
 
 // put stores e for rel unless the cache changed since epoch (an Invalidate
-// may concern what was read). A content that does not fit is dropped (the
-// rest of e is kept); an entry without content that does not fit evicts
-// the oldest contents, and is refused only when none is left. e.data must
-// not be modified afterwards.
+// may concern what was read). When not everything fits, every file's entry
+// (its filter, or what it is: binary, too large, excluded, ...) comes
+// first and contents take the rest: a filter spares reading a file for
+// almost every query, a content only the read of a file whose filter
+// passed. So a content that does not fit is dropped (the rest of e is
+// kept), and an entry without content that does not fit evicts the oldest
+// contents, refused only when none is left. e.data must not be modified
+// afterwards.
 func (c *Cache) put(rel string, e entry, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -186,11 +186,11 @@ func (r *listedRun) filter(p *plan, files []string, cache *Cache) (excluded int)
 		if cache != nil {
 			cache.kinds(files, block, kinds[:len(block)])
 		}
-		for j, i := range block {
+		for j, i := range block { // without a cache every kind is kindNone
 			switch k := kinds[j]; {
-			case cache != nil && k == kindExcluded:
+			case k == kindExcluded:
 				excluded++
-			case cache != nil && k != kindNone:
+			case k != kindNone:
 				r.cands = append(r.cands, i)
 			case p.exclude(files[i]):
 				excluded++
