@@ -68,12 +68,26 @@ type Verdict struct {
 // Detector remembers recent observations. The zero value is not usable; call
 // New.
 type Detector struct {
-	cfg   Config
-	keys  map[key]*list.Element // of *entry
-	order *list.List            // least recently recorded first
+	cfg    Config
+	keys   map[key]*list.Element    // of *entry
+	order  *list.List               // least recently recorded first
+	scopes map[string]*list.Element // of *scopeState
+	sorder *list.List               // least recently called first
+	epochs uint64                   // the last epoch handed out, over all scopes
 }
 
 type key struct{ scope, op, input string }
+
+// scopeState is what a scope called last. Its epoch changes whenever the
+// scope calls something other than its previous call: a streak counts only
+// observations recorded in the epoch the scope is in (no other call in
+// between).
+type scopeState struct {
+	name      string
+	op, input string
+	epoch     uint64
+	at        time.Time
+}
 
 type mark struct {
 	at      time.Time
@@ -126,15 +140,17 @@ func (s *streak) within(since time.Time) (int, string) {
 }
 
 type entry struct {
-	k    key
-	last time.Time
-	same streak // consecutive identical results on one tree revision
-	fail streak // consecutive failures on one tree revision (tree may be "")
+	k     key
+	last  time.Time
+	epoch uint64 // the scope's epoch of the streaks below
+	same  streak // consecutive identical results on one tree revision
+	fail  streak // consecutive failures on one tree revision (tree may be "")
 }
 
 // New returns an empty Detector.
 func New(cfg Config) *Detector {
-	return &Detector{cfg: cfg.withDefaults(), keys: make(map[key]*list.Element), order: list.New()}
+	return &Detector{cfg: cfg.withDefaults(), keys: make(map[key]*list.Element), order: list.New(),
+		scopes: make(map[string]*list.Element), sorder: list.New()}
 }
 
 // Config returns the effective configuration (defaults filled in).
@@ -154,6 +170,10 @@ func (d *Detector) Check(scope, op, inputHash, treeRevision string, now time.Tim
 		return Verdict{}
 	}
 	e := el.Value.(*entry)
+	if s, ok := d.scopes[scope]; !ok || s.Value.(*scopeState).epoch != e.epoch {
+		// The scope called something else since: no streak.
+		return Verdict{}
+	}
 	since := now.Add(-d.cfg.Window)
 
 	if treeRevision != "" && e.fail.total > 0 && e.fail.tree == treeRevision {
@@ -191,20 +211,60 @@ func times(n int) string {
 	return strconv.Itoa(n) + " times"
 }
 
-// Record adds the observation of a finished operation.
+// Touch notes that scope called op with inputHash at now (the gate calls
+// it for every call, checked or not, after Check): a call that is not the
+// scope's previous one ends every streak of the scope. inputHash may be ""
+// for operations that are never recorded.
+func (d *Detector) Touch(scope, op, inputHash string, now time.Time) {
+	d.touch(scope, op, inputHash, now)
+	d.evictScopes(now)
+}
+
+// touch makes (op, input) the scope's latest call and returns the scope's
+// epoch.
+func (d *Detector) touch(scope, op, input string, now time.Time) uint64 {
+	var s *scopeState
+	if el, ok := d.scopes[scope]; ok {
+		s = el.Value.(*scopeState)
+		d.sorder.MoveToBack(el)
+		if s.op != op || s.input != input {
+			d.epochs++
+			s.op, s.input, s.epoch = op, input, d.epochs
+		}
+	} else {
+		d.epochs++
+		s = &scopeState{name: scope, op: op, input: input, epoch: d.epochs}
+		d.scopes[scope] = d.sorder.PushBack(s)
+	}
+	if now.After(s.at) {
+		s.at = now
+	}
+	return s.epoch
+}
+
+// Record adds the observation of a finished operation. It is a call of
+// o.Scope too: when the scope's previous call was another one, the
+// key's streaks start again with o.
 func (d *Detector) Record(o Observation) {
 	k := key{o.Scope, o.Op, o.InputHash}
 	m := mark{at: o.At, receipt: o.ReceiptID}
+	epoch := d.touch(o.Scope, o.Op, o.InputHash, o.At)
 	var e *entry
 	if el, ok := d.keys[k]; ok {
 		e = el.Value.(*entry)
 		d.order.MoveToBack(el)
 	} else {
-		e = &entry{k: k}
+		e = &entry{k: k, epoch: epoch}
 		d.keys[k] = d.order.PushBack(e)
 	}
 	if o.At.After(e.last) {
 		e.last = o.At
+	}
+	if e.epoch != epoch {
+		// Another call of the scope came in between: nothing repeats.
+		e.epoch = epoch
+		e.same = streak{recent: e.same.recent[:0]}
+		e.fail = streak{recent: e.fail.recent[:0]}
 	}
 
 	if e.same.total > 0 && e.same.result == o.ResultHash && e.same.tree == o.TreeRevision {
@@ -223,6 +283,23 @@ func (d *Detector) Record(o Observation) {
 	}
 
 	d.evict(o.At)
+	d.evictScopes(o.At)
+}
+
+// evictScopes drops scopes beyond MaxEntries and scopes that called nothing
+// within the window of now, least recently called first. A scope seen
+// again gets a new epoch, so an evicted scope never continues a streak.
+func (d *Detector) evictScopes(now time.Time) {
+	since := now.Add(-d.cfg.Window)
+	for d.sorder.Len() > 0 {
+		front := d.sorder.Front()
+		s := front.Value.(*scopeState)
+		if d.sorder.Len() <= d.cfg.MaxEntries && !s.at.Before(since) {
+			return
+		}
+		d.sorder.Remove(front)
+		delete(d.scopes, s.name)
+	}
 }
 
 // evict drops keys beyond MaxEntries and keys not recorded within the window

@@ -65,8 +65,15 @@ func TestCheck(t *testing.T) {
 			checkMin: 5, checkTree: "T", wantCount: 2},
 		{name: "same result again after reset", recs: []rec{{0, "b", false, "T", "1", ""}, {1, "a", false, "T", "2", ""}, {2, "a", false, "T", "3", ""}, {3, "a", false, "T", "4", ""}},
 			checkMin: 5, checkTree: "T", wantLoop: true, wantCount: 3, wantEarlier: "2"},
-		{name: "other keys do not interrupt", recs: []rec{{0, "a", false, "T", "1", ""}, {1, "z", false, "T", "x", "other"}, {2, "a", false, "T", "2", ""}, {3, "a", false, "T", "3", ""}},
-			checkMin: 5, checkTree: "T", wantLoop: true, wantCount: 3, wantEarlier: "1"},
+		// Another call of the same scope in between ends the streak (it
+		// used to be skipped over: three identical calls spread over a
+		// session with other work between them were a loop).
+		{name: "another call in between ends the streak", recs: []rec{{0, "a", false, "T", "1", ""}, {1, "z", false, "T", "x", "other"}, {2, "a", false, "T", "2", ""}, {3, "a", false, "T", "3", ""}},
+			checkMin: 5, checkTree: "T", wantCount: 2},
+		{name: "another call in between ends a failing streak", recs: []rec{{0, "x", true, "T", "1", ""}, {1, "z", false, "T", "x", "other"}, {2, "x", true, "T", "2", ""}},
+			checkMin: 3, checkTree: "T", wantCount: 1},
+		{name: "another call after the streak ends it", recs: append(same(3, "T"), rec{min: 3, result: "z", tree: "T", receipt: "x", input: "other"}),
+			checkMin: 4, checkTree: "T"},
 		{name: "tree changed before check", recs: same(3, "T1"), checkMin: 3, checkTree: "T2"},
 		{name: "tree changed within streak", recs: []rec{{0, "a", false, "T1", "1", ""}, {1, "a", false, "T2", "2", ""}, {2, "a", false, "T2", "3", ""}},
 			checkMin: 3, checkTree: "T2", wantCount: 2},
@@ -158,20 +165,24 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestMaxEntriesEvictsOldest(t *testing.T) {
+	// One scope per key: a scope's other calls would end the streaks.
 	d := New(Config{MaxEntries: 3})
-	for i := 0; i < 3; i++ {
-		d.Record(Observation{Op: "op", InputHash: strconv.Itoa(i), ResultHash: "r", At: at(float64(i) / 10)})
+	rec := func(i int, min float64) {
+		d.Record(Observation{Scope: "s" + strconv.Itoa(i), Op: "op", InputHash: strconv.Itoa(i), ResultHash: "r", At: at(min)})
 	}
-	// Touch key 0 so key 1 becomes the least recently recorded.
-	d.Record(Observation{Op: "op", InputHash: "0", ResultHash: "r", At: at(0.5)})
-	d.Record(Observation{Op: "op", InputHash: "3", ResultHash: "r", At: at(0.6)})
+	for i := 0; i < 3; i++ {
+		rec(i, float64(i)/10)
+	}
+	// Record key 0 again so key 1 becomes the least recently recorded.
+	rec(0, 0.5)
+	rec(3, 0.6)
 	if got, want := d.Len(), 3; got != want {
 		t.Fatalf("Len() = %d, want %d", got, want)
 	}
-	if v := d.Check("", "op", "1", "", at(1)); v.Count != 0 {
+	if v := d.Check("s1", "op", "1", "", at(1)); v.Count != 0 {
 		t.Errorf("evicted key 1 still counted: %+v", v)
 	}
-	if v := d.Check("", "op", "0", "", at(1)); v.Count != 2 {
+	if v := d.Check("s0", "op", "0", "", at(1)); v.Count != 2 {
 		t.Errorf("key 0 count = %d, want 2", v.Count)
 	}
 }
