@@ -65,11 +65,19 @@ func rules(p Policy, tmp string, env envInfo) []landlock.Rule {
 	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"} {
 		rs = append(rs, landlock.PathAccess(accessDevRW, f).IgnoreIfMissing())
 	}
-	ro(env.tools...)
-	if p.Profile == Read || p.Profile == Target {
-		ro(p.Caches...)
-	} else {
-		rw(p.Caches...)
+	// Tools and caches: readable, with the credential files in them (a
+	// ~/.cargo on PATH holds credentials.toml) closed. Writable only in
+	// namespaces, where each cache is a copy-on-write layer whose writes
+	// are dropped with the command: never the user's own.
+	for _, d := range env.tools {
+		rs = append(rs, carve(d, relTo(d, env.creds), accessRead)...)
+	}
+	for _, d := range p.Caches {
+		r := accessRead
+		if env.ns && p.Profile != Read && p.Profile != Target {
+			r |= accessWrite
+		}
+		rs = append(rs, carve(d, relTo(d, env.creds), r)...)
 	}
 	// The checkout: reads of everything but its secrets. When it is
 	// writable, the write rights cover the whole tree: Landlock cannot grant
@@ -215,23 +223,21 @@ func rulesetFD(p Policy, tmp string, env envInfo) (int, uint32, error) {
 
 // secondLayerFD is the per-command layer stacked on the cached first one:
 // reads anywhere the first layer allows; writes in the command's own tmp,
-// and for the profiles that write, in its writable dirs and caches (layers
+// its writable dirs and, on the Fast Path, harnessd's build cache (layers
 // intersect: both must allow an access, so the first layer's carve-outs
 // hold).
-func secondLayerFD(p Policy, tmp string) (int, uint32, error) {
+func secondLayerFD(p Policy, tmp, cache string) (int, uint32, error) {
 	rs := []landlock.Rule{
 		landlock.PathAccess(accessRead, "/"),
 		landlock.PathAccess(accessDevRW, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
 		landlock.PathAccess(accessRead|accessWrite, tmp),
 	}
-	if p.Profile != Read && p.Profile != Target {
-		for _, d := range append(append([]string(nil), p.Writable...), p.Caches...) {
-			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
-		}
-	} else {
-		for _, d := range p.Writable {
-			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
-		}
+	for _, d := range p.Writable {
+		rs = append(rs, landlock.PathAccess(accessRead|accessWrite, d).IgnoreIfMissing())
+	}
+	if (p.Profile == Read || p.Profile == Target) && cache != "" {
+		// harnessd's own build cache (the Fast Path's GOCACHE).
+		rs = append(rs, landlock.PathAccess(accessRead|accessWrite, cache).IgnoreIfMissing())
 	}
 	return landlockConfig(p.Network).NewRulesetFD(rs...)
 }

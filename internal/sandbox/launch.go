@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,8 @@ type launchSpec struct {
 	Home   string   `json:"home"`   // $HOME: a private tmpfs with the caches bound in
 	Hidden []string `json:"hidden"` // over-mounted empty when under a bound dir
 	Tools  []string `json:"tools"`  // tool dirs outside the system dirs
+	Creds  []string `json:"creds"`  // credential files and homes: closed wherever they are bound
+	Cow    string   `json:"cow"`    // a host dir for the copy-on-write layers' upper and work dirs
 	Path   string   `json:"path"`   // the command
 	Args   []string `json:"args"`
 	Env    []string `json:"env"`
@@ -67,7 +70,7 @@ func (c *Prepared) toLauncher(cmd *exec.Cmd) error {
 		return errs.Wrap(errs.Internal, err, "sandbox: find the harnessd executable: %v", err)
 	}
 	spec := launchSpec{Policy: c.p, Stage: c.stage, Tmp: c.tmp, Home: c.s.env.home, Hidden: c.s.cfg.Hidden, Tools: c.s.env.tools,
-		Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
+		Creds: c.s.env.creds, Cow: c.cow, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return errs.Wrap(errs.Internal, err, "sandbox: encode the launch spec: %v", err)
@@ -139,13 +142,25 @@ func launcher() int {
 type mountSpec struct {
 	src, dst string
 	ro       bool
+	// cow mounts src as the lower layer of an overlay whose upper layer
+	// is private to the command: it writes, and its writes are dropped.
+	cow bool
 }
 
-// buildRoot builds the new root in spec.Stage and pivots into it: the
-// system dirs, the tools and the checkout bound (read-only unless
-// writable), a private /tmp, a minimal /dev, a fresh /proc, $HOME a private
-// tmpfs with the caches bound in, and every secret path and hidden dir
-// under a bound dir over-mounted empty.
+// cowProfile reports whether p sees its checkout and caches through a
+// copy-on-write layer: checks and jobs in namespaces whose checkout is not
+// writable (tests may write golden files and caches, nothing reaches the
+// checkout).
+func cowProfile(p Policy) bool { return p.Profile == Check || p.Profile == Job }
+
+// buildRoot builds the new root in spec.Stage and pivots into it: a
+// minimal /dev with a private /dev/shm (first, so a checkout that lives
+// below /dev/shm is bound on top of it, not hidden by it), the system dirs
+// and the tools bound read-only, a private /tmp, a fresh /proc, $HOME a
+// private tmpfs with the caches as copy-on-write layers, the checkout
+// read-only, writable or copy-on-write, and every secret path, credential
+// file and hidden dir under a bound dir over-mounted empty. Every bind is
+// nosuid.
 func buildRoot(spec launchSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -154,7 +169,11 @@ func buildRoot(spec launchSpec) error {
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mount the root tmpfs: %w", err)
 	}
+	if err := buildDev(root); err != nil {
+		return err
+	}
 	p := spec.Policy
+	cow := cowProfile(p)
 	var ms []mountSpec
 	for _, d := range append(systemReadDirs(), spec.Tools...) {
 		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
@@ -167,13 +186,14 @@ func buildRoot(spec launchSpec) error {
 	// The private /tmp, before what may live below /tmp (a checkout there).
 	ms = append(ms, mountSpec{src: spec.Tmp, dst: "/tmp"})
 	for _, d := range p.Caches {
-		ms = append(ms, mountSpec{src: d, dst: d, ro: p.Profile == Read || p.Profile == Target})
+		ms = append(ms, mountSpec{src: d, dst: d, ro: !cow, cow: cow})
 	}
 	for _, d := range append(append([]string(nil), p.GitDirs...), p.ReadOnly...) {
 		ms = append(ms, mountSpec{src: d, dst: d, ro: true})
 	}
 	if p.Root != "" {
-		ms = append(ms, mountSpec{src: p.Root, dst: p.Root, ro: !p.writesRoot()})
+		w := p.writesRoot()
+		ms = append(ms, mountSpec{src: p.Root, dst: p.Root, ro: !w && !cow, cow: !w && cow})
 	}
 	for _, d := range p.Writable {
 		if d != p.Root {
@@ -182,7 +202,15 @@ func buildRoot(spec launchSpec) error {
 	}
 	// Parents before children.
 	sort.SliceStable(ms, func(i, j int) bool { return strings.Count(ms[i].dst, "/") < strings.Count(ms[j].dst, "/") })
+	layers := 0
 	for _, m := range ms {
+		if m.cow {
+			layers++
+			if err := mountCow(root, m, filepath.Join(spec.Cow, strconv.Itoa(layers))); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := mountInto(root, m); err != nil {
 			return err
 		}
@@ -195,10 +223,7 @@ func buildRoot(spec launchSpec) error {
 			}
 		}
 	}
-	// /dev, /proc, /sys.
-	if err := buildDev(root); err != nil {
-		return err
-	}
+	// /proc, /sys.
 	if err := os.MkdirAll(root+"/proc", 0o555); err != nil {
 		return err
 	}
@@ -208,12 +233,14 @@ func buildRoot(spec launchSpec) error {
 	if err := mountInto(root, mountSpec{src: "/sys", dst: "/sys", ro: true}); err != nil {
 		return err
 	}
-	// Closed paths: secrets of the checkout, system secrets, hidden dirs.
+	// Closed paths: secrets of the checkout, system secrets, credential
+	// files wherever a tool or cache dir brought them in, hidden dirs.
 	var closed []string
 	for _, s := range p.Secrets {
 		closed = append(closed, filepath.Join(p.Root, filepath.FromSlash(s)))
 	}
 	closed = append(closed, systemSecrets()...)
+	closed = append(closed, spec.Creds...)
 	for _, c := range closed {
 		if err := closeIn(root, c); err != nil {
 			return err
@@ -251,7 +278,7 @@ func buildRoot(spec launchSpec) error {
 }
 
 // mountInto bind-mounts m.src at root+m.dst (a tmpfs when src is ""),
-// read-only (recursively) when m.ro.
+// nosuid, and read-only (recursively) when m.ro.
 func mountInto(root string, m mountSpec) error {
 	dst := filepath.Join(root, m.dst)
 	isFile := false
@@ -281,12 +308,66 @@ func mountInto(root string, m mountSpec) error {
 	if err := unix.Mount(m.src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", m.dst, err)
 	}
+	// No set-ID program runs with its owner's rights from a bind (a
+	// setuid-root binary a writable checkout somehow holds stays inert).
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}
 	if m.ro {
-		if err := unix.MountSetattr(-1, dst, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(-1, dst, unix.AT_RECURSIVE, &attr); err != nil {
+		if m.ro {
 			return fmt.Errorf("make %s read-only: %w", m.dst, err)
 		}
 	}
 	return nil
+}
+
+// mountCow mounts m.src at root+m.dst as the lower layer of an overlay
+// whose upper and work dirs are made in layer (a host dir private to the
+// command, dropped with it): the command writes, nothing reaches m.src.
+// Where the kernel refuses the overlay (no unprivileged overlayfs, or an
+// upper file system without the xattrs it needs), the upper layer moves to
+// a tmpfs; failing that, m.src is bound read-only as without copy-on-write.
+func mountCow(root string, m mountSpec, layer string) error {
+	fi, err := os.Stat(m.src)
+	if err != nil {
+		return nil // gone meanwhile: nothing to mount
+	}
+	if !fi.IsDir() {
+		return mountInto(root, mountSpec{src: m.src, dst: m.dst, ro: true})
+	}
+	dst := filepath.Join(root, m.dst)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", m.dst, err)
+	}
+	try := func(base string) bool {
+		upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
+		if os.MkdirAll(upper, 0o755) != nil || os.MkdirAll(work, 0o700) != nil {
+			return false
+		}
+		opts := "lowerdir=" + overlayEscape(m.src) + ",upperdir=" + overlayEscape(upper) + ",workdir=" + overlayEscape(work)
+		for _, o := range []string{opts + ",userxattr", opts} {
+			if unix.Mount("overlay", dst, "overlay", unix.MS_NOSUID|unix.MS_NODEV, o) == nil {
+				return true
+			}
+		}
+		return false
+	}
+	if layer != "" && try(layer) {
+		return nil
+	}
+	mem := layer + "-mem"
+	if layer != "" && os.MkdirAll(mem, 0o700) == nil &&
+		unix.Mount("tmpfs", mem, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700") == nil && try(mem) {
+		return nil
+	}
+	return mountInto(root, mountSpec{src: m.src, dst: m.dst, ro: true})
+}
+
+// overlayEscape escapes the characters overlayfs splits its options on.
+func overlayEscape(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, ",", `\,`, ":", `\:`)
+	return r.Replace(p)
 }
 
 // closeExcept closes path inside the new root, but when keep holds paths
@@ -420,12 +501,14 @@ func confineThread(spec launchSpec) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if Probe().LandlockABI > 0 {
-		rs := rules(p, "/tmp", envInfo{tools: spec.Tools, home: spec.Home})
+		rs := rules(p, "/tmp", envInfo{tools: spec.Tools, home: spec.Home, creds: spec.Creds, ns: true})
 		if spec.Home != "" {
 			// $HOME is a private tmpfs here: writable.
 			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, spec.Home).IgnoreIfMissing())
 		}
-		fd, flags, err := landlockConfig(p.Network).NewRulesetFD(rs...)
+		// TCP is not Landlock's to deny here: the network namespace is
+		// (loopback only, unless the network was granted).
+		fd, flags, err := landlockConfig(true).NewRulesetFD(rs...)
 		if err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
@@ -438,11 +521,38 @@ func confineThread(spec launchSpec) error {
 		}
 	}
 	if Probe().Seccomp {
-		if err := loadFilter(p.Network, false); err != nil { // the mount namespace hides the socket files
+		// The mount namespace hides the socket files, and without a
+		// granted network the command has a network namespace of its
+		// own with loopback only: every socket family may stay.
+		if err := loadFilter(filterOpts{network: true}); err != nil {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 	}
 	return nil
+}
+
+// dropThreadCaps gives up the calling thread's capabilities for good when
+// it has any (a daemon run as root): see dropCaps. A thread with none (the
+// usual daemon of a user) has nothing to give up, nor the right to set the
+// securebits.
+func dropThreadCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	if data[0].Effective == 0 && data[1].Effective == 0 && data[0].Permitted == 0 && data[1].Permitted == 0 {
+		return nil
+	}
+	if data[0].Effective&(1<<unix.CAP_SETPCAP) != 0 {
+		return dropCaps()
+	}
+	// Some capabilities but not the right to drop them from the bounding
+	// set: clear the thread's own sets (no_new_privs keeps an exec from
+	// granting file capabilities back).
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	data = [2]unix.CapUserData{}
+	return unix.Capset(&hdr, &data[0])
 }
 
 // dropCaps gives up every capability for good: the launcher is uid 0 of

@@ -119,35 +119,78 @@ func systemSecrets() []string {
 
 // toolDirs are the directories of the tools on PATH that live outside the
 // system directories (pyenv shims, ~/.cargo/bin, ~/go/bin, /usr/local/go is
-// under /usr already): each is made readable. A PATH entry under home
-// brings its first component under home (~/.pyenv for ~/.pyenv/shims),
-// unless that component holds a hidden directory (the data dir), then
-// only the entry itself.
+// under /usr already), and where the programs in them lead (a symlink in
+// ~/.local/bin to ~/opt/tool/bin/tool brings ~/opt/tool): each is made
+// readable. A directory under home brings its first component under home
+// (~/.pyenv for ~/.pyenv/shims, whose programs run ~/.pyenv/versions/…),
+// unless that component is a container of unrelated things (~/.local,
+// ~/.config, ~/.cache) or holds a hidden directory (the data dir): then
+// only the directory itself. Credential files in them are closed by the
+// caller (envInfo.creds).
 func toolDirs(pathEnv, home string, hidden []string) []string {
 	var out []string
-	for _, d := range filepath.SplitList(pathEnv) {
+	add := func(d string) {
 		if d == "" || !filepath.IsAbs(d) {
-			continue
+			return
 		}
 		d = filepath.Clean(d)
 		if underAny(d, systemReadDirs()) {
-			continue
+			return
 		}
 		if home != "" && within(d, home) && d != home {
-			top := filepath.Join(home, strings.SplitN(strings.TrimPrefix(d, home+"/"), "/", 2)[0])
-			if !holdsAny(top, hidden) {
+			first := strings.SplitN(strings.TrimPrefix(d, home+"/"), "/", 2)[0]
+			top := filepath.Join(home, first)
+			if !containerDirs[first] && !holdsAny(top, hidden) {
 				d = top
 			}
 		}
-		if holdsAny(d, hidden) || slices.Contains(out, d) {
-			continue
+		if d == home || holdsAny(d, hidden) || slices.Contains(out, d) || underAny(d, out) {
+			return
 		}
 		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 			out = append(out, d)
 		}
 	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		add(d)
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue
+		}
+		add(real)
+		if underAny(real, systemReadDirs()) {
+			continue
+		}
+		// Where its programs lead: symlinks (nvm, asdf, pipx, rustup
+		// proxies) resolve to their tool's own tree. Bounded.
+		ents, err := os.ReadDir(real)
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= 4096 {
+				break
+			}
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, err := filepath.EvalSymlinks(filepath.Join(real, e.Name()))
+			if err != nil {
+				continue
+			}
+			add(filepath.Dir(t))
+		}
+	}
 	return out
 }
+
+// containerDirs are first components of a home that hold unrelated things
+// (state, secrets, other programs' data): a tool below one brings only its
+// own directory.
+var containerDirs = map[string]bool{".local": true, ".config": true, ".cache": true, ".var": true, ".ssh": true}
 
 // CacheDirs returns the tool caches of home that exist: Go's build and
 // module caches, cargo and rustup, npm, pip, yarn, pnpm.

@@ -20,6 +20,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/authority"
 )
 
 // Mode says how much confinement harnessd insists on.
@@ -83,6 +84,18 @@ type envInfo struct {
 	home  string
 	path  string
 	tools []string
+	// creds are the credential homes and files of home (absolute): closed
+	// inside every tool and cache directory a confined process sees.
+	creds []string
+	// modCache is Go's module cache, when it exists: the Fast Path points
+	// GOMODCACHE at it (its HOME is a private tmp).
+	modCache string
+	// cache is harnessd's own cache dir under the tmp root (the Fast
+	// Path's GOCACHE): never the user's.
+	cache string
+	// ns: the rules are the launcher's, in namespaces (caches are
+	// copy-on-write layers there).
+	ns bool
 }
 
 // layer is a cached first-layer ruleset of the Fast Path.
@@ -105,12 +118,19 @@ func New(cfg Config) (*Sandbox, error) {
 		return s, nil
 	}
 	s.kernel = Probe()
+	// The daemon's own process is not dumpable: a process of the same
+	// user (a command that got past every other wall, or one the agent
+	// started outside harnessd) cannot read its memory, environment or
+	// open files through /proc, nor ptrace it.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	if cfg.Mode == Require && s.kernel.LandlockABI == 0 {
 		return nil, errors.New("--sandbox=require: this kernel has no Landlock (enable it with lsm=landlock at boot), so commands cannot be confined")
 	}
 	s.env.home = envGet(cfg.Environ, "HOME")
 	s.env.path = envGet(cfg.Environ, "PATH")
+	s.env.creds = authority.CredentialPaths(authority.Env{Home: s.env.home, ConfigHome: envGet(cfg.Environ, "XDG_CONFIG_HOME")})
 	s.env.tools = toolDirs(s.env.path, s.env.home, cfg.Hidden)
+	s.env.modCache = modCache(cfg.Environ, s.env.home)
 	s.tmp = cfg.TmpRoot
 	if s.tmp == "" {
 		s.tmp = filepath.Join(os.TempDir(), "harnessd-sandbox-"+strconv.Itoa(os.Getuid()))
@@ -119,7 +139,41 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox tmp root: %w", err)
 	}
 	_ = os.Chmod(s.tmp, 0o700)
+	s.env.cache = filepath.Join(s.tmp, "cache")
+	if err := os.MkdirAll(filepath.Join(s.env.cache, "go-build"), 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox cache dir: %w", err)
+	}
 	return s, nil
+}
+
+// TmpRoot is the directory that holds every confined command's private
+// tmp and harnessd's own tool caches: no root may be, hold or lie in it.
+func (s *Sandbox) TmpRoot() string {
+	if s == nil {
+		return ""
+	}
+	return s.tmp
+}
+
+// modCache returns Go's module cache as the environment names it
+// (GOMODCACHE, else the first GOPATH entry's pkg/mod, else ~/go/pkg/mod),
+// when it exists.
+func modCache(environ []string, home string) string {
+	c := envGet(environ, "GOMODCACHE")
+	if c == "" {
+		if gp := filepath.SplitList(envGet(environ, "GOPATH")); len(gp) > 0 && gp[0] != "" {
+			c = filepath.Join(gp[0], "pkg", "mod")
+		} else if home != "" {
+			c = filepath.Join(home, "go", "pkg", "mod")
+		}
+	}
+	if c == "" || !filepath.IsAbs(c) {
+		return ""
+	}
+	if fi, err := os.Stat(c); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Clean(c)
 }
 
 // Close stops the idle forkers and releases the cached rulesets.
@@ -226,6 +280,7 @@ type Prepared struct {
 	p      Policy
 	tmp    string // the command's private tmp
 	stage  string // the launcher's staging dir (namespaces)
+	cow    string // the host dir of its copy-on-write layers (namespaces)
 	launch bool
 	fk     *forker      // the Fast Path's confined thread, from the pool
 	cost   atomic.Int64 // ns spent confining in Start
@@ -279,7 +334,8 @@ func (s *Sandbox) Prepare(p Policy) (*Prepared, error) {
 	if c.launch {
 		c.stage = filepath.Join(tmp, ".stage")
 		c.tmp = filepath.Join(tmp, "tmp")
-		for _, d := range []string{c.stage, c.tmp} {
+		c.cow = filepath.Join(tmp, "cow")
+		for _, d := range []string{c.stage, c.tmp, c.cow} {
 			if err := os.Mkdir(d, 0o700); err != nil {
 				c.Done()
 				return nil, errs.Wrap(errs.Internal, err, "create the sandbox staging dir: %v", err)
@@ -297,13 +353,24 @@ func (c *Prepared) Tmp() string {
 	return c.tmp
 }
 
-// Env returns env for the confined command: HOME, TMPDIR and the caches
-// pointed at the private tmp where the profile keeps the real ones closed.
+// Env returns env for the confined command: TMPDIR in its private tmp;
+// on the Fast Path, HOME there too, Go's build cache in harnessd's own
+// cache dir (never the user's) and its module cache where it is (read
+// only); for checks and jobs without namespaces, a build cache in the
+// private tmp (the user's caches are read-only to them). In namespaces
+// HOME is a private tmpfs with the user's caches as copy-on-write layers:
+// the tools find them where they always do.
 func (c *Prepared) Env(env []string) []string {
 	set := map[string]string{"TMPDIR": c.Tmp()}
-	if c.p.Profile == Read || c.p.Profile == Target {
+	switch {
+	case c.p.Profile == Read || c.p.Profile == Target:
 		set["HOME"] = c.Tmp()
 		set["XDG_CACHE_HOME"] = c.Tmp() + "/.cache"
+		set["GOCACHE"] = filepath.Join(c.s.env.cache, "go-build")
+		if c.s.env.modCache != "" && envGet(env, "GOMODCACHE") == "" {
+			set["GOMODCACHE"] = c.s.env.modCache
+		}
+	case !c.launch:
 		set["GOCACHE"] = c.Tmp() + "/go-build"
 	}
 	out := make([]string, 0, len(env)+len(set))
@@ -313,7 +380,7 @@ func (c *Prepared) Env(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "GOCACHE"} {
+	for _, k := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "GOCACHE", "GOMODCACHE"} {
 		if v, ok := set[k]; ok {
 			out = append(out, k+"="+v)
 		}
@@ -422,7 +489,7 @@ func (c *Prepared) Done() {
 	if c.launch {
 		root = filepath.Dir(c.tmp)
 	}
-	_ = os.RemoveAll(root)
+	removeTree(root)
 	if c.pidsCg != "" {
 		removePidsGroup(c.pidsCg)
 		c.pidsCg = ""
@@ -434,6 +501,12 @@ func (c *Prepared) Done() {
 func (c *Prepared) confineThread() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return errs.Wrap(errs.Internal, err, "sandbox: no_new_privs: %v", err)
+	}
+	// A daemon run as root forks its commands as root: without this they
+	// would keep every capability (chown anything, read any process's
+	// memory, set file capabilities, renice the daemon).
+	if err := dropThreadCaps(); err != nil {
+		return errs.Wrap(errs.Internal, err, "sandbox: drop capabilities: %v", err)
 	}
 	if c.s.kernel.LandlockABI > 0 {
 		fd, flags, owned, err := c.s.firstLayer(c.p)
@@ -449,7 +522,7 @@ func (c *Prepared) confineThread() error {
 				return errs.Wrap(errs.Internal, err, "sandbox: landlock: %v", err)
 			}
 		}
-		fd2, flags2, err := secondLayerFD(c.p, c.tmp)
+		fd2, flags2, err := secondLayerFD(c.p, c.tmp, c.s.env.cache)
 		if err != nil {
 			return errs.Wrap(errs.Internal, err, "sandbox: landlock tmp layer: %v", err)
 		}
@@ -462,7 +535,11 @@ func (c *Prepared) confineThread() error {
 		}
 	}
 	if c.s.kernel.Seccomp {
-		if err := loadFilter(c.p.Network, true); err != nil { // no mount namespace: no unix sockets
+		// No mount namespace: no unix sockets (they connect by path), and
+		// on the Fast Path no metadata changes by path (every path of the
+		// host is walkable by name).
+		fast := c.p.Profile == Read || c.p.Profile == Target
+		if err := loadFilter(filterOpts{network: c.p.Network, noUnix: true, pathMeta: fast}); err != nil {
 			return errs.Wrap(errs.Internal, err, "sandbox: seccomp: %v", err)
 		}
 	}
@@ -592,4 +669,22 @@ func envGet(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// removeTree removes dir and what it holds, also where a copy-on-write
+// layer left a directory without permissions (overlayfs makes its work dir
+// mode 0).
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		} else if err != nil {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }

@@ -17,6 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	Main() // the test binary is the launcher of the namespace tests
+	helperMain()
 	if p := os.Getenv("SANDBOX_TEST_DIAL_UNIX"); p != "" {
 		// The test binary as an attacker's program: connect to a unix
 		// socket by its path and say whether it worked.
