@@ -53,6 +53,10 @@ type Input struct {
 	// them with the matching require_verified policy rules
 	// (mediate.Decision.RequireVerified); the write enforces them.
 	RequireVerified []string
+	// Grant, when set, says the operation grants agents a root outside the
+	// allowed areas (the text says which): only a person's approval lets
+	// it run (mediate.Input.Grant).
+	Grant string
 }
 
 // Identify fills in e's run, session and client from c.
@@ -108,7 +112,7 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
 		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable,
-		RequireVerified: in.RequireVerified}
+		RequireVerified: in.RequireVerified, Grant: in.Grant}
 	if in.Root != nil {
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so
@@ -119,8 +123,9 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	repoID := ""
 	if in.Repo != nil {
 		repoID = in.Repo.ID
-		mi.History = g.History(repoID)
 	}
+	scope := LoopScope(in.Caller)
+	mi.History = g.History(in.Caller, in.Tool, in.Argv, in.Paths)
 	var res Result
 	hash := func() (string, error) {
 		if res.InputHash == "" {
@@ -132,13 +137,17 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 		}
 		return res.InputHash, nil
 	}
+	// Every call is noted for loop detection (another call ends the
+	// caller's streaks); one whose tree is known is checked first.
 	if in.TreeRevision != "" {
 		hv, err := hash()
 		if err != nil {
 			return res, err
 		}
-		v := g.loopCheck(LoopScope(in.Caller), in.Tool, hv, in.TreeRevision)
+		v := g.loopCall(scope, in.Tool, hv, in.TreeRevision)
 		mi.Loop = &v
+	} else {
+		g.loopCall(scope, in.Tool, "", "")
 	}
 	if in.ApprovalID != "" {
 		hv, err := hash()
@@ -195,8 +204,8 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 			entry.Details = map[string]string{"earlier": mi.Loop.Earlier}
 		}
 		g.AuditAppend(entry)
-		if d.Outcome == mediate.Block {
-			g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
+		if d.Outcome == mediate.Block && d.Code != errs.Internal {
+			g.noteRefusal(in)
 		}
 		err := d.Err()
 		if d.RuleID == mediate.RuleLoop && mi.Loop != nil {
@@ -257,7 +266,7 @@ func (g *Governor) CheckLoop(in Input) error {
 		Reason: reason, RuleID: mediate.RuleLoop, InputHash: hv, Details: map[string]string{"earlier": v.Earlier}}
 	Identify(&e, in.Caller)
 	g.AuditAppend(e)
-	g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
+	g.noteRefusal(in)
 	return errs.New(errs.LoopDetected, "%s", reason).With("outcome", string(mediate.Block)).With("rule_id", mediate.RuleLoop).
 		With("earlier_receipt", v.Earlier).With("hint", v.Hint)
 }
@@ -276,7 +285,7 @@ func (g *Governor) Refuse(in Input, err error) error {
 	Identify(&entry, in.Caller)
 	g.AuditAppend(entry)
 	if e.Code == errs.SecretPathDenied || e.Code == errs.PathOutsideRoot {
-		g.noteHistory(repoID, func(x *mediate.History) { x.RecentRejections++ })
+		g.noteRefusal(in)
 	}
 	return err
 }

@@ -4,6 +4,12 @@
 // and the audit append every decision that is not a plain allow goes
 // through.
 //
+// Loop memory and refusal history are per caller (LoopScope: its run,
+// else its MCP session), never per repository: a new session starts
+// clean, and one agent's refusals or repetitions never count against
+// another. Refusals decay with a half-life of mediate.HistoryHalfLife; a
+// command that ran and failed is no refusal.
+//
 // The decision itself is the pure mediate.Decide; this package gathers its
 // inputs, turns asks into persisted approval requests, consumes approvals
 // and audits. Every operation crosses Gate exactly once, from the request
@@ -15,6 +21,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,10 +79,10 @@ type Governor struct {
 	redactor *redact.Redactor
 	deny     *pathsafe.Denylist
 
-	mu      sync.Mutex // protects policy, loops and history
-	policy  *policy.Policy
-	loops   *loop.Detector
-	history map[string]*mediate.History // repo id -> recent counts
+	mu       sync.Mutex // protects policy, loops and refusals
+	policy   *policy.Policy
+	loops    *loop.Detector
+	refusals refusals // per caller scope, for the risk score
 }
 
 // New loads the policy and returns the Governor.
@@ -101,7 +109,7 @@ func New(cfg Config) (*Governor, error) {
 	}
 	return &Governor{
 		cfg: cfg, store: cfg.Store, audit: cfg.Audit, lg: cfg.Logger, redactor: cfg.Redactor, deny: cfg.Deny,
-		policy: p, loops: loop.New(loop.Config{Threshold: max(cfg.LoopThreshold, 0)}), history: map[string]*mediate.History{},
+		policy: p, loops: loop.New(loop.Config{Threshold: max(cfg.LoopThreshold, 0)}), refusals: refusals{m: map[refusalKey]decayed{}},
 	}, nil
 }
 
@@ -177,30 +185,153 @@ func (g *Governor) stamp(e audit.Entry) audit.Entry {
 	return e
 }
 
-// History returns a copy of a repository's recent counts.
-func (g *Governor) History(repoID string) mediate.History {
+// History returns the caller's recent refusals of an operation (tool,
+// argv and paths, see mediate.Subject), decayed, for the risk score. It
+// is per caller scope (LoopScope: its run, else its MCP session): a new
+// session starts with none, and one agent's refusals never raise another's
+// risk.
+func (g *Governor) History(c messages.Caller, tool string, argv, paths []string) mediate.History {
+	command, program := mediate.Subject(tool, argv, paths)
+	scope := LoopScope(c)
+	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if x := g.history[repoID]; x != nil {
-		return *x
+	h := mediate.History{Command: g.refusals.get(scope, kindCommand, command, now)}
+	if program != "" {
+		h.Program, h.ProgramName = max(g.refusals.get(scope, kindProgram, program, now)-h.Command, 0), program
 	}
-	return mediate.History{}
+	return h
 }
 
-// NoteFailure counts a failed command of a repository into its history.
-func (g *Governor) NoteFailure(repoID string) {
-	g.noteHistory(repoID, func(x *mediate.History) { x.RecentFailures++ })
-}
-
-func (g *Governor) noteHistory(repoID string, f func(*mediate.History)) {
+// noteRefusal counts a refusal of in (a block) into its caller's history.
+func (g *Governor) noteRefusal(in Input) {
+	command, program := mediate.Subject(in.Tool, in.Argv, in.Paths)
+	scope := LoopScope(in.Caller)
+	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	x := g.history[repoID]
-	if x == nil {
-		x = &mediate.History{}
-		g.history[repoID] = x
+	g.refusals.note(scope, kindCommand, command, now)
+	if program != "" {
+		g.refusals.note(scope, kindProgram, program, now)
 	}
-	f(x)
+}
+
+// Score returns the risk score the gate would give in now, with its parts
+// and the caller's history (route_explain shows it). Paths are not
+// checked and no loop is looked for.
+func (g *Governor) Score(in Input) mediate.Score {
+	return mediate.Explain(mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
+		Route: in.Route, Confined: in.Confined, History: g.History(in.Caller, in.Tool, in.Argv, in.Paths)})
+}
+
+// The kinds of refusal subjects.
+const (
+	kindCommand = 'c'
+	kindProgram = 'p'
+)
+
+// maxRefusals bounds the subjects remembered over all scopes.
+const maxRefusals = 10_000
+
+type refusalKey struct {
+	scope   string
+	kind    byte
+	subject string
+}
+
+// decayed is a count of refusals as it was at at; it halves every
+// mediate.HistoryHalfLife after.
+type decayed struct {
+	v  float64
+	at time.Time
+}
+
+func (d decayed) now(now time.Time) float64 { return mediate.Decay(d.v, now.Sub(d.at)) }
+
+// refusals remembers refusals per caller scope and subject, decayed.
+type refusals struct {
+	m map[refusalKey]decayed
+}
+
+func (r *refusals) get(scope string, kind byte, subject string, now time.Time) float64 {
+	d, ok := r.m[refusalKey{scope, kind, subject}]
+	if !ok {
+		return 0
+	}
+	return d.now(now)
+}
+
+func (r *refusals) note(scope string, kind byte, subject string, now time.Time) {
+	k := refusalKey{scope, kind, subject}
+	d, ok := r.m[k]
+	if !ok && len(r.m) >= maxRefusals {
+		r.shrink(now)
+	}
+	r.m[k] = decayed{v: d.now(now) + 1, at: now}
+}
+
+// forgotten is the weight below which a subject is dropped when memory is
+// full (a single refusal about 66 minutes old).
+const forgotten = 0.01
+
+// shrink drops faded subjects, and the faintest one when none has faded.
+func (r *refusals) shrink(now time.Time) {
+	var faintest refusalKey
+	least := -1.0
+	for k, d := range r.m {
+		v := d.now(now)
+		if v < forgotten {
+			delete(r.m, k)
+			continue
+		}
+		if least < 0 || v < least {
+			faintest, least = k, v
+		}
+	}
+	if len(r.m) >= maxRefusals {
+		delete(r.m, faintest)
+	}
+}
+
+// CommandFailed says whether a finished command failed, for loop
+// detection: a timeout, or a non-zero exit that is not an answer. Exit 1
+// of a search (grep, egrep, fgrep, zgrep, rg, ag, ack, git grep: no match),
+// of a comparison (diff, cmp, git diff: the inputs differ) or of test / [
+// (false) answers the question asked; any other non-zero exit (grep's 2, a
+// failing test) is a failure. A failure never raises the risk score: only
+// refusals do (History).
+func CommandFailed(argv []string, exit int, timedOut bool) bool {
+	switch {
+	case timedOut:
+		return true
+	case exit == 0:
+		return false
+	case exit != 1 || len(argv) == 0:
+		return true
+	}
+	prog := filepath.Base(argv[0])
+	if prog == "git" {
+		prog = "git " + gitSubcommand(argv[1:])
+	}
+	switch prog {
+	case "grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "git grep", "diff", "cmp", "git diff", "test", "[":
+		return false
+	}
+	return true
+}
+
+// gitSubcommand returns the first argument after git's global options.
+func gitSubcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // LoopScope is whose repetitions loop detection counts together for a
@@ -215,6 +346,23 @@ func LoopScope(c messages.Caller) string {
 		return "session:" + c.Session
 	}
 	return ""
+}
+
+// loopCall notes a call of scope for loop detection (Touch) and, when tree
+// is known, first checks it (Check).
+func (g *Governor) loopCall(scope, op, inputHash, tree string) loop.Verdict {
+	if g.cfg.LoopThreshold < 0 {
+		return loop.Verdict{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	var v loop.Verdict
+	if tree != "" {
+		v = g.loops.Check(scope, op, inputHash, tree, now)
+	}
+	g.loops.Touch(scope, op, inputHash, now)
+	return v
 }
 
 func (g *Governor) loopCheck(scope, op, inputHash, tree string) loop.Verdict {

@@ -22,7 +22,11 @@
 //     APPROVAL_REQUIRED unless Input.ApprovalOK; an allow rule is remembered.
 //  5. loop: a loop verdict blocks with LOOP_DETECTED ("loop").
 //  6. risk: a score of 80 or more asks with APPROVAL_REQUIRED ("risk") unless
-//     Input.ApprovalOK or a policy allow rule matched.
+//     Input.ApprovalOK or a policy allow rule matched, or the operation is
+//     exempt: read-only operations (no mutation, no declared writes, no
+//     command or a readonly one) and version queries ([VersionQuery]) never
+//     ask because of their score; only a policy ask rule makes them ask.
+//     The reason names the score's parts.
 //  7. otherwise allow. An allowed decision carries RequireVerified: the
 //     stages of the caller's run that must be verified first — the
 //     operation's own (Input.RequireVerified, rule "require_verified") and
@@ -51,7 +55,13 @@
 //	+15 when the operation mutates (route.Decision.Mutation or Input.Writes)
 //	+10 for each kind of sensitive path touched (see [SensitiveKind]):
 //	  lockfile, migration, CI configuration, container build file
-//	+ history: RecentFailures*5 + RecentRejections*10, at most 20
-//	  (negative counts count as 0; RecentMutations is not scored)
+//	+ history: the caller's recent refusals of this operation (Input.History,
+//	  see [Subject]): 10 per refusal of this very command + 5 per refusal
+//	  of another command of the same program and subcommand, each refusal
+//	  decayed with a half-life of 10 minutes, rounded, at most 20. A
+//	  command that ran and exited non-zero (grep without a match, a failing
+//	  test) is no refusal and never counts.
 //	clamped to 0..100
+//
+// [Explain] returns the score with its parts (what route_explain shows).
 package mediate

@@ -35,6 +35,9 @@ const (
 	RuleApproval     = "approval"
 	RuleMediator     = "mediator"
 	RuleNetwork      = "network"
+	// RuleGrant asks a person to grant agents a root (a repository or a
+	// target) outside the allowed areas.
+	RuleGrant = "grant"
 	// RuleRequireVerified is the rule id of a verification the operation's
 	// own require_verified argument asks for.
 	RuleRequireVerified = "require_verified"
@@ -55,7 +58,7 @@ type Input struct {
 	ScopeCheck func(path string) error
 	Loop       *loop.Verdict // the detector's verdict, computed by the caller (nil = none)
 	ApprovalOK bool          // the caller holds a valid approval for exactly this input
-	History    History       // recent counts for the risk score
+	History    History       // the caller's recent refusals of this operation, for the risk score
 	// Confined says the Durable Path confines its commands (routing
 	// accepts shell scripts there).
 	Confined bool
@@ -69,14 +72,25 @@ type Input struct {
 	// RequireVerified are stages of the caller's run the operation itself
 	// asks to have verified (git_commit's require_verified).
 	RequireVerified []string
+	// Grant, when set, says the operation grants agents a root outside
+	// the allowed areas a person configured (which one, for the person):
+	// only a person's approval of exactly this input lets it run.
+	Grant string
 }
 
-// History is recent activity of the same agent or session, for the risk
-// score.
+// History is what the caller's own recent refusals say about this
+// operation, for the risk score. The counts are refusals (blocks: scope,
+// secret path, route rejection, policy deny, loop) of the same caller
+// (its run, else its MCP session), each decayed with a half-life of
+// HistoryHalfLife: a refusal counts 1 at once, 0.5 ten minutes later. A
+// command that ran and exited non-zero is no refusal and is not counted.
 type History struct {
-	RecentFailures   int `json:"recent_failures"`
-	RecentRejections int `json:"recent_rejections"`
-	RecentMutations  int `json:"recent_mutations"`
+	// Command counts refusals of exactly this command (see [Subject]).
+	Command float64 `json:"command,omitempty"`
+	// Program counts refusals of other commands of the same program and
+	// subcommand (ProgramName, e.g. "go vet").
+	Program     float64 `json:"program,omitempty"`
+	ProgramName string  `json:"program_name,omitempty"`
 }
 
 // Decision is the mediator's answer.
@@ -214,8 +228,20 @@ func Decide(in Input) (d Decision) {
 		}
 	}
 
-	// 6: risk.
-	if d.Risk >= RiskAskThreshold && allowedBy == "" {
+	// 5c: a root outside the allowed areas is granted by a person, never
+	// by a policy rule or the agent itself.
+	if in.Grant != "" {
+		if !in.ApprovalOK {
+			return verdict{outcome: Ask, rule: RuleGrant, code: errs.ApprovalRequired, reason: in.Grant}.into(d)
+		}
+		if approvedRule == "" {
+			approvedRule = RuleGrant
+		}
+	}
+
+	// 6: risk. Read-only operations and version queries are exempt: only
+	// a policy ask rule makes them ask.
+	if d.Risk >= RiskAskThreshold && allowedBy == "" && parts.exempt == "" {
 		if !in.ApprovalOK {
 			return verdict{outcome: Ask, rule: RuleRisk, code: errs.ApprovalRequired,
 				reason: "risk " + strconv.Itoa(d.Risk) + " is at or above " + strconv.Itoa(RiskAskThreshold) + " and needs approval: " + parts.String()}.into(d)
@@ -233,6 +259,8 @@ func Decide(in Input) (d Decision) {
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
 	case approvedRule == RuleNetwork:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: network access needs one"
+	case approvedRule == RuleGrant:
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: a person granted this root"
 	case approvedRule != "":
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: policy rule "+strconv.Quote(approvedRule)+" asks for one"
 	case allowedBy != "":

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestDecide(t *testing.T) {
 	fastRoute := &route.Decision{Mode: route.Fast, Reasons: []string{"caller says fast"}, Tier: route.Direct}
 	rejectRoute := &route.Decision{Mode: route.Reject, Reasons: []string{"caller says no"}, Tier: route.Direct}
 	badRoute := &route.Decision{Mode: "sideways"}
-	hot := History{RecentFailures: 2, RecentRejections: 1} // +20
+	hot := History{Command: 2} // +20
 
 	tests := []struct {
 		name       string
@@ -113,7 +114,7 @@ func TestDecide(t *testing.T) {
 		{name: "scope check passes absolute inside root", in: Input{Tool: "read_file", Paths: []string{"/repo/a.go"}, ScopeCheck: scopeUnder}, want: Allow, wantRisk: 5},
 		{name: "dotdot staying inside", in: Input{Tool: "read_file", Paths: []string{"a/../b.go"}}, want: Allow, wantRisk: 5},
 		{name: "custom denylist lets .env through", in: Input{Tool: "read_file", Paths: []string{".env"}, Deny: customDeny}, want: Allow, wantRisk: 5},
-		{name: "risk 75 does not ask", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: History{RecentFailures: 3}}, want: Allow, wantRisk: 75},
+		{name: "risk 75 does not ask", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: History{Command: 1, Program: 1}}, want: Allow, wantRisk: 75},
 
 		// block: scope and secrets
 		{name: "secret .env", in: Input{Tool: "read_file", Paths: []string{".env"}}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path", wantReason: `matches the secret pattern ".env"`, wantRisk: 5},
@@ -288,13 +289,16 @@ func TestRisk(t *testing.T) {
 		{"two lockfiles count once", Input{Paths: []string{"go.sum", "yarn.lock"}}, cmd("readonly", false), 15},
 		{"all four kinds", Input{Paths: []string{"go.sum", "db/migrations/1.sql", ".github/workflows/ci.yml", "Dockerfile"}}, cmd("readonly", false), 45},
 		{"plain paths", Input{Paths: []string{"src/a.go", "README.md"}}, cmd("readonly", false), 5},
-		{"failures", Input{History: History{RecentFailures: 2}}, cmd("readonly", false), 15},
-		{"rejections", Input{History: History{RecentRejections: 1}}, cmd("readonly", false), 15},
-		{"history capped", Input{History: History{RecentFailures: 10, RecentRejections: 10}}, cmd("readonly", false), 25},
-		{"history huge", Input{History: History{RecentFailures: 1 << 62, RecentRejections: 1 << 62}}, cmd("readonly", false), 25},
-		{"history negative", Input{History: History{RecentFailures: -5, RecentRejections: -9}}, cmd("readonly", false), 5},
-		{"mutations not scored", Input{History: History{RecentMutations: 50}}, cmd("readonly", false), 5},
-		{"clamped", Input{Writes: true, Paths: []string{"go.sum", "migrations/1.sql", "Jenkinsfile", "Dockerfile"}, History: History{RecentFailures: 9}}, cmd("destructive", true), 100},
+		{"one refusal of this command", Input{History: History{Command: 1}}, cmd("readonly", false), 15},
+		{"one refusal of the program", Input{History: History{Program: 1}}, cmd("readonly", false), 10},
+		{"a refusal ten minutes old", Input{History: History{Command: 0.5}}, cmd("readonly", false), 10},
+		{"a faded refusal rounds away", Input{History: History{Command: 0.04}}, cmd("readonly", false), 5},
+		{"both", Input{History: History{Command: 1, Program: 1}}, cmd("readonly", false), 20},
+		{"history capped", Input{History: History{Command: 10, Program: 10}}, cmd("readonly", false), 25},
+		{"history huge", Input{History: History{Command: 1e300, Program: math.Inf(1)}}, cmd("readonly", false), 25},
+		{"history negative", Input{History: History{Command: -5, Program: -9}}, cmd("readonly", false), 5},
+		{"history NaN", Input{History: History{Command: math.NaN(), Program: math.NaN()}}, cmd("readonly", false), 5},
+		{"clamped", Input{Writes: true, Paths: []string{"go.sum", "migrations/1.sql", "Jenkinsfile", "Dockerfile"}, History: History{Command: 9}}, cmd("destructive", true), 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,7 +409,7 @@ func BenchmarkDecideCommandWithPolicy(b *testing.B) {
 	pol := mustPolicy(b, src.String())
 	in := Input{Tool: "run_command", Argv: []string{"git", "log", "--oneline", "-20", "--", "harness/mediate"},
 		Paths: []string{"harness/mediate"}, TimeoutMs: 5000, Policy: pol, Deny: benchDenylist(b),
-		Loop: &loop.Verdict{Count: 1}, History: History{RecentFailures: 1}}
+		Loop: &loop.Verdict{Count: 1}, History: History{Program: 1}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if d := Decide(in); d.Outcome != Allow {

@@ -1,8 +1,11 @@
 package mediate
 
 import (
+	"math"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/harnessd/harnessd/internal/route"
 )
@@ -162,6 +165,145 @@ func lowerASCII(s string) string {
 	return s
 }
 
+// History scoring: a refusal of this very command weighs
+// HistoryCommandPoints, a refusal of another command of the same program
+// and subcommand HistoryProgramPoints, each decayed with a half-life of
+// HistoryHalfLife; the sum is rounded and capped at HistoryCap.
+const (
+	HistoryCommandPoints = 10
+	HistoryProgramPoints = 5
+	HistoryCap           = 20
+	HistoryHalfLife      = 10 * time.Minute
+)
+
+// Decay returns what a weight of v noted age ago weighs now: v halves every
+// HistoryHalfLife (a negative age counts as none).
+func Decay(v float64, age time.Duration) float64 {
+	if age <= 0 {
+		return v
+	}
+	return v * math.Exp2(-float64(age)/float64(HistoryHalfLife))
+}
+
+// Subject names what refusal history is kept for. command is the exact
+// command: its argv, whatever tool ran it (run_command, job_start,
+// run_check, a batch step), or for an operation without argv its tool and
+// paths. program is the program and its subcommand ("go vet" for
+// ["go","vet","./..."], "python3" for ["python3","x.py"]: a subcommand is
+// a second word made of letters, digits, '-', '_' and ':', starting with a
+// letter), "" for an operation without argv.
+func Subject(tool string, argv, paths []string) (command, program string) {
+	if len(argv) == 0 {
+		return tool + "\x00" + strings.Join(paths, "\x00"), ""
+	}
+	return "argv\x00" + strings.Join(argv, "\x00"), Program(argv)
+}
+
+// Program returns the program and subcommand of argv (see [Subject]).
+func Program(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	prog := path.Base(argv[0])
+	if len(argv) > 1 && isSubcommand(argv[1]) {
+		return prog + " " + argv[1]
+	}
+	return prog
+}
+
+func isSubcommand(w string) bool {
+	if w == "" || !isLetter(w[0]) {
+		return false
+	}
+	for i := 1; i < len(w); i++ {
+		if c := w[i]; !isLetter(c) && (c < '0' || c > '9') && c != '-' && c != '_' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// versionSubcommand lists the programs whose `version` subcommand only
+// prints versions. For others `x version` may mean something else entirely
+// (node and python3 run a file named version, make builds a target, npm
+// and yarn bump the package's version, rm removes a file).
+var versionSubcommand = map[string]bool{
+	"go": true, "git": true, "docker": true, "podman": true, "kubectl": true, "helm": true, "terraform": true,
+	"tofu": true, "cargo": true, "rustup": true, "dotnet": true, "dart": true, "flutter": true, "gh": true,
+	"hugo": true, "bazel": true, "bazelisk": true, "buf": true, "golangci-lint": true, "goreleaser": true,
+	"ruff": true, "poetry": true, "uv": true, "conda": true, "kind": true, "minikube": true,
+}
+
+// VersionQuery reports whether argv only asks a program for its version:
+// exactly a program found on PATH (a bare name, no '/') and one of
+// --version, -V or -version, or `version` for the programs whose version
+// subcommand only prints versions (go, git, docker, kubectl, cargo, ...).
+// A program given by path (./tool --version) runs the repository's code
+// and is no version query.
+func VersionQuery(argv []string) bool {
+	if len(argv) != 2 || argv[0] == "" || argv[0][0] == '-' || strings.ContainsAny(argv[0], "/\x00") {
+		return false
+	}
+	switch argv[1] {
+	case "--version", "-V", "-version":
+		return true
+	case "version":
+		return versionSubcommand[argv[0]]
+	}
+	return false
+}
+
+// The exemptions from risk asks.
+const (
+	ExemptReadOnly     = "read-only"
+	ExemptVersionQuery = "version query"
+)
+
+// exemption says why an operation never asks because of its risk score
+// ("" = it may): a version query, or an operation that writes nothing (no
+// mutation, no declared writes, and no command or a readonly one). A
+// rejected route is never exempt (it is blocked anyway).
+func exemption(in *Input, r *route.Decision) string {
+	switch {
+	case r.Mode == route.Reject:
+		return ""
+	case VersionQuery(in.Argv):
+		return ExemptVersionQuery
+	case !r.Mutation && !in.Writes && (r.CommandClass == "" || r.CommandClass == "readonly"):
+		return ExemptReadOnly
+	}
+	return ""
+}
+
+// Part is one term of a risk score.
+type Part struct {
+	// Name is "base", "mutation", "lockfile path", "migration path",
+	// "ci path", "container path" or "history".
+	Name   string `json:"name"`
+	Points int    `json:"points"`
+	Why    string `json:"why"`
+}
+
+// Score is a risk score with its parts, as route_explain shows it.
+type Score struct {
+	Risk  int    `json:"score"` // 0-100: the sum of the parts, clamped
+	Parts []Part `json:"parts"`
+	// AskAt is the score from which an operation asks (RiskAskThreshold).
+	AskAt int `json:"ask_at"`
+	// Exempt says why this operation never asks because of its score
+	// (ExemptReadOnly, ExemptVersionQuery); only a policy ask rule can make
+	// it ask.
+	Exempt string `json:"exempt,omitempty"`
+	// Asks says the score alone asks for a person: Risk >= AskAt and not
+	// Exempt. A policy allow rule or an approval still lets it run, and a
+	// policy rule, the route or a loop may decide first.
+	Asks bool `json:"asks"`
+	// Text is the one-line form the reason of a risk ask carries.
+	Text string `json:"text"`
+}
+
 // riskParts is the breakdown of a risk score.
 type riskParts struct {
 	base      int
@@ -169,6 +311,8 @@ type riskParts struct {
 	mutation  int
 	sensitive []string // kinds touched, in scoring order
 	history   int
+	hist      History
+	exempt    string
 }
 
 func (p riskParts) total() int {
@@ -176,7 +320,8 @@ func (p riskParts) total() int {
 }
 
 // String renders the breakdown, e.g. "unknown command 45 + mutation 15 +
-// lockfile 10 + history 20".
+// lockfile path 10 + history 20 (this command refused 2.0 times by this
+// caller, decayed: 10 each)".
 func (p riskParts) String() string {
 	var b strings.Builder
 	b.WriteString(p.baseWhat)
@@ -194,8 +339,64 @@ func (p riskParts) String() string {
 	if p.history > 0 {
 		b.WriteString(" + history ")
 		b.WriteString(strconv.Itoa(p.history))
+		b.WriteString(" (")
+		b.WriteString(p.hist.why())
+		b.WriteByte(')')
 	}
 	return b.String()
+}
+
+// why says where history points come from.
+func (h History) why() string {
+	var parts []string
+	if c := clean(h.Command); c > 0 {
+		parts = append(parts, "this command refused "+strconv.FormatFloat(c, 'f', 1, 64)+" times by this caller, decayed: "+strconv.Itoa(HistoryCommandPoints)+" each")
+	}
+	if p := clean(h.Program); p > 0 {
+		what := "other commands of this program"
+		if h.ProgramName != "" {
+			what = "other " + strconv.Quote(h.ProgramName) + " commands"
+		}
+		parts = append(parts, what+" refused "+strconv.FormatFloat(p, 'f', 1, 64)+" times by this caller, decayed: "+strconv.Itoa(HistoryProgramPoints)+" each")
+	}
+	if len(parts) == 0 {
+		return "no recent refusals"
+	}
+	return strings.Join(parts, "; ") + "; capped at " + strconv.Itoa(HistoryCap) + ", half-life " + HistoryHalfLife.String()
+}
+
+// clean maps NaN, infinities and negative counts to 0 and caps huge ones.
+func clean(v float64) float64 {
+	switch {
+	case math.IsNaN(v) || v <= 0:
+		return 0
+	case v > 1e6:
+		return 1e6
+	}
+	return v
+}
+
+// points is the history part of the score.
+func (h History) points() int {
+	v := clean(h.Command)*HistoryCommandPoints + clean(h.Program)*HistoryProgramPoints
+	return int(min(math.Round(v), HistoryCap))
+}
+
+// score renders the parts as a Score.
+func (p riskParts) score() Score {
+	s := Score{Risk: p.total(), AskAt: RiskAskThreshold, Exempt: p.exempt, Text: p.String()}
+	s.Asks = s.Risk >= RiskAskThreshold && s.Exempt == ""
+	s.Parts = append(s.Parts, Part{Name: "base", Points: p.base, Why: p.baseWhat})
+	if p.mutation > 0 {
+		s.Parts = append(s.Parts, Part{Name: "mutation", Points: p.mutation, Why: "the operation changes the workspace (a mutating route or declared writes)"})
+	}
+	for _, k := range p.sensitive {
+		s.Parts = append(s.Parts, Part{Name: k + " path", Points: 10, Why: "it touches a " + k + " path"})
+	}
+	if p.history > 0 {
+		s.Parts = append(s.Parts, Part{Name: "history", Points: p.history, Why: p.hist.why()})
+	}
+	return s
 }
 
 func computeRisk(in *Input, r *route.Decision) riskParts {
@@ -232,10 +433,9 @@ func computeRisk(in *Input, r *route.Decision) riskParts {
 			}
 		}
 	}
-	h := in.History
-	f := min(max(h.RecentFailures, 0), 4)
-	rj := min(max(h.RecentRejections, 0), 2)
-	p.history = min(f*5+rj*10, 20)
+	p.hist = in.History
+	p.history = in.History.points()
+	p.exempt = exemption(in, r)
 	return p
 }
 
@@ -243,4 +443,16 @@ func computeRisk(in *Input, r *route.Decision) riskParts {
 // package documentation).
 func Risk(in Input, r route.Decision) int {
 	return computeRisk(&in, &r).total()
+}
+
+// Explain returns the risk score of in with its parts, routing it as
+// Decide does when in.Route is nil. Paths are not scope-checked here.
+func Explain(in Input) Score {
+	var r route.Decision
+	if in.Route != nil {
+		r = *in.Route
+	} else {
+		r = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
+	}
+	return computeRisk(&in, &r).score()
 }

@@ -17,14 +17,17 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/wall"
 )
 
 // Ops returns run_command and route_explain.
@@ -303,11 +306,17 @@ func finish(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decisi
 		out.Warnings = append(out.Warnings, "killed: it started more processes than the Fast Path allows ("+strconv.Itoa(pidsMax)+")")
 	}
 	out.RunID = "run_" + strconv.FormatInt(env.Now().UnixNano(), 36)
-	failed := res.ExitCode != 0 || res.TimedOut
-	env.Gov.LoopRecord(loop.Observation{Scope: govern.LoopScope(c.Caller), Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID, Failed: failed,
+	// A search without a match is an answer, not a failure; and no exit
+	// status raises the risk score (only refusals do): nothing to note
+	// beyond loop detection.
+	env.Gov.LoopRecord(loop.Observation{Scope: govern.LoopScope(c.Caller), Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID,
+		Failed:     govern.CommandFailed(args.Argv, res.ExitCode, res.TimedOut),
 		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
-	if failed {
-		env.Gov.NoteFailure(c.Repo.Repo.ID)
+	// A wall of the sandbox the command ran into, named with its fix.
+	if dir, _, err := c.Root.Dir(args.Cwd); err == nil {
+		for _, w := range job.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text) {
+			out.Warnings = append(out.Warnings, "sandbox ("+string(w.Layer)+") stopped "+w.What+": "+w.Fix)
+		}
 	}
 	c.FinishIn(op.SegReceipt)
 	return out
@@ -479,6 +488,11 @@ type RouteExplainStep struct {
 type RouteExplainResult struct {
 	Decision route.Decision   `json:"decision"`
 	Command  *classify.Result `json:"command,omitempty"`
+	// Risk is the score the gate decides with, for this caller now: its
+	// parts (base by class, mutation, sensitive paths, the caller's recent
+	// refusals of this command) and whether it alone would ask. The
+	// decision's own risk is the router's estimate, which decides nothing.
+	Risk mediate.Score `json:"risk"`
 	op.Meta
 }
 
@@ -493,6 +507,8 @@ func routeExplain(_ context.Context, c *op.Call, args RouteExplainArgs) (*op.Pla
 			req.Steps = append(req.Steps, route.Request{Tool: s.Tool, Argv: s.Argv, TimeoutMs: s.TimeoutMs, Writes: s.Writes})
 		}
 		out := &RouteExplainResult{Decision: route.Decide(req)}
+		out.Risk = c.Env.Gov.Score(govern.Input{Tool: args.Tool, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes,
+			Route: &out.Decision, Caller: c.Caller})
 		if len(args.Argv) > 0 {
 			cl := classify.Argv(args.Argv)
 			out.Command = &cl
