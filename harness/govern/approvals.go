@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/jsonx"
 	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -74,6 +76,24 @@ func (a Approval) effectiveStatus(now time.Time) string {
 // maxApprovalDetail caps Approval.Detail.
 const maxApprovalDetail = 16 << 10
 
+// MaxPendingApprovals is how many approval requests of one scope may wait
+// for a person at once (see approvalScope): past it the gate files no
+// more and answers BUDGET_EXCEEDED (resource pending_approvals) until a
+// person decides one or it expires. A person reads every request; an
+// agent that files hundreds buries the one that matters.
+const MaxPendingApprovals = 20
+
+// approvalScope is whose pending approval requests count together: the
+// MCP session of the caller, else (a caller of the JSON API or the
+// library, which names no session) the repository, "" for operations
+// without one. A run is no scope of its own: an agent starts runs at will.
+func approvalScope(c messages.Caller, repoID string) (name string, in func(Approval) bool) {
+	if c.Session != "" {
+		return "session", func(a Approval) bool { return a.Session == c.Session }
+	}
+	return "repository", func(a Approval) bool { return a.Session == "" && a.RepoID == repoID }
+}
+
 // requestApproval persists an approval request for an ask decision, or
 // returns the one already pending (or approved and not yet used) for
 // exactly this operation and input: an agent that retries the same call
@@ -84,8 +104,13 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 	if in.Repo != nil {
 		repoID = in.Repo.ID
 	}
-	if a, ok, err := g.openApproval(in.Tool, repoID, hash, now); err != nil || ok {
+	scope, inScope := approvalScope(in.Caller, repoID)
+	a, ok, pending, err := g.openApproval(in.Tool, repoID, hash, now, inScope)
+	if err != nil || ok {
 		return a, err
+	}
+	if pending >= MaxPendingApprovals {
+		return Approval{}, g.approvalLimit(in, repoID, scope, pending)
 	}
 	summary := in.Tool
 	if len(in.Argv) > 0 {
@@ -107,7 +132,7 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 			}
 		}
 	}
-	a := Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Detail: detail, Risk: d.Risk, Reason: d.Reason,
+	a = Approval{ID: newApprovalID(), Operation: in.Tool, InputHash: hash, Summary: summary, Detail: detail, Risk: d.Risk, Reason: d.Reason,
 		RuleID: d.RuleID, Status: ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL),
 		RunID: in.Caller.RunID, Session: in.Caller.Session, Client: ClientString(in.Caller.Client)}
 	if in.Repo != nil {
@@ -116,20 +141,47 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 	if err := g.store.PutSync(approvalKey(a.ID), a); err != nil {
 		return Approval{}, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
 	}
+	// Concurrent asks of one scope may all have counted below the limit:
+	// count again with this request stored, and withdraw it past the
+	// limit. Of the requests that stay, the last one stored counted every
+	// other one, so no more than the limit stay.
+	if n, err := g.pendingIn(inScope, now); err == nil && n > MaxPendingApprovals {
+		if err := g.store.DeleteSync(approvalKey(a.ID)); err != nil {
+			return Approval{}, errs.Wrap(errs.Internal, err, "withdraw approval request: %v", err)
+		}
+		return Approval{}, g.approvalLimit(in, repoID, scope, n-1)
+	}
 	return a, nil
 }
 
+// approvalLimit audits and answers an ask past MaxPendingApprovals.
+func (g *Governor) approvalLimit(in Input, repoID, scope string, pending int) error {
+	reason := fmt.Sprintf("%d approval requests of this %s are waiting for a person, the most that may wait at once (%d)", pending, scope, MaxPendingApprovals)
+	e := audit.Entry{Kind: audit.KindRejection, Operation: in.Tool, RepoID: repoID, Outcome: string(mediate.Block), Code: string(errs.BudgetExceeded),
+		Reason: reason, Paths: in.Paths, Details: map[string]string{"resource": "pending_approvals", "scope": scope}}
+	Identify(&e, in.Caller)
+	g.AuditAppend(e)
+	return errs.New(errs.BudgetExceeded, "%s: no new one is filed until a person decides them (harness approvals, then harness approve ID or harness deny ID --reason R; or the console) "+
+		"or they expire, %s after they were asked; wait for that instead of asking again", reason, ApprovalTTL).
+		With("resource", "pending_approvals").With("scope", scope).With("limit", MaxPendingApprovals).With("used", pending)
+}
+
 // openApproval finds a pending or approved (unused, unexpired) approval
-// of op on repoID for the input hash.
-func (g *Governor) openApproval(op, repoID, hash string, now time.Time) (Approval, bool, error) {
+// of op on repoID for the input hash, and counts the pending requests
+// inScope.
+func (g *Governor) openApproval(op, repoID, hash string, now time.Time, inScope func(Approval) bool) (Approval, bool, int, error) {
 	var found Approval
 	ok := false
+	pending := 0
 	err := g.store.Scan([]byte(persistence.PrefixApproval), func(_ []byte, decode func(any) error) error {
 		var a Approval
 		if err := decode(&a); err != nil {
 			return err
 		}
 		st := a.effectiveStatus(now)
+		if st == ApprovalPending && inScope(a) {
+			pending++
+		}
 		if (st == ApprovalPending || st == ApprovalApproved) && a.Operation == op && a.RepoID == repoID && a.InputHash == hash &&
 			(!ok || a.CreatedAt.After(found.CreatedAt)) {
 			found, ok = a, true
@@ -137,9 +189,25 @@ func (g *Governor) openApproval(op, repoID, hash string, now time.Time) (Approva
 		return nil
 	})
 	if err != nil {
-		return Approval{}, false, errs.Wrap(errs.Internal, err, "read approvals: %v", err)
+		return Approval{}, false, 0, errs.Wrap(errs.Internal, err, "read approvals: %v", err)
 	}
-	return found, ok, nil
+	return found, ok, pending, nil
+}
+
+// pendingIn counts the pending approval requests inScope.
+func (g *Governor) pendingIn(inScope func(Approval) bool, now time.Time) (int, error) {
+	n := 0
+	err := g.store.Scan([]byte(persistence.PrefixApproval), func(_ []byte, decode func(any) error) error {
+		var a Approval
+		if err := decode(&a); err != nil {
+			return err
+		}
+		if a.effectiveStatus(now) == ApprovalPending && inScope(a) {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // Approval returns the approval id with its status as of now.
