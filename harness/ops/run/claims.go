@@ -45,7 +45,7 @@ func ClaimOps() []op.Op {
 type ClaimArgs struct {
 	RunID    string            `json:"run_id" jsonschema:"the run"`
 	Stage    string            `json:"stage" jsonschema:"the stage the claim is about, e.g. tests (at most 128 bytes)"`
-	Claim    string            `json:"claim" jsonschema:"what was done, in a sentence (at most 4096 bytes; secrets are redacted)"`
+	Claim    string            `json:"claim" jsonschema:"what was done, in a sentence (at most 4096 bytes; secrets are redacted: the values of the secret files of the run's and the claim's repository, and the redaction rules)"`
 	RepoID   string            `json:"repo_id,omitempty" jsonschema:"the repository of the check and file evidence; default: the run's repo_id"`
 	Evidence []verify.Evidence `json:"evidence,omitempty" jsonschema:"up to 32 pieces of evidence: {kind: check, argv, cwd?}, {kind: receipt, receipt_id} or {kind: file, path, sha256}; without any the claim stays claimed"`
 	op.Approval
@@ -138,7 +138,7 @@ func claim(_ context.Context, c *op.Call, args ClaimArgs) (*op.Plan, error) {
 		}
 		env := c.Env
 		now := env.Now().UTC()
-		cl := verify.Claim{ClaimID: runs.NewID("clm_"), RunID: args.RunID, Stage: args.Stage, Claim: redact(c, args.Claim),
+		cl := verify.Claim{ClaimID: runs.NewID("clm_"), RunID: args.RunID, Stage: args.Stage, Claim: redact(ctx, c, args.Claim, got.State.RepoID, args.RepoID),
 			RepoID: args.RepoID, Evidence: evs, Status: verify.StatusClaimed, At: now}
 		var rec verify.Stage
 		key := persistence.ClaimKey(args.RunID, args.Stage)

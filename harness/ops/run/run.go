@@ -185,7 +185,7 @@ func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
 		who := caller(ctx)
-		st, err := rs.Start(ctx, messages.RunStart{Goal: redact(c, args.Goal), RepoID: args.RepoID, WorkflowClass: args.WorkflowClass,
+		st, err := rs.Start(ctx, messages.RunStart{Goal: redact(ctx, c, args.Goal, args.RepoID), RepoID: args.RepoID, WorkflowClass: args.WorkflowClass,
 			ParentRunID: args.ParentRunID, Budget: args.Budget, Caller: who, Tier: tier, Shape: shape, MaxRetries: args.MaxRetries})
 		if err == nil && who.Session != "" && args.ParentRunID == "" {
 			if bound, berr := rs.Bind(ctx, st.RunID, who); berr == nil {
@@ -207,7 +207,7 @@ func validGoal(g string) error {
 type ObserveArgs struct {
 	RunID string `json:"run_id" jsonschema:"the run"`
 	Kind  string `json:"kind" jsonschema:"what sort of note: finding, decision, hypothesis, result, ... (at most 64 bytes)"`
-	Text  string `json:"text" jsonschema:"the observation (at most 4096 bytes; secrets are redacted)"`
+	Text  string `json:"text" jsonschema:"the observation (at most 4096 bytes; secrets are redacted: the values of the run's repository's secret files, and the redaction rules)"`
 	op.Approval
 }
 
@@ -222,7 +222,8 @@ func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) 
 		return nil, errs.New(errs.InvalidArgument, "run_observe: %v", err)
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
-		return rs.Observe(ctx, args.RunID, messages.RunObservation{Source: "agent", Kind: args.Kind, Text: redact(c, args.Text)})
+		repo := runRepo(ctx, rs, args.RunID)
+		return rs.Observe(ctx, args.RunID, messages.RunObservation{Source: "agent", Kind: redact(ctx, c, args.Kind, repo), Text: redact(ctx, c, args.Text, repo)})
 	})}, nil
 }
 
@@ -253,7 +254,11 @@ func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
 		}
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
-		return rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: redact(c, args.Reason)})
+		reason := args.Reason
+		if reason != "" {
+			reason = redact(ctx, c, reason, runRepo(ctx, rs, args.RunID))
+		}
+		return rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: reason})
 	})}, nil
 }
 
@@ -344,7 +349,11 @@ func end(_ context.Context, c *op.Call, args EndArgs) (*op.Plan, error) {
 		return nil, errs.New(errs.InvalidArgument, "reason is %d bytes; at most %d", len(args.Reason), runs.MaxText)
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
-		return rs.End(ctx, messages.RunEnd{RunID: args.RunID, Reason: redact(c, args.Reason)})
+		reason := args.Reason
+		if reason != "" {
+			reason = redact(ctx, c, reason, runRepo(ctx, rs, args.RunID))
+		}
+		return rs.End(ctx, messages.RunEnd{RunID: args.RunID, Reason: reason})
 	})}, nil
 }
 
@@ -386,7 +395,7 @@ func escalate(_ context.Context, c *op.Call, args EscalateArgs) (*op.Plan, error
 		return nil, errs.New(errs.InvalidArgument, "run_escalate: %v", err)
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
-		reason := redact(c, args.Reason)
+		reason := redact(ctx, c, args.Reason, runRepo(ctx, rs, args.RunID))
 		st, err := rs.Escalate(ctx, messages.RunEscalate{RunID: args.RunID, To: args.To, Reason: reason})
 		if err != nil {
 			return st, err
@@ -434,11 +443,48 @@ func runsOf(c *op.Call) (*runtime.Runs, error) {
 	return c.Env.Runs, nil
 }
 
-// redact removes secrets from an agent's text before it is stored.
-func redact(c *op.Call, s string) string {
-	if c.Env.Redactor == nil || s == "" {
+// redact removes secrets from an agent's text (a note, a claim, a goal, a
+// reason) before it is stored, as command output is redacted: the exact
+// values of the secret files of the checkouts of repoIDs (the run's, a
+// claim's; their base64 and hex forms too) and the redaction rules. A
+// value the agent read or was told never reaches a person's screen or the
+// store through a note.
+func redact(ctx context.Context, c *op.Call, s string, repoIDs ...string) string {
+	if s == "" {
 		return s
 	}
-	out, _ := c.Env.Redactor.String(s)
+	red := c.Env.Redactor // the rules, with the first checkout's values
+	seen := make(map[string]bool, len(repoIDs))
+	for _, id := range repoIDs {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		e, err := c.Env.Repo(id)
+		if err != nil {
+			continue
+		}
+		if len(seen) == 1 && red != nil {
+			red = c.Env.RedactorFor(ctx, e.Repo.Root)
+			continue
+		}
+		if k := c.Env.KnownFor(ctx, e.Repo.Root); k != nil {
+			s, _ = k.String(s)
+		}
+	}
+	if red == nil {
+		return s
+	}
+	out, _ := red.String(s)
 	return out
+}
+
+// runRepo is the repository of run runID, "" when it has none (or it
+// cannot be read: the operation itself then says why).
+func runRepo(ctx context.Context, rs *runtime.Runs, runID string) string {
+	got, err := rs.Get(ctx, runID, false)
+	if err != nil {
+		return ""
+	}
+	return got.State.RepoID
 }
