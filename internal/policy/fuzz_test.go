@@ -60,7 +60,7 @@ func FuzzParse(f *testing.F) {
 				p.Requirements(a)
 			}
 		}
-		d, err := digestOf(p.Rules(), p.MaxRetries())
+		d, err := digestOf(p.Rules(), p.MaxRetries(), p.Roots(), p.SecretExceptions())
 		if err != nil || d != p.Digest() {
 			t.Fatalf("digest of Rules() = %s, %v; want %s", d, err, p.Digest())
 		}

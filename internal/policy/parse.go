@@ -63,11 +63,11 @@ func Parse(b []byte, source string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	digest, err := digestOf(rulesOf(rules), maxRetries)
+	digest, err := digestOf(rulesOf(rules), maxRetries, p.roots, p.exceptions)
 	if err != nil {
 		return nil, err
 	}
-	return &Policy{source: source, digest: digest, rules: rules, maxRetries: maxRetries}, nil
+	return &Policy{source: source, digest: digest, rules: rules, maxRetries: maxRetries, roots: p.roots, exceptions: p.exceptions}, nil
 }
 
 func rulesOf(cs []compiled) []Rule {
@@ -80,6 +80,8 @@ func rulesOf(cs []compiled) []Rule {
 
 type parser struct {
 	maxRetries *int
+	roots      []string
+	exceptions []SecretException
 	source     string
 	label      string // the rule being parsed: its id, or "rules[i]"; "" outside rules
 }
@@ -153,9 +155,19 @@ func (p *parser) parseRules(b []byte) ([]compiled, error) {
 		}
 		root = root.Content[0]
 	}
-	fields, err := p.mapping(root, "the policy", "version", "rules", "max_retries")
+	fields, err := p.mapping(root, "the policy", "version", "rules", "max_retries", "roots", "secret_exceptions")
 	if err != nil {
 		return nil, err
+	}
+	if rn, ok := fields["roots"]; ok {
+		if p.roots, err = p.absList(rn, "roots"); err != nil {
+			return nil, err
+		}
+	}
+	if en, ok := fields["secret_exceptions"]; ok {
+		if p.exceptions, err = p.secretExceptions(en); err != nil {
+			return nil, err
+		}
 	}
 	if mr, ok := fields["max_retries"]; ok {
 		n, err := strconv.Atoi(mr.Value)
@@ -582,4 +594,101 @@ func (p *parser) checkExamples(c *compiled, n *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// absList parses a list of absolute, clean paths.
+func (p *parser) absList(n *yaml.Node, what string) ([]string, error) {
+	l, err := p.stringList(n, what)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range l {
+		if !strings.HasPrefix(d, "/") || len(d) > MaxGlobLen {
+			return nil, p.errorf(n.Content[i].Line, "%s[%d] %s: want an absolute path", what, i, describe(n.Content[i]))
+		}
+		l[i] = cleanAbs(d)
+	}
+	return l, nil
+}
+
+// cleanAbs cleans an absolute slash path.
+func cleanAbs(d string) string {
+	for strings.Contains(d, "//") {
+		d = strings.ReplaceAll(d, "//", "/")
+	}
+	if len(d) > 1 {
+		d = strings.TrimSuffix(d, "/")
+	}
+	return d
+}
+
+var exceptionFields = []string{"repo", "paths", "justification"}
+
+// secretExceptions parses secret_exceptions: per repository root, globs of
+// paths a person takes off the secret denylist.
+func (p *parser) secretExceptions(n *yaml.Node) ([]SecretException, error) {
+	items, err := p.sequence(n, "secret_exceptions")
+	if err != nil {
+		return nil, err
+	}
+	if len(items) > MaxRules {
+		return nil, p.errorf(n.Line, "secret_exceptions has %d entries, more than the maximum of %d", len(items), MaxRules)
+	}
+	var out []SecretException
+	for i, it := range items {
+		what := fmt.Sprintf("secret_exceptions[%d]", i)
+		f, err := p.mapping(it, what, exceptionFields...)
+		if err != nil {
+			return nil, err
+		}
+		var e SecretException
+		rn, ok := f["repo"]
+		if !ok {
+			return nil, p.errorf(it.Line, "%s: repo is missing: the absolute path of the repository's work tree", what)
+		}
+		if e.Repo, err = p.scalar(rn, what+".repo"); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(e.Repo, "/") {
+			return nil, p.errorf(rn.Line, "%s.repo %s: want the absolute path of the work tree", what, describe(rn))
+		}
+		e.Repo = cleanAbs(e.Repo)
+		pn, ok := f["paths"]
+		if !ok {
+			return nil, p.errorf(it.Line, "%s: paths is missing: the globs (relative to the work tree) of the files to allow, e.g. [\"test/*.pem\"]", what)
+		}
+		if e.Paths, err = p.stringList(pn, what+".paths"); err != nil {
+			return nil, err
+		}
+		if len(e.Paths) == 0 {
+			return nil, p.errorf(pn.Line, "%s.paths is empty", what)
+		}
+		for j, g := range e.Paths {
+			if g == "" || strings.HasPrefix(g, "/") || strings.Contains(g, "..") || len(g) > MaxGlobLen || !doublestar.ValidatePattern(g) {
+				return nil, p.errorf(pn.Content[j].Line, "%s.paths[%d] %s: want a glob relative to the work tree, without \"..\"", what, j, describe(pn.Content[j]))
+			}
+			if broad(g) {
+				return nil, p.errorf(pn.Content[j].Line, "%s.paths[%d] %q would allow every secret of the repository: name the fixtures", what, j, g)
+			}
+		}
+		if jn, ok := f["justification"]; ok {
+			if e.Justification, err = p.scalar(jn, what+".justification"); err != nil {
+				return nil, err
+			}
+			if len(e.Justification) > MaxJustificationN {
+				return nil, p.errorf(jn.Line, "%s.justification is longer than %d bytes", what, MaxJustificationN)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// broad reports whether an exception glob would take any secret off the
+// denylist (it matches both a dotenv file at the top and a key file deep
+// down): exceptions name fixtures, not everything.
+func broad(g string) bool {
+	a, _ := doublestar.Match(g, ".env")
+	b, _ := doublestar.Match(g, "a/b/id_rsa")
+	return a && b
 }

@@ -108,6 +108,36 @@ type Policy struct {
 	// maxRetries is the policy's max_retries: the retries of a failed call
 	// a run allows per stage (nil = the runs' default).
 	maxRetries *int
+	// roots are the allowed areas of the policy (absolute, clean).
+	roots []string
+	// exceptions take named paths of one repository off the denylist.
+	exceptions []SecretException
+}
+
+// SecretException is a person's exception to the secret denylist: paths
+// (doublestar globs relative to the work tree) of one repository (its
+// work tree's absolute path) that are not secrets, e.g. test fixture keys.
+type SecretException struct {
+	Repo          string   `json:"repo"`
+	Paths         []string `json:"paths"`
+	Justification string   `json:"justification,omitempty"`
+}
+
+// Roots returns the policy's allowed areas: directories inside which
+// agents may register repositories and targets without asking a person.
+func (p *Policy) Roots() []string {
+	if p == nil {
+		return nil
+	}
+	return append([]string(nil), p.roots...)
+}
+
+// SecretExceptions returns the policy's exceptions to the secret denylist.
+func (p *Policy) SecretExceptions() []SecretException {
+	if p == nil {
+		return nil
+	}
+	return append([]SecretException(nil), p.exceptions...)
 }
 
 // MaxRetriesLimit bounds max_retries.
@@ -381,13 +411,15 @@ func anyPathMatches(globs []glob, paths []string) bool {
 
 // canonical is the form the digest is computed over.
 type canonical struct {
-	Version    int    `json:"version"`
-	Rules      []Rule `json:"rules"`
-	MaxRetries *int   `json:"max_retries,omitempty"`
+	Version          int               `json:"version"`
+	Rules            []Rule            `json:"rules"`
+	MaxRetries       *int              `json:"max_retries,omitempty"`
+	Roots            []string          `json:"roots,omitempty"`
+	SecretExceptions []SecretException `json:"secret_exceptions,omitempty"`
 }
 
-func digestOf(rules []Rule, maxRetries *int) (string, error) {
-	c := canonical{Version: 1, Rules: rules, MaxRetries: maxRetries}
+func digestOf(rules []Rule, maxRetries *int, roots []string, exceptions []SecretException) (string, error) {
+	c := canonical{Version: 1, Rules: rules, MaxRetries: maxRetries, Roots: roots, SecretExceptions: exceptions}
 	if c.Rules == nil {
 		c.Rules = []Rule{}
 	}

@@ -327,7 +327,7 @@ func TestDefault(t *testing.T) {
 	if got, want := d.Digest(), DefaultDigest; got != want {
 		t.Errorf("Default().Digest() = %s, want %s", got, want)
 	}
-	if got, err := digestOf(nil, nil); err != nil || got != DefaultDigest {
+	if got, err := digestOf(nil, nil, nil, nil); err != nil || got != DefaultDigest {
 		t.Errorf("digestOf(nil) = %s, %v; want %s (update DefaultDigest)", got, err, DefaultDigest)
 	}
 	if got := d.Source(); got != DefaultSource {
@@ -590,7 +590,7 @@ func TestRequireVerifiedDigest(t *testing.T) {
 		t.Error("digest did not change with the stage")
 	}
 	c := mustParse(t, "version: 1\nrules:\n  - {id: r, tools: [git_commit], decision: deny}\n").Digest()
-	want, err := digestOf([]Rule{{ID: "r", Tools: []string{"git_commit"}, Decision: Deny}}, nil)
+	want, err := digestOf([]Rule{{ID: "r", Tools: []string{"git_commit"}, Decision: Deny}}, nil, nil, nil)
 	if err != nil || c != want {
 		t.Errorf("digest of a decision rule = %s, want %s (%v)", c, want, err)
 	}
