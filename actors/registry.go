@@ -153,21 +153,32 @@ func (a *Registry) register(ctx actor.Context, m messages.Register) (messages.Re
 	}
 	id := RepoID(m.Root)
 	if r, ok := a.repos[id]; ok {
-		if m.Identity == (messages.RootIdentity{}) || r.Identity == m.Identity {
+		regrant := m.Grant.By != "" && m.Grant.By != r.Grant.By && messages.GrantRank(m.Grant) >= messages.GrantRank(r.Grant)
+		if (m.Identity == (messages.RootIdentity{}) || r.Identity == m.Identity) && !regrant {
 			return messages.Registered{Repo: r}, nil
 		}
-		// The directory at the path is not the one recorded (or none
+		if regrant {
+			// A person confirms (or an area now covers) a grant made before.
+			r.Grant = messages.RootGrant{By: m.Grant.By, At: m.Now.UTC()}
+		}
+		// The directory at the path may not be the one recorded (or none
 		// was): record this one, so REPOSITORY_MOVED stops.
 		old := r.Identity
-		r.Identity, r.CommonDir = m.Identity, m.CommonDir
+		moved := m.Identity != (messages.RootIdentity{}) && r.Identity != m.Identity
+		if moved {
+			r.Identity, r.CommonDir = m.Identity, m.CommonDir
+		}
 		if err := a.store.PutSync(persistence.RepoKey(id), r); err != nil {
 			return messages.Registered{}, errs.Wrap(errs.Internal, err, "persist repository: %v", err)
 		}
 		a.repos[id] = r
 		a.publish()
-		return messages.Registered{Repo: r, Reidentified: old != (messages.RootIdentity{})}, nil
+		return messages.Registered{Repo: r, Reidentified: moved && old != (messages.RootIdentity{})}, nil
 	}
 	r := messages.Repository{ID: id, CheckoutID: CheckoutID(m.Root), Root: m.Root, CommonDir: m.CommonDir, Registered: m.Now.UTC(), Identity: m.Identity}
+	if m.Grant.By != "" {
+		r.Grant = messages.RootGrant{By: m.Grant.By, At: m.Now.UTC()}
+	}
 	if err := a.store.PutSync(persistence.RepoKey(id), r); err != nil {
 		return messages.Registered{}, errs.Wrap(errs.Internal, err, "persist repository: %v", err)
 	}

@@ -167,11 +167,24 @@ func (a *Targets) register(ctx actor.Context, m messages.TargetRegister) (messag
 	}
 	id := TargetID(m.Root, m.Access, m.Owner, m.Identity)
 	if g, ok := a.grants[id]; ok {
+		if m.Grant.By == "" || m.Grant.By == g.Grant.By || messages.GrantRank(m.Grant) < messages.GrantRank(g.Grant) {
+			return messages.TargetRegistered{Grant: g}, nil
+		}
+		// A person confirms (or an area now covers) a grant made before.
+		g.Grant = messages.RootGrant{By: m.Grant.By, At: m.Now.UTC()}
+		if err := a.store.PutSync(persistence.TargetKey(id), g); err != nil {
+			return messages.TargetRegistered{}, errs.Wrap(errs.Internal, err, "persist target: %v", err)
+		}
+		a.grants[id] = g
+		a.publish()
 		return messages.TargetRegistered{Grant: g}, nil
 	}
 	g := messages.TargetGrant{
 		TargetID: id, WorkspaceID: WorkspaceID(m.Root), Root: m.Root, Access: m.Access, Owner: m.Owner,
 		Identity: m.Identity, Fingerprint: TargetFingerprint(m.Identity), Registered: m.Now.UTC(),
+	}
+	if m.Grant.By != "" {
+		g.Grant = messages.RootGrant{By: m.Grant.By, At: m.Now.UTC()}
 	}
 	if err := a.store.PutSync(persistence.TargetKey(id), g); err != nil {
 		return messages.TargetRegistered{}, errs.Wrap(errs.Internal, err, "persist target: %v", err)

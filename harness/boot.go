@@ -17,6 +17,7 @@ import (
 // before root identities were kept get theirs recorded (from then on a
 // moved or replaced root answers REPOSITORY_MOVED).
 func (h *Harness) afterBoot(ctx context.Context) {
+	defer h.checkGrants(ctx) // grants outside the rules are reported and suspended
 	repos, err := h.rt.Registry.List(ctx)
 	if err != nil {
 		h.lg.Warn("boot: list repositories", zap.Error(err))

@@ -89,6 +89,13 @@ type Config struct {
 	// WatchIdle is how long an unused checkout keeps its watcher before it
 	// is passivated (0 = 10 minutes).
 	WatchIdle time.Duration
+	// AllowRoots are allowed areas (absolute directories): agents may
+	// register repositories and targets inside them without asking a
+	// person (harnessd serve --allow-root). The policy's roots and the
+	// areas people add (harness roots allow) count too. Elsewhere an
+	// agent's registration needs a person's approval; the never-grantable
+	// paths (DESIGN §13) are refused everywhere.
+	AllowRoots []string
 }
 
 // ClientApprovals reports whether an MCP client's person may decide an
@@ -151,6 +158,7 @@ type Harness struct {
 	gov     *govern.Governor
 	sb      *sandbox.Sandbox
 	secrets *secrets.Cache
+	areas   *areas     // the allowed areas (harness/authority.go)
 	akeys   *auditKeys // the audit chain's HMAC keys (harness/audit_key.go)
 	env     *op.Env
 	pipe    *op.Pipeline
@@ -235,6 +243,9 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		NoLiveIndex: cfg.NoLiveIndex,
 	}
 	git.Confine = h.env.ConfineGit
+	if err := h.setupAuthority(hidden); err != nil {
+		return nil, err
+	}
 	if h.env.PreImages, err = openPreImages(cfg); err != nil {
 		return nil, err
 	}
@@ -345,7 +356,17 @@ func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage)
 	return h.pipe.Call(ctx, name, args)
 }
 
-// invoke runs an operation with typed input through the pipeline.
+// invoke runs an operation with typed input through the pipeline. The
+// typed methods are the embedding program's own calls: a person's, for
+// what they grant (servers run agents' calls through CallOp).
 func invoke[Out any](ctx context.Context, h *Harness, name string, in any) (Out, error) {
+	if _, ok := op.PersonFrom(ctx); !ok {
+		ctx = op.AsPerson(ctx, "embedding")
+	}
 	return op.Invoke[Out](ctx, h.pipe, name, in)
 }
+
+// AsPerson returns ctx for calls a person makes through CallOp (the HTTP
+// API with the human token, the console): roots they register are theirs
+// to grant. who says how ("cli (token 1a2b…)").
+func AsPerson(ctx context.Context, who string) context.Context { return op.AsPerson(ctx, who) }

@@ -40,7 +40,11 @@ func (h *Harness) ReloadPolicy(ctx context.Context) (PolicyInfo, error) {
 		return PolicyInfo{}, err
 	}
 	defer leave()
-	return h.gov.ReloadPolicy()
+	info, err := h.gov.ReloadPolicy()
+	if err == nil {
+		h.checkGrants(ctx) // the policy's roots may have changed
+	}
+	return info, err
 }
 
 // Approvals lists approval requests, newest first. status "" = pending

@@ -13,6 +13,20 @@ type Repository struct {
 	// registration: an operation on a root that no longer matches
 	// answers REPOSITORY_MOVED. Zero for records from before it was kept.
 	Identity RootIdentity `json:"identity,omitzero"`
+	// Grant says who granted agents this root (DESIGN §13); zero for
+	// records from before grants were kept (suspended until a person
+	// confirms them).
+	Grant RootGrant `json:"grant,omitzero"`
+}
+
+// RootGrant records who granted agents a root (a repository or a target):
+// By is "area:<dir>" (inside an allowed area a person configured),
+// "person:<who>" (a person registered it: the CLI with the human token,
+// the console, the embedding program) or "approval:<approval id>" (a
+// person approved an agent's request for exactly this root).
+type RootGrant struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
 }
 
 // RootIdentity is the device and inode of a work tree's root and of its
@@ -31,7 +45,10 @@ type Register struct {
 	Root      string
 	CommonDir string
 	Identity  RootIdentity
-	Now       time.Time
+	// Grant is who granted the root on this call: a person's grant (or an
+	// approval) replaces an area's, never the other way round.
+	Grant RootGrant
+	Now   time.Time
 }
 
 // Registered answers Register. Created is false when the work tree was

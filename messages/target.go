@@ -22,6 +22,21 @@ type TargetGrant struct {
 	Registered  time.Time `json:"registered_at"`
 	// PromotedRepo is the repo_id the target became (target_promote).
 	PromotedRepo string `json:"promoted_repo_id,omitempty"`
+	// Grant says who granted agents this root (see RootGrant).
+	Grant RootGrant `json:"grant,omitzero"`
+}
+
+// GrantRank orders grants: a person's or an approval's (2) over an
+// area's (1) over none (0). A registration replaces a root's grant by one
+// of at least its rank.
+func GrantRank(g RootGrant) int {
+	switch {
+	case g.By == "":
+		return 0
+	case len(g.By) > 5 && g.By[:5] == "area:":
+		return 1
+	}
+	return 2
 }
 
 // TargetRegister asks the targets actor to record a grant. Root is
@@ -32,6 +47,7 @@ type TargetRegister struct {
 	Access   string
 	Owner    string
 	Identity RootIdentity
+	Grant    RootGrant
 	Now      time.Time
 }
 

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -176,8 +177,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	noLiveIndex := fs.Bool("no-live-index", false, "keep no live index of checkouts (no inotify watches): git_status, search and git_diff run git or rg on every call")
 	noClientApprovals := fs.Bool("no-client-approvals", false, "never ask an MCP client's person to decide an approval (elicitation); approvals only through harness approve, the HTTP API and the console")
 	reserveText := fs.String("store-reserve", "auto", "free space kept on the data dir's file system; writes that would leave less answer STORAGE_FULL (auto = 1/16 of it, 1-64 MiB; e.g. 256MiB; off)")
+	allowRoots := fs.StringArray("allow-root", nil, "an allowed area `DIR` (repeatable): agents may register repositories and targets inside it without asking a person; elsewhere a person approves each (see docs/authority.md)")
 	if err := parse(fs, args); err != nil {
 		return helpedOK(err)
+	}
+	for i, d := range *allowRoots {
+		if !filepath.IsAbs(d) {
+			abs, err := filepath.Abs(d)
+			if err != nil {
+				return usageError{error: fmt.Errorf("--allow-root %q: %v", d, err), cmd: "serve"}
+			}
+			(*allowRoots)[i] = abs // a person's shell: relative to where they are
+		}
 	}
 	reserve, err := parseReserve(*reserveText)
 	if err != nil {
@@ -194,7 +205,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
-		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex}, lg)
+		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots}, lg)
 }
 
 // helpedOK turns errHelped (the help was printed) into success.
@@ -236,8 +247,16 @@ func mcpBridge(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("mcp", "Speaks MCP on stdin/stdout and bridges to the daemon of the data dir, starting one in the background if none answers (its log: <data-dir>/harnessd.log).", stdout)
 	var cf commonFlags
 	cf.register(fs)
+	allowRoots := fs.StringArray("allow-root", nil, "an allowed area `DIR` (repeatable) for the daemon this starts when none runs (a running daemon keeps its own: add areas with harness roots allow DIR)")
 	if err := parse(fs, args); err != nil {
 		return helpedOK(err)
+	}
+	var serveArgs []string
+	for _, d := range *allowRoots {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		serveArgs = append(serveArgs, "--allow-root", d)
 	}
 	// Stdout carries only MCP frames: logs go to stderr.
 	lg, err := logx.New(cf.logLevel, cf.logFormat, stderr)
@@ -251,7 +270,7 @@ func mcpBridge(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := daemon.EnsureDaemon(ctx, cf.dataDir, exe, lg)
+	c, err := daemon.EnsureDaemon(ctx, cf.dataDir, exe, lg, serveArgs...)
 	if err != nil {
 		return err
 	}

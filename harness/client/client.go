@@ -98,6 +98,11 @@ func (c *Client) Post(ctx context.Context, path string, body any) (json.RawMessa
 	return c.do(ctx, http.MethodPost, path, b)
 }
 
+// Delete sends a DELETE to path (with its query) and returns the JSON body.
+func (c *Client) Delete(ctx context.Context, path string) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodDelete, path, nil)
+}
+
 // GetRaw fetches a non-JSON endpoint (such as /v1/store/dump).
 func (c *Client) GetRaw(ctx context.Context, path string) ([]byte, error) {
 	return c.do(ctx, http.MethodGet, path, nil)

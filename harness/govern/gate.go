@@ -53,6 +53,10 @@ type Input struct {
 	// them with the matching require_verified policy rules
 	// (mediate.Decision.RequireVerified); the write enforces them.
 	RequireVerified []string
+	// Grant, when set, says the operation grants agents a root outside the
+	// allowed areas (the text says which): only a person's approval lets
+	// it run (mediate.Input.Grant).
+	Grant string
 }
 
 // Identify fills in e's run, session and client from c.
@@ -108,7 +112,7 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
 		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable,
-		RequireVerified: in.RequireVerified}
+		RequireVerified: in.RequireVerified, Grant: in.Grant}
 	if in.Root != nil {
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so

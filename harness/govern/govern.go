@@ -122,6 +122,10 @@ func loadPolicy(path string) (*policy.Policy, error) {
 	return policy.Load(path)
 }
 
+// LoadedPolicy returns the policy in force (its roots and secret
+// exceptions are read by the authority and the denylist).
+func (g *Governor) LoadedPolicy() *policy.Policy { return g.currentPolicy() }
+
 func (g *Governor) currentPolicy() *policy.Policy {
 	g.mu.Lock()
 	defer g.mu.Unlock()

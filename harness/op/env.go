@@ -56,6 +56,9 @@ type Env struct {
 	// Hidden are the directories no confined process may see (the data
 	// dir, the runtime's job logs and worktrees): no checkout may hold one.
 	Hidden []string
+	// Authority decides who may grant agents which roots (nil = no
+	// allowed areas: every root an agent registers needs a person).
+	Authority *Authority
 
 	Logger         *zap.Logger
 	Now            func() time.Time
@@ -111,6 +114,9 @@ func (e *Env) Repo(repoID string) (runtime.RepoEntry, error) {
 	r, ok := lookup(repoID)
 	if !ok {
 		return runtime.RepoEntry{}, errs.New(errs.RepositoryNotRegistered, "repository %q is not registered (see repository_list)", repoID).With("repo_id", repoID)
+	}
+	if why, ok := e.Suspended(repoID); ok {
+		return runtime.RepoEntry{}, SuspendedRepo(repoID, r.Repo.Root, why)
 	}
 	return r, nil
 }

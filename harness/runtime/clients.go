@@ -29,6 +29,12 @@ func (c Registry) Register(ctx context.Context, root, commonDir string, id messa
 	return Ask[messages.Registered](ctx, c.r, c.pid, messages.Register{Root: root, CommonDir: commonDir, Identity: id, Now: now})
 }
 
+// RegisterGranted records a canonical, already checked work tree with who
+// granted it (a person's grant replaces an area's).
+func (c Registry) RegisterGranted(ctx context.Context, m messages.Register) (messages.Registered, error) {
+	return Ask[messages.Registered](ctx, c.r, c.pid, m)
+}
+
 // Unregister forgets a repository.
 func (c Registry) Unregister(ctx context.Context, repoID string) (messages.Unregistered, error) {
 	return Ask[messages.Unregistered](ctx, c.r, c.pid, messages.Unregister{RepoID: repoID})

@@ -50,19 +50,22 @@ const (
 	// key). It is sealed with the new key and written by the audit actor
 	// only.
 	KindKeyRotation Kind = "key_rotation"
+	// KindAuthority records a change to what agents may be granted: an
+	// allowed area a person added or removed.
+	KindAuthority Kind = "authority"
 )
 
 // Kinds returns every known kind, in declaration order.
 func Kinds() []Kind {
 	return []Kind{KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation}
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation, KindAuthority}
 }
 
 // KnownKind reports whether k is one of the Kind constants.
 func KnownKind(k Kind) bool {
 	switch k {
 	case KindMutation, KindRejection, KindAsk, KindApproval, KindDenial,
-		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation:
+		KindPolicyLoad, KindLeaseLost, KindJob, KindCheck, KindEscalation, KindKeyRotation, KindAuthority:
 		return true
 	}
 	return false

@@ -64,6 +64,11 @@ func Canonical(p string) string {
 // configuration, sockets and boot files.
 var systemTrees = []string{"/proc", "/sys", "/dev", "/etc", "/run", "/var/run", "/boot"}
 
+// scratch reports whether abs lies below /dev/shm: a tmpfs for anyone's
+// files (checkouts of CI runs live there), not a device; /dev/shm itself
+// stays closed.
+func scratch(abs string) bool { return strings.HasPrefix(abs, "/dev/shm/") }
+
 // credentialRel are the well-known credential homes and files, relative
 // to the home directory.
 var credentialRel = []string{
@@ -131,7 +136,7 @@ func NeverGrantable(abs string, e Env) (Never, bool) {
 		return Never{Rule: "root", Reason: "the file system root cannot be granted: grant the directory the work needs"}, true
 	}
 	for _, s := range systemTrees {
-		if Within(abs, s) {
+		if Within(abs, s) && !scratch(abs) {
 			return Never{Rule: "system", Reason: fmt.Sprintf("%s is in %s, which holds the system's devices, kernel interfaces, configuration or sockets: it can never be granted", abs, s)}, true
 		}
 	}
@@ -148,7 +153,7 @@ func NeverGrantable(abs string, e Env) (Never, bool) {
 	}
 	for _, h := range e.Hidden {
 		if Within(abs, h) || Within(h, abs) {
-			return Never{Rule: "harnessd", Reason: fmt.Sprintf("%s is, holds or lies in harnessd's own data (%s): grant a directory that does not", abs, h)}, true
+			return Never{Rule: "harnessd", Reason: fmt.Sprintf("%s is, holds or lies in harnessd's own data (%s): commands there could reach its token and store; grant a directory that does not, or move the data dir (harnessd serve --data-dir DIR)", abs, h)}, true
 		}
 	}
 	for _, c := range CredentialPaths(e) {

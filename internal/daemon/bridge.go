@@ -22,8 +22,9 @@ const StartTimeout = 20 * time.Second
 // EnsureDaemon returns a client for the daemon of dataDir, starting one
 // (detached, logging to <data-dir>/harnessd.log) when none answers. Two
 // callers racing here both end up on the same daemon: the loser's daemon
-// finds the data dir locked and exits.
-func EnsureDaemon(ctx context.Context, dataDir, exe string, lg *zap.Logger) (*client.Client, error) {
+// finds the data dir locked and exits. serveArgs are more flags for the
+// daemon it starts (a running daemon keeps its own).
+func EnsureDaemon(ctx context.Context, dataDir, exe string, lg *zap.Logger, serveArgs ...string) (*client.Client, error) {
 	p := PathsOf(dataDir)
 	c := client.Unix(p.Socket)
 	if err := ping(ctx, c); err == nil {
@@ -37,7 +38,7 @@ func EnsureDaemon(ctx context.Context, dataDir, exe string, lg *zap.Logger) (*cl
 		return nil, fmt.Errorf("open daemon log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "serve", "--data-dir", dataDir, "--log-format", "json")
+	cmd := exec.Command(exe, append([]string{"serve", "--data-dir", dataDir, "--log-format", "json"}, serveArgs...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -50,6 +50,8 @@ type Config struct {
 	NoClientApprovals bool
 	// NoLiveIndex turns the live checkout index off (harness.Config.NoLiveIndex).
 	NoLiveIndex bool
+	// AllowRoots are allowed areas (harness.Config.AllowRoots).
+	AllowRoots []string
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -132,7 +134,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
-		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex})
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, AllowRoots: cfg.AllowRoots})
 	if err != nil {
 		return err
 	}

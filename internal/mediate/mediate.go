@@ -35,6 +35,9 @@ const (
 	RuleApproval     = "approval"
 	RuleMediator     = "mediator"
 	RuleNetwork      = "network"
+	// RuleGrant asks a person to grant agents a root (a repository or a
+	// target) outside the allowed areas.
+	RuleGrant = "grant"
 	// RuleRequireVerified is the rule id of a verification the operation's
 	// own require_verified argument asks for.
 	RuleRequireVerified = "require_verified"
@@ -69,6 +72,10 @@ type Input struct {
 	// RequireVerified are stages of the caller's run the operation itself
 	// asks to have verified (git_commit's require_verified).
 	RequireVerified []string
+	// Grant, when set, says the operation grants agents a root outside
+	// the allowed areas a person configured (which one, for the person):
+	// only a person's approval of exactly this input lets it run.
+	Grant string
 }
 
 // History is what the caller's own recent refusals say about this
@@ -221,6 +228,17 @@ func Decide(in Input) (d Decision) {
 		}
 	}
 
+	// 5c: a root outside the allowed areas is granted by a person, never
+	// by a policy rule or the agent itself.
+	if in.Grant != "" {
+		if !in.ApprovalOK {
+			return verdict{outcome: Ask, rule: RuleGrant, code: errs.ApprovalRequired, reason: in.Grant}.into(d)
+		}
+		if approvedRule == "" {
+			approvedRule = RuleGrant
+		}
+	}
+
 	// 6: risk. Read-only operations and version queries are exempt: only
 	// a policy ask rule makes them ask.
 	if d.Risk >= RiskAskThreshold && allowedBy == "" && parts.exempt == "" {
@@ -241,6 +259,8 @@ func Decide(in Input) (d Decision) {
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
 	case approvedRule == RuleNetwork:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: network access needs one"
+	case approvedRule == RuleGrant:
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: a person granted this root"
 	case approvedRule != "":
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: policy rule "+strconv.Quote(approvedRule)+" asks for one"
 	case allowedBy != "":

@@ -10,8 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/authority"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
@@ -51,7 +53,7 @@ type RegisterResult struct {
 	op.Meta
 }
 
-func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
+func register(ctx context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
 	if args.Path == "" {
 		return nil, errs.New(errs.InvalidArgument, "path is required")
 	}
@@ -62,33 +64,55 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 			"(harnessd never resolves a path against its own working directory; `harness repo add .` makes it absolute for you)", args.Path).With("field", "path")
 	}
 	p := filepath.Clean(args.Path)
-	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
-		st, err := os.Stat(p)
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
-			}
-			return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err)
+	// Never grantable, whoever asks: decided on the canonical path before
+	// git runs in it, and again on the work tree it finds.
+	if _, err := c.Env.GrantFor(ctx, "repository", authority.Canonical(p)); errs.CodeOf(err) == errs.PathNotAllowed {
+		return nil, err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
 		}
-		if !st.IsDir() {
-			return nil, errs.New(errs.NotAGitRepository, "path %q is not a directory, let alone a git work tree", args.Path).With("path", args.Path)
+		return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err)
+	}
+	if !st.IsDir() {
+		return nil, errs.New(errs.NotAGitRepository, "path %q is not a directory, let alone a git work tree", args.Path).With("path", args.Path)
+	}
+	root, common, err := c.Env.Git.TopLevel(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := holdsHidden(root, c.Env.Hidden); ok {
+		return nil, errs.New(errs.PathNotAllowed, "harnessd's data dir %s is inside %s: commands run in the checkout could read its token and store; "+
+			"move the data dir (harnessd serve --data-dir DIR) or register a directory that does not hold it", d, root).With("path", args.Path)
+	}
+	g, err := c.Env.GrantFor(ctx, "repository", root)
+	if err != nil {
+		return nil, err
+	}
+	in := op.GateArgs(args)
+	if g.Ask != "" {
+		// Already granted (by a person, an approval or a valid area):
+		// registering it again is idempotent, nothing to ask.
+		if e, ok := c.Env.RT.Registry.Lookup(actors.RepoID(root)); !ok || c.Env.Suspension(e.Repo.Root, e.Repo.Grant) != "" {
+			in.Grant = g.Ask
 		}
-		root, common, err := c.Env.Git.TopLevel(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if d, ok := holdsHidden(root, c.Env.Hidden); ok {
-			return nil, errs.New(errs.PathNotAllowed, "harnessd's data dir %s is inside %s: commands run in the checkout could read its token and store; "+
-				"move the data dir (harnessd serve --data-dir DIR) or register a directory that does not hold it", d, root).With("path", args.Path)
-		}
+	}
+	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
 		ident, err := pathsafe.IdentityOf(root)
 		if err != nil {
 			return nil, errs.Wrap(errs.NotAGitRepository, err, "path %q: %v", args.Path, err).With("path", args.Path)
 		}
-		r, err := c.Env.RT.Registry.Register(ctx, root, common, ident, c.Env.Now())
+		m := messages.Register{Root: root, CommonDir: common, Identity: ident, Now: c.Env.Now()}
+		if g.By != "" || in.Grant != "" {
+			m.Grant = g.Record(args.ApprovalID, c.Env.Now())
+		}
+		r, err := c.Env.RT.Registry.RegisterGranted(ctx, m)
 		if err != nil {
 			return nil, err
 		}
+		c.Env.Suspend(r.Repo.ID, c.Env.Suspension(r.Repo.Root, r.Repo.Grant))
 		c.Env.Forget(r.Repo.ID) // a re-identified root gets a fresh path checker
 		if r.Created {
 			// Leftovers of an earlier harnessd (a crash, a full disk):

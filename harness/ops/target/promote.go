@@ -54,6 +54,18 @@ func promote(ctx context.Context, c *op.Call, a PromoteArgs) (*op.Plan, error) {
 	}
 	in := gate(r, "target_promote", nil, !isGit, 20)
 	in.Args, in.ApprovalID = PromoteArgs{TargetID: a.TargetID}, a.ApprovalID
+	// A repository can do more than a target (commands, jobs, commits):
+	// it is granted like one registered afresh, unless a person granted
+	// the target for writing.
+	g, err := c.Env.GrantFor(ctx, "repository", root)
+	if err != nil {
+		return nil, err
+	}
+	tg := r.Entry.Grant.Grant
+	inherit := g.Ask != "" && messages.GrantRank(tg) == 2 && r.Entry.Grant.Access == AccessWrite
+	if g.Ask != "" && !inherit {
+		in.Grant = g.Ask
+	}
 	if !isGit {
 		// The mediator asks a person from a risk at its threshold; it
 		// scores commands by class, so git init is scored as the class
@@ -82,10 +94,15 @@ func promote(ctx context.Context, c *op.Call, a PromoteArgs) (*op.Plan, error) {
 		if err != nil {
 			return nil, errs.Wrap(errs.NotAGitRepository, err, "target %s: %v", r.id(), err)
 		}
-		reg, err := c.Env.RT.Registry.Register(ctx, root, common, ident, c.Env.Now())
+		grant := g.Record(a.ApprovalID, c.Env.Now())
+		if inherit {
+			grant = messages.RootGrant{By: tg.By, At: c.Env.Now().UTC()}
+		}
+		reg, err := c.Env.RT.Registry.RegisterGranted(ctx, messages.Register{Root: root, CommonDir: common, Identity: ident, Grant: grant, Now: c.Env.Now()})
 		if err != nil {
 			return nil, err
 		}
+		c.Env.Suspend(reg.Repo.ID, c.Env.Suspension(reg.Repo.Root, reg.Repo.Grant))
 		c.Env.Forget(reg.Repo.ID)
 		out.Repo = reg.Repo
 		if out.ReceiptsCopied, err = copyReceipts(c.Env.Store, r.id(), reg.Repo.ID); err != nil {

@@ -15,10 +15,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/authority"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/route"
 	itarget "github.com/harnessd/harnessd/internal/target"
@@ -105,6 +107,9 @@ func resolveTarget(c *op.Call, targetID string, write bool) (resolved, error) {
 		return resolved{}, errs.New(errs.NotFound, "target %q is not registered (see target_list; register it with target_register)", targetID).With("target_id", targetID)
 	}
 	g := e.Grant
+	if why, ok := c.Env.Suspended(g.TargetID); ok {
+		return resolved{}, op.SuspendedTarget(g.TargetID, g.Root, why)
+	}
 	if err := itarget.CheckIdentity(g.TargetID, g.Root, g.Identity.Dev, g.Identity.Ino); err != nil {
 		c.Env.Forget(g.TargetID)
 		return resolved{}, err
@@ -165,7 +170,7 @@ type RegisterResult struct {
 	op.Meta
 }
 
-func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
+func register(ctx context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error) {
 	if args.Path == "" {
 		return nil, errs.New(errs.InvalidArgument, "path is required: the absolute path of a directory")
 	}
@@ -182,33 +187,52 @@ func register(_ context.Context, c *op.Call, args RegisterArgs) (*op.Plan, error
 	if len(args.Owner) > 200 || strings.ContainsAny(args.Owner, "\x00\n") {
 		return nil, errs.New(errs.InvalidArgument, "owner must be one line of at most 200 characters")
 	}
+	root, err := filepath.EvalSymlinks(filepath.Clean(args.Path))
+	if err != nil {
+		if os.IsNotExist(err) {
+			if _, gerr := c.Env.GrantFor(ctx, "target", authority.Canonical(filepath.Clean(args.Path))); gerr != nil {
+				return nil, gerr // never grantable, whether or not it exists
+			}
+			return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
+		}
+		return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err).With("path", args.Path)
+	}
+	// Never grantable, whoever asks; else inside an allowed area, by a
+	// person, or with a person's approval of exactly this request.
+	g, err := c.Env.GrantFor(ctx, "target", root)
+	if err != nil {
+		return nil, err
+	}
+	dev, ino, err := itarget.Identity(root)
+	if err != nil {
+		return nil, errs.New(errs.InvalidArgument, "path %q is not a directory", args.Path).With("path", args.Path)
+	}
+	for _, h := range c.Env.Hidden {
+		if h == root || strings.HasPrefix(h, root+"/") || strings.HasPrefix(root, h+"/") {
+			return nil, errs.New(errs.PathNotAllowed, "harnessd's own data (%s) is inside or around %s: grant a directory that does not hold it", h, root).With("path", args.Path)
+		}
+	}
+	ident := messages.RootIdentity{Dev: dev, Ino: ino}
 	in := op.GateArgs(args)
 	in.Route = fast("target_register", 10, false, "records a grant; it touches no file")
+	if g.Ask != "" {
+		// Already granted (by a person, an approval or a valid area):
+		// registering it again is idempotent, nothing to ask.
+		e, ok := c.Env.RT.Targets.Lookup(actors.TargetID(root, access, args.Owner, ident))
+		if !ok || c.Env.Suspension(e.Grant.Root, e.Grant.Grant) != "" {
+			in.Grant = g.Ask
+		}
+	}
 	return &op.Plan{Gate: in, Run: func(ctx context.Context) (any, error) {
-		root, err := filepath.EvalSymlinks(filepath.Clean(args.Path))
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil, errs.New(errs.NotFound, "path %q does not exist", args.Path).With("path", args.Path)
-			}
-			return nil, errs.New(errs.InvalidArgument, "path %q: %v", args.Path, err).With("path", args.Path)
+		m := messages.TargetRegister{Root: root, Access: access, Owner: args.Owner, Identity: ident, Now: c.Env.Now()}
+		if g.By != "" || in.Grant != "" {
+			m.Grant = g.Record(args.ApprovalID, c.Env.Now())
 		}
-		dev, ino, err := itarget.Identity(root)
-		if err != nil {
-			return nil, errs.New(errs.InvalidArgument, "path %q is not a directory", args.Path).With("path", args.Path)
-		}
-		if root == "/" {
-			return nil, errs.New(errs.PathNotAllowed, "the file system root cannot be a target; grant the directory the work needs")
-		}
-		for _, h := range c.Env.Hidden {
-			if h == root || strings.HasPrefix(h, root+"/") || strings.HasPrefix(root, h+"/") {
-				return nil, errs.New(errs.PathNotAllowed, "harnessd's own data (%s) is inside or around %s: grant a directory that does not hold it", h, root).With("path", args.Path)
-			}
-		}
-		r, err := c.Env.RT.Targets.Register(ctx, messages.TargetRegister{Root: root, Access: access, Owner: args.Owner,
-			Identity: messages.RootIdentity{Dev: dev, Ino: ino}, Now: c.Env.Now()})
+		r, err := c.Env.RT.Targets.Register(ctx, m)
 		if err != nil {
 			return nil, err
 		}
+		c.Env.Suspend(r.Grant.TargetID, c.Env.Suspension(r.Grant.Root, r.Grant.Grant))
 		c.Env.Forget(r.Grant.TargetID)
 		return registerResult(r.Grant, r.Created), nil
 	}}, nil

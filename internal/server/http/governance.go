@@ -43,6 +43,44 @@ func humanRoutes(mux guardedMux, h *harness.Harness, token string) {
 	}
 	mux.HandleFunc("POST /v1/approvals/{id}/approve", decide(true))
 	mux.HandleFunc("POST /v1/approvals/{id}/deny", decide(false))
+	// Allowed areas: where agents may register roots without asking.
+	mux.HandleFunc("GET /v1/roots", func(w http.ResponseWriter, r *http.Request) {
+		out, err := h.AllowedAreas(r.Context())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if out == nil {
+			out = []harness.AllowedArea{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"areas": out, "suspended": h.Suspended(r.Context())})
+	})
+	mux.HandleFunc("POST /v1/roots", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Dir string `json:"dir"`
+			By  string `json:"by"`
+		}
+		b, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		if err := json.Unmarshal(b, &body); err != nil || body.Dir == "" {
+			writeError(w, errs.New(errs.InvalidArgument, "body: want {\"dir\": \"/absolute/dir\"}"))
+			return
+		}
+		by := strings.TrimSpace(body.By)
+		if by == "" {
+			by = "person"
+		}
+		out, err := h.AllowArea(r.Context(), body.Dir, by+" (token "+TokenFingerprint(token)+")")
+		respond(w, out, err)
+	})
+	mux.HandleFunc("DELETE /v1/roots", func(w http.ResponseWriter, r *http.Request) {
+		dir := r.URL.Query().Get("dir")
+		if dir == "" {
+			writeError(w, errs.New(errs.InvalidArgument, "dir is required: DELETE /v1/roots?dir=/absolute/dir"))
+			return
+		}
+		err := h.RemoveArea(r.Context(), dir)
+		respond(w, map[string]any{"removed": dir}, err)
+	})
 	mux.HandleFunc("GET /v1/policy", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, h.Policy())
 	})

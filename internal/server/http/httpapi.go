@@ -170,7 +170,13 @@ func (g guardedMux) HandleFunc(pattern string, f http.HandlerFunc) {
 
 func (a *api) call(w http.ResponseWriter, r *http.Request, op string, body []byte) {
 	start := time.Now()
-	out, err := a.h.CallOp(r.Context(), op, body)
+	ctx := r.Context()
+	if HasToken(a.token, r) {
+		// The human credential: a person's call (the harness CLI), whose
+		// registrations are that person's grants.
+		ctx = harness.AsPerson(ctx, "http (token "+TokenFingerprint(a.token)+")")
+	}
+	out, err := a.h.CallOp(ctx, op, body)
 	if _, known := a.h.Registry().Lookup(op); known {
 		a.m.Observe("http", op, err, time.Since(start))
 	}
@@ -288,6 +294,13 @@ func StatusOf(c errs.Code) int {
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
+}
+
+// HasToken reports whether r carries "Authorization: Bearer <token>"
+// (compared in constant time); an empty token is never carried.
+func HasToken(token string, r *http.Request) bool {
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return token != "" && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 // RequireToken wraps next so every request must carry
