@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +179,7 @@ func BenchmarkReadfileSmall(b *testing.B) {
 func BenchmarkHarnessReadFileWarm(b *testing.B) {
 	ctx := context.Background()
 	fx := fixture(b)
-	h, err := harness.Open(ctx, harness.Config{InMemory: true})
+	h, err := harness.Open(ctx, harness.Config{InMemory: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,14 +125,14 @@ type daemonProc struct {
 
 // startDaemon starts `harnessd serve` on dataDir with a loopback listener
 // and waits until it is healthy.
-func startDaemon(ctx context.Context, bin, dataDir string) (*daemonProc, error) {
+func startDaemon(ctx context.Context, bin, dataDir string, extra ...string) (*daemonProc, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		addr, err := freeLoopbackAddr()
 		if err != nil {
 			return nil, err
 		}
-		d, err := startDaemonOn(ctx, bin, dataDir, addr)
+		d, err := startDaemonOn(ctx, bin, dataDir, addr, extra...)
 		if err == nil {
 			return d, nil
 		}
@@ -156,10 +156,10 @@ func freeLoopbackAddr() (string, error) {
 	return addr, nil
 }
 
-func startDaemonOn(ctx context.Context, bin, dataDir, addr string) (*daemonProc, error) {
+func startDaemonOn(ctx context.Context, bin, dataDir, addr string, extra ...string) (*daemonProc, error) {
 	d := &daemonProc{bin: bin, paths: daemon.PathsOf(dataDir), addr: addr, log: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
 	// Loop detection off: the bench repeats identical calls on purpose.
-	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "warn", "--log-format", "json", "--loop-threshold", "0")
+	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "warn", "--log-format", "json", "--loop-threshold", "0"}, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start harnessd serve: %w", err)

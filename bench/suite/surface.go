@@ -96,7 +96,7 @@ func openInproc(ctx context.Context, parent string) (*inproc, error) {
 		return nil, err
 	}
 	// Loop detection off: the bench repeats identical calls on purpose.
-	h, err := harness.Open(ctx, harness.Config{DataDir: dir, LoopThreshold: -1})
+	h, err := harness.Open(ctx, harness.Config{DataDir: dir, LoopThreshold: -1, AllowRoots: []string{parent}})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("open harness: %w", err)

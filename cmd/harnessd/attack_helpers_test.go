@@ -91,7 +91,7 @@ func (a *atk) pid() int { return a.d.cmd.Process.Pid }
 // daemon (secrets in the daemon's own environment).
 func startDaemonEnv(t *testing.T, dataDir string, env []string, extra ...string) *daemonProc {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dataDir, "--log-format", "json"}, extra...)
+	args := append([]string{"serve", "--data-dir", dataDir, "--log-format", "json"}, withArea(extra)...)
 	d := &daemonProc{cmd: exec.Command(harnessdBin, args...), dataDir: dataDir, stderr: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr

@@ -66,9 +66,21 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// withArea adds the tests' temp dir as an allowed area (where every
+// test's repositories live), unless extra names areas itself: tests
+// register as agents would, unasked, inside it.
+func withArea(extra []string) []string {
+	for _, a := range extra {
+		if a == "--allow-root" || strings.HasPrefix(a, "--allow-root=") {
+			return extra
+		}
+	}
+	return append([]string{"--allow-root", os.TempDir()}, extra...)
+}
+
 func startDaemon(t *testing.T, dataDir string, extra ...string) *daemonProc {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dataDir, "--log-format", "json"}, extra...)
+	args := append([]string{"serve", "--data-dir", dataDir, "--log-format", "json"}, withArea(extra)...)
 	d := &daemonProc{cmd: exec.Command(harnessdBin, args...), dataDir: dataDir, stderr: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {

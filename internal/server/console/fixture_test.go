@@ -66,7 +66,7 @@ func setup(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(askPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir})
+	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	h, err := harness.Open(context.Background(), harness.Config{InMemory: true})
+	h, err := harness.Open(context.Background(), harness.Config{InMemory: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func benchHarness(b *testing.B) (*harness.Harness, string) {
 	b.Helper()
 	ctx := context.Background()
-	h, err := harness.Open(ctx, harness.Config{InMemory: true})
+	h, err := harness.Open(ctx, harness.Config{InMemory: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 
 func openHarness(t *testing.T) *harness.Harness {
 	t.Helper()
-	h, err := harness.Open(context.Background(), harness.Config{InMemory: true})
+	h, err := harness.Open(context.Background(), harness.Config{InMemory: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

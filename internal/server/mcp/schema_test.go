@@ -365,7 +365,7 @@ func TestApprovalInTheClient(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pol), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir})
+	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestNoClientApprovals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte(pol), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir, NoClientApprovals: true})
+	h, err := harness.Open(context.Background(), harness.Config{DataDir: dir, NoClientApprovals: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
