@@ -62,6 +62,11 @@ type Facts struct {
 	// Home is the daemon's home directory: the sandbox shows of it only
 	// the tool caches and the tools on PATH.
 	Home string
+	// Visible are the directories the process saw (the system's, the
+	// tools' on PATH, the checkout, the caches): a program or path found
+	// there outside was there inside too, so its absence is not the
+	// sandbox's. nil = unknown.
+	Visible []string
 	// Exists resolves a program name on the daemon's PATH, or an absolute
 	// path on the daemon's file system, to where it is (following
 	// symlinks); ok is false when there is nothing. nil = unknown: no
@@ -197,7 +202,7 @@ var (
 	reAddr        = regexp.MustCompile(`\b(?:tcp|udp)[46]? (\S*:[0-9]{1,5})\b|\b([0-9]{1,3}(?:\.[0-9]{1,3}){3}:[0-9]{1,5})\b|(\[[0-9a-fA-F:.]+\]:[0-9]{1,5})\b`)
 	reHost        = regexp.MustCompile(`(?:getaddrinfo (?:EAI_AGAIN|ENOTFOUND) |lookup |host=['"]?|Failed to resolve ['"]?|request to https?://)([A-Za-z0-9.-]+)`)
 
-	reShNotFound   = regexp.MustCompile(`^\S*sh: (?:\d+: )?(?:exec: )?(\S+): not found$`)
+	reShNotFound   = regexp.MustCompile(`^\S*sh: (?:\d+: )?(?:exec: )?(\S+): not found$|^\S+: \d+: (?:exec: )?(\S+): not found$`)
 	reBashNotFound = regexp.MustCompile(`^\S*sh: (?:line \d+: )?(\S+): command not found$`)
 	reZshNotFound  = regexp.MustCompile(`^zsh:\d*:? command not found: (\S+)$`)
 	reEnvNotFound  = regexp.MustCompile(`^\S*env: ['‘"]?([^'’":]+)['’"]?: No such file or directory$`)
@@ -217,7 +222,11 @@ func findLine(line string) []finding {
 	// Programs first: their "No such file or directory" is not a file's.
 	for _, re := range []*regexp.Regexp{reLauncher, reShNotFound, reBashNotFound, reZshNotFound, reEnvNotFound, reGoExec, reSpawn, reMake} {
 		if m := re.FindStringSubmatch(line); m != nil {
-			add(kindNoProgram, m[1], "execve")
+			name := m[1]
+			if name == "" && len(m) > 2 {
+				name = m[2]
+			}
+			add(kindNoProgram, name, "execve")
 			return out
 		}
 	}
@@ -500,7 +509,7 @@ func judgePath(fd finding, f Facts) (Diagnosis, bool) {
 		if rel, ok := f.secret(p); ok {
 			d.Layer, d.What = layer, p
 			d.Fix = "harnessd's denylist closes " + rel + " as a secret path: the sandbox shows it empty or not at all. " +
-				"If it is a test fixture and not a secret, a person can allow it for this repository with a denylist exception in the daemon's policy; an agent cannot."
+				"If it is a test fixture and not a secret, a person can allow it for this repository with a denylist exception (secret_exceptions in the daemon's policy); an agent cannot."
 			return d, true
 		}
 		if under(p, f.Hidden...) {
@@ -554,18 +563,20 @@ func judgePath(fd finding, f Facts) (Diagnosis, bool) {
 		if p == "" || !f.Namespaces || f.Exists == nil || !(path.IsAbs(named) || strings.HasPrefix(named, "~")) {
 			return d, false
 		}
-		if under(p, f.Root) || under(p, f.writable()...) {
+		// The checkout and the writable dirs are mounted: their ENOENT is
+		// real. /tmp is the process's own: a host file there is hidden.
+		if under(p, f.Root) || under(p, f.Writable...) {
 			return d, false
 		}
 		where, ok := f.Exists(p)
-		if !ok {
+		if !ok || under(where, f.Visible...) {
 			return d, false
 		}
 		d.Layer, d.What = MountNamespace, p
 		if f.Home != "" && under(p, f.Home) {
 			d.Fix = homeFix
 		} else {
-			d.Fix = "the sandbox does not mount " + where + " (it shows the system directories, the tools on the daemon's PATH, the checkout and the tool caches); nothing an agent passes grants more."
+			d.Fix = "the sandbox does not mount " + where + " (it shows the system directories, the tools on the daemon's PATH, the checkout and the tool caches; its /tmp is private): nothing an agent passes grants more; keep the file in the checkout."
 		}
 		return d, true
 	}
@@ -594,12 +605,17 @@ func judgeProgram(fd finding, f Facts) (Diagnosis, bool) {
 		return d, false // relative to the process's directory: inside the checkout
 	}
 	where, ok := f.Exists(name)
-	if !ok {
-		return d, false // missing outside the sandbox too
+	if !ok || under(where, f.Visible...) {
+		return d, false // missing outside the sandbox too, or shown inside
 	}
 	d.Layer, d.What = MountNamespace, name
 	if where != name {
 		d.What += " (" + where + " outside the sandbox)"
+	}
+	if path.IsAbs(name) {
+		d.Fix = where + " exists outside the sandbox, but the sandbox does not mount its directory (it shows the system directories, the tools on the daemon's PATH, the checkout and the caches; its /tmp is private): " +
+			"run a program from one of those, or ask a person to put its directory on the daemon's PATH."
+		return d, true
 	}
 	d.Fix = "the daemon's PATH has it at " + where + ", but the sandbox does not mount that directory (a symlink or shim into a directory that is not on the daemon's PATH?): " +
 		"ask a person to put the directory that holds the real program on the daemon's PATH, or install the tool under a system directory."

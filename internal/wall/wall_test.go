@@ -32,7 +32,7 @@ var (
 	nsCheck = Facts{Confined: true, Tool: ToolRunCheck, Namespaces: true, Root: "/src/app", Dir: "/src/app/pkg",
 		Tmp: "/tmp", Writable: []string{"/home/u/go/pkg/mod", "/home/u/.cache/go-build"},
 		Secrets: []string{"test/sample_key", ".env", "secrets"}, Hidden: []string{"/home/u/.local/state/harnessd"},
-		Home: "/home/u", Exists: exists}
+		Home: "/home/u", Exists: exists, Visible: []string{"/usr", "/bin", "/src/app", "/home/u/go/bin"}}
 	nsJob    = with(nsCheck, func(f *Facts) { f.Tool = ToolJobStart; f.Dir = "" })
 	nsJobNet = with(nsJob, func(f *Facts) { f.Network = true })
 	// nsWriting is a job with writes: true (the checkout writable).
@@ -129,6 +129,8 @@ func TestDiagnose(t *testing.T) {
 		// ENOENT and programs outside the sandbox's view.
 		{"sh: node not found", 127, "sh: 1: node: not found\n", nsCheck,
 			[]want{{MountNamespace, "node (/home/u/.nvm/versions/node/v20.11.0/bin/node outside the sandbox)", "daemon's PATH"}}},
+		{"dash running a script", 127, "/tmp/bin/go: 5: exec: /srv/fixtures/big.bin: not found\n", nsCheck,
+			[]want{{MountNamespace, "/srv/fixtures/big.bin", "exists outside the sandbox"}}},
 		{"bash: command not found", 127, "bash: line 1: node: command not found\n", nsJob,
 			[]want{{MountNamespace, "node (/home/u/.nvm/versions/node/v20.11.0/bin/node outside the sandbox)", "daemon's PATH"}}},
 		{"env shebang", 127, "/usr/bin/env: 'node': No such file or directory\n", nsJob,
@@ -175,6 +177,12 @@ func TestDiagnose(t *testing.T) {
 		{"loopback refused", 1, "dial tcp 127.0.0.1:8080: connect: connection refused\n", nsCheck, nil},
 		{"no such host", 1, "dial tcp: lookup nonexistent.invalid: no such host\n", nsCheck, nil},
 		{"rust ENOENT without a path", 1, "Error: No such file or directory (os error 2)\n", nsCheck, nil},
+		{"a program the sandbox shows", 127, "sh: 1: python3: not found\n", with(nsCheck, func(f *Facts) { f.Visible = []string{"/usr", "/bin"} }), nil},
+		{"a shim's target the sandbox shows", 127, "sh: 1: node: not found\n", with(nsCheck, func(f *Facts) { f.Visible = []string{"/usr", "/home/u/.nvm"} }), nil},
+		{"a host file in /tmp", 1, "open /tmp/fixture.bin: no such file or directory\n", with(nsCheck, func(f *Facts) {
+			f.Exists = func(p string) (string, bool) { return p, p == "/tmp/fixture.bin" }
+		}), []want{{MountNamespace, "/tmp/fixture.bin", "its /tmp is private"}}},
+		{"a path the sandbox shows", 1, "open /srv/fixtures/big.bin: no such file or directory\n", with(nsCheck, func(f *Facts) { f.Visible = []string{"/srv"} }), nil},
 		{"unknown Exists", 127, "sh: 1: node: not found\n", with(nsCheck, func(f *Facts) { f.Exists = nil }), nil},
 	}
 	for _, tt := range tests {

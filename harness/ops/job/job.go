@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
@@ -43,7 +44,7 @@ func Ops() []op.Op {
 			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
 		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", Output: JobResult{}, ReadOnly: true,
-			Description: "A durable job's state and result (exit code, duration, output sizes, failure summary, redacted output tail). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
+			Description: "A durable job's state and result: exit code, duration, output sizes, failure summary, the head and tail of stdout and stderr (redacted, 64 KiB each), and sandbox_hints when a wall of the sandbox made it fail (the layer, the path or syscall, the fix). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
 			Prepare:     status}),
 		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", Output: JobLogsResult{}, ReadOnly: true,
 			Description: "Read a durable job's stdout or stderr log (redacted) from a byte offset, or its last bytes with tail. eof is true once the job finished and the offset reached the end.",
@@ -232,12 +233,7 @@ func Confiner(env *op.Env) actors.JobConfiner {
 			root = j.Worktree
 			e.Repo.Root = j.Worktree
 		}
-		prep, err := env.Confine(ctx, sandbox.Job, e, func(p *sandbox.Policy) {
-			p.Network = j.Network
-			if j.Worktree != "" || j.Writes {
-				p.Writable = []string{root}
-			}
-		})
+		prep, err := env.Confine(ctx, sandbox.Job, e, policyOf(j, root))
 		if err != nil {
 			return out, err
 		}
@@ -267,8 +263,34 @@ func status(_ context.Context, c *op.Call, args JobStatusArgs) (*op.Plan, error)
 		if err != nil {
 			return nil, err
 		}
-		return Result(j), nil
+		r := Result(j)
+		r.Stdout, r.Stderr = Streams(j, StreamBytes)
+		r.SandboxHints = jobWalls(ctx, c.Env, j, r.Stdout, r.Stderr)
+		return r, nil
 	}}, nil
+}
+
+// StreamBytes is how much of each stream job_status and a durable check
+// return: head and tail, like a Fast Path check's (docs/checks.md).
+const StreamBytes = 64 << 10
+
+// Streams returns the head and tail of a job's stdout and stderr logs
+// (joblog.HeadTail, maxBytes each), nil for a log that does not exist (a
+// queued job, one that failed before it started) or cannot be read. The
+// logs of jobs written before any upgrade read the same: two redacted,
+// capped logs per job.
+func Streams(j messages.Job, maxBytes int) (stdout, stderr *proc.Output) {
+	read := func(name string) *proc.Output {
+		if j.LogDir == "" {
+			return nil
+		}
+		o, err := joblog.HeadTail(j.LogDir, name, maxBytes)
+		if err != nil {
+			return nil
+		}
+		return &o
+	}
+	return read(actors.JobStdoutLog), read(actors.JobStderrLog)
 }
 
 // Wait polls a job until it is final or wait elapsed, reporting progress
@@ -350,9 +372,9 @@ func logs(_ context.Context, c *op.Call, args JobLogsArgs) (*op.Plan, error) {
 	name := ""
 	switch args.Stream {
 	case "", "stdout":
-		args.Stream, name = "stdout", "stdout.log"
+		args.Stream, name = "stdout", actors.JobStdoutLog
 	case "stderr":
-		name = "stderr.log"
+		name = actors.JobStderrLog
 	default:
 		return nil, errs.New(errs.InvalidArgument, "stream %q: must be stdout or stderr", args.Stream)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/wall"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -64,8 +66,20 @@ type JobResult struct {
 	StderrBytes  int64      `json:"stderr_bytes"`
 	Redactions   int        `json:"redactions"`
 	Summary      []string   `json:"summary,omitempty"`
-	Tail         string     `json:"tail,omitempty"`
-	Error        *JobError  `json:"error,omitempty"`
+	// Tail is the last 4 KiB of both streams as they interleaved.
+	Tail string `json:"tail,omitempty"`
+	// Stdout and Stderr are the head and tail of each redacted stream, 64
+	// KiB each, as run_command keeps them: text (with
+	// "[... truncated N bytes ...]" where the middle is left out),
+	// total_bytes (the redacted stream's length, job_logs' total) and
+	// truncated. job_status only, once the job started; job_logs reads
+	// the rest.
+	Stdout *proc.Output `json:"stdout,omitempty"`
+	Stderr *proc.Output `json:"stderr,omitempty"`
+	// SandboxHints say which wall of the sandbox a failed job ran into
+	// (layer, path or syscall, fix); job_status only.
+	SandboxHints []wall.Diagnosis `json:"sandbox_hints,omitempty"`
+	Error        *JobError        `json:"error,omitempty"`
 	// Replayed is true when job_start's request_id already started this job.
 	Replayed bool `json:"replayed,omitempty"`
 	op.Meta
