@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/wall"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -53,10 +55,21 @@ const (
 	progressEvery      = 2 * time.Second
 )
 
-// EffectWorkspaceWrite is the declared effect of a check that writes to the
-// work tree (generated files, snapshots, formatting). Such a check never
-// reuses evidence across checkouts.
-const EffectWorkspaceWrite = "workspace_write"
+// The effects a check may declare (part of its identity).
+const (
+	// EffectWorkspaceWrite is the declared effect of a check that writes
+	// to the work tree (generated files, snapshots, formatting). Such a
+	// check never reuses evidence across checkouts.
+	EffectWorkspaceWrite = "workspace_write"
+	// EffectNetwork is the declared effect of a check that needs the
+	// network beyond loopback (which every check has): the gate asks for a
+	// policy rule that allows it or a person's approval, and the sandbox
+	// then lets it out.
+	EffectNetwork = "network"
+)
+
+// Effects lists the effects a check may declare.
+func Effects() []string { return []string{EffectWorkspaceWrite, EffectNetwork} }
 
 // RunCheckArgs are the arguments of run_check.
 type RunCheckArgs struct {
@@ -64,7 +77,7 @@ type RunCheckArgs struct {
 	Argv                    []string `json:"argv" jsonschema:"the check as a typed argv, e.g. [\"go\",\"test\",\"./pkg\",\"-run\",\"TestX\"]"`
 	Cwd                     string   `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root"`
 	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 15000 for focused checks (Fast Path maximum) and 600000 for unfocused ones"`
-	Effects                 []string `json:"effects,omitempty" jsonschema:"declared effects, e.g. workspace_write; part of the identity"`
+	Effects                 []string `json:"effects,omitempty" jsonschema:"declared effects, part of the identity: workspace_write (the check writes the work tree) and network (outside network, which needs a policy rule or a person's approval; loopback needs nothing)"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -97,6 +110,9 @@ type RunCheckResult struct {
 	Stdout      string      `json:"stdout"`
 	Stderr      string      `json:"stderr"`
 	Summary     []string    `json:"summary,omitempty"`
+	// SandboxHints say which wall of the sandbox a failed check ran into:
+	// the layer, the path or syscall, the fix.
+	SandboxHints []wall.Diagnosis `json:"sandbox_hints,omitempty"`
 	// MissReasons say why no earlier evidence was reused (empty when reused).
 	MissReasons []string `json:"miss_reasons,omitempty"`
 	op.Meta
@@ -113,6 +129,8 @@ type Defined struct {
 	Focused   bool
 	// Writes: the check declares the workspace_write effect.
 	Writes bool
+	// Network: the check declares the network effect.
+	Network bool
 }
 
 // Define validates a check's argv, timeout and effects and applies
@@ -125,7 +143,7 @@ func Define(argv []string, cwd string, timeoutMs int, effects []string) (Defined
 	if timeoutMs < 0 {
 		return Defined{}, errs.New(errs.InvalidArgument, "timeout_ms must not be negative")
 	}
-	eff, writes, err := checkEffects(effects)
+	eff, writes, network, err := checkEffects(effects)
 	if err != nil {
 		return Defined{}, err
 	}
@@ -136,7 +154,7 @@ func Define(argv []string, cwd string, timeoutMs int, effects []string) (Defined
 			timeoutMs = focusedTimeoutMs
 		}
 	}
-	return Defined{Argv: argv, Cwd: cwd, Effects: eff, TimeoutMs: timeoutMs, Focused: focused, Writes: writes}, nil
+	return Defined{Argv: argv, Cwd: cwd, Effects: eff, TimeoutMs: timeoutMs, Focused: focused, Writes: writes, Network: network}, nil
 }
 
 // Identity is a check's semantic identity in one checkout, with its parts
@@ -294,7 +312,7 @@ func runCheck(_ context.Context, c *op.Call, args RunCheckArgs) (*op.Plan, error
 	}
 	return &op.Plan{
 		// A durable route is run_check's own durable path.
-		Gate:      govern.Input{Argv: args.Argv, TimeoutMs: timeoutMs, Writes: writes, Args: args, RunsDurable: true},
+		Gate:      govern.Input{Argv: args.Argv, TimeoutMs: timeoutMs, Writes: writes, Network: d.Network, Args: args, RunsDurable: true},
 		Breakdown: args.IncludeLatencyBreakdown,
 		Run: func(ctx context.Context) (any, error) {
 			durable := c.Gated().Decision.Route.Mode == route.Durable
@@ -342,6 +360,9 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	if o.Path != "" {
 		out.Path = o.Path
 	}
+	if !o.Passed {
+		out.SandboxHints = walls(ctx, env, e, args.Cwd, d, out.Path, o)
+	}
 	if !res.Reused {
 		out.MissReasons = explainMiss(ctx, c, root.Path(), res.Previous, cur)
 	}
@@ -350,19 +371,61 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	return out, nil
 }
 
-// checkEffects validates and normalises declared effects.
-func checkEffects(in []string) (effects []string, writes bool, err error) {
+// checkEffects validates and normalises declared effects: only the
+// known ones (Effects), so a misspelt effect is an error, never a check
+// that silently lacks what it asked for.
+func checkEffects(in []string) (effects []string, writes, network bool, err error) {
 	for i, eff := range in {
 		eff = strings.TrimSpace(eff)
-		if eff == "" || len(eff) > 64 || strings.ContainsAny(eff, " \t\n\x00") {
-			return nil, false, errs.New(errs.InvalidArgument, "effects[%d] %q is not an effect name (e.g. %s)", i, in[i], EffectWorkspaceWrite)
-		}
-		if eff == EffectWorkspaceWrite {
+		switch eff {
+		case EffectWorkspaceWrite:
 			writes = true
+		case EffectNetwork:
+			network = true
+		default:
+			return nil, false, false, errs.New(errs.InvalidArgument, "effects[%d] %q is not an effect a check can declare: the valid ones are %s",
+				i, in[i], strings.Join(Effects(), ", ")).With("valid", Effects())
 		}
 		effects = append(effects, eff)
 	}
-	return effects, writes, nil
+	return effects, writes, network, nil
+}
+
+// policyOf adjusts a check's sandbox policy to its declared effects: the
+// checkout writable for workspace_write, outside network for network.
+func policyOf(root string, writes, network bool) func(*sandbox.Policy) {
+	return func(p *sandbox.Policy) {
+		if writes {
+			p.Writable = []string{root}
+		}
+		p.Network = network
+	}
+}
+
+// declared reports whether the check of run declares effect: its
+// definition (checkid.Parts.Definition) is what the gate judged.
+func declared(run messages.CheckRun, effect string) bool {
+	var parts checkid.Parts
+	if err := json.Unmarshal(run.Parts, &parts); err != nil {
+		return false
+	}
+	return slices.Contains(parts.Definition.Effects, effect)
+}
+
+// walls returns the walls of the sandbox a failed check ran into, judged
+// against the policy it ran with: the check profile on the Fast Path, a
+// job's on the durable one.
+func walls(ctx context.Context, env *op.Env, e runtime.RepoEntry, cwd string, d Defined, path string, o messages.CheckOutcome) []wall.Diagnosis {
+	profile := sandbox.Check
+	if path == "durable" {
+		profile = sandbox.Job
+	}
+	root := e.Repo.Root
+	dir := root
+	if cwd != "" && cwd != "." {
+		dir = filepath.Join(root, filepath.FromSlash(cwd))
+	}
+	return job.Walls(ctx, env, wall.ToolRunCheck, profile, e, policyOf(root, d.Writes, d.Network), dir, o.ExitCode, o.Stderr+"\n"+o.Stdout)
 }
 
 // exclude leaves secret paths and harnessd's own artefacts out of a check's
@@ -411,13 +474,14 @@ func Runner(p *op.Pipeline) actors.CheckRunner {
 			o.RepoID, o.Path = run.Spec.RepoID, "durable"
 			return o, err
 		}
-		return runFast(ctx, p.Env(), run.Spec)
+		return runFast(ctx, p.Env(), run.Spec, declared(run, EffectNetwork))
 	}
 }
 
 // confined returns the spec of a check's process: its environment (git's
-// repository programs neutralised) and the sandbox's check profile.
-func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, spec *proc.Spec) error {
+// repository programs neutralised) and the sandbox's check profile, with
+// outside network when the check declares it.
+func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, network bool, spec *proc.Spec) error {
 	cmdEnv, err := op.CommandEnv(spec.Dir)
 	if err != nil {
 		return err
@@ -427,11 +491,7 @@ func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, spec *proc
 	if err != nil {
 		return err
 	}
-	prep, err := env.Confine(ctx, sandbox.Check, e, func(p *sandbox.Policy) {
-		if s.Writes {
-			p.Writable = []string{s.Root}
-		}
-	})
+	prep, err := env.Confine(ctx, sandbox.Check, e, policyOf(s.Root, s.Writes, network))
 	if err != nil {
 		return err
 	}
@@ -441,14 +501,14 @@ func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, spec *proc
 
 // runFast runs a focused check: one bounded process, output redacted
 // before it can become evidence.
-func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec) (messages.CheckOutcome, error) {
+func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, network bool) (messages.CheckOutcome, error) {
 	dir := s.Root
 	if s.Cwd != "" && s.Cwd != "." {
 		dir = filepath.Join(s.Root, filepath.FromSlash(s.Cwd))
 	}
 	started := time.Now().UTC()
 	spec := proc.Spec{Argv: s.Argv, Dir: dir, Timeout: time.Duration(s.TimeoutMs) * time.Millisecond, MaxStdout: maxOutput, MaxStderr: maxOutput}
-	if err := confined(ctx, env, s, &spec); err != nil {
+	if err := confined(ctx, env, s, network, &spec); err != nil {
 		return messages.CheckOutcome{}, err
 	}
 	r, err := proc.Run(ctx, spec)
@@ -482,13 +542,15 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 		return messages.CheckOutcome{}, err
 	}
 	started := time.Now().UTC()
+	network := declared(run, EffectNetwork)
 	spec := job.Spec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (s.TimeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
-		RequestID: "check-" + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-	spec.Hashed = map[string]any{"argv": s.Argv, "cwd": s.Cwd, "timeout_s": spec.TimeoutS, "writes": s.Writes, "check": run.Key.Identity}
+		Network: network, RequestID: "check-" + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	spec.Hashed = map[string]any{"argv": s.Argv, "cwd": s.Cwd, "timeout_s": spec.TimeoutS, "writes": s.Writes, "network": network, "check": run.Key.Identity}
 	j, err := job.Start(ctx, c, spec)
 	if err != nil {
 		return messages.CheckOutcome{}, err
 	}
+	var rec messages.Job // the final record: its logs hold the output
 	for !j.Finished() {
 		if err := ctx.Err(); err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -503,10 +565,28 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 			}
 			return messages.CheckOutcome{}, errs.Wrap(errs.CodeOf(err), err, "wait for check job %s: %v", j.JobID, err)
 		}
-		j = job.Result(next)
+		rec, j = next, job.Result(next)
+	}
+	if rec.ID == "" {
+		// Finished when it started (a replayed request id).
+		if rec, err = c.Env.RT.Jobs.Get(ctx, j.JobID); err != nil {
+			return messages.CheckOutcome{}, errs.Wrap(errs.CodeOf(err), err, "read check job %s: %v", j.JobID, err)
+		}
 	}
 	o := messages.CheckOutcome{JobID: j.JobID, Pid: j.Pid, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1,
-		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled, Stdout: j.Tail, Summary: j.Summary}
+		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled}
+	// Head and tail of each stream from the job's redacted logs, as the
+	// Fast Path keeps them.
+	if out, errOut := job.Streams(rec, maxOutput); out != nil || errOut != nil {
+		if out != nil {
+			o.Stdout = out.Text
+		}
+		if errOut != nil {
+			o.Stderr = errOut.Text
+		}
+	} else {
+		o.Stdout = j.Tail
+	}
 	if j.StartedAt != nil {
 		o.StartedAt = j.StartedAt.UTC()
 	}
@@ -517,6 +597,15 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 		o.ExitCode = *j.ExitCode
 	}
 	o.Passed = j.State == messages.JobSucceeded && o.ExitCode == 0 && !o.TimedOut
+	if !o.Passed {
+		o.Summary = joblog.Summarize(o.Stdout+"\n"+o.Stderr, 0)
+		if len(j.Summary) > 0 && strings.HasPrefix(j.Summary[0], "killed:") {
+			o.Summary = append([]string{j.Summary[0]}, o.Summary...)
+		}
+		if len(o.Summary) == 0 {
+			o.Summary = j.Summary
+		}
+	}
 	if j.Error != nil && o.Stderr == "" {
 		o.Stderr = j.Error.Code + ": " + j.Error.Message
 	}
