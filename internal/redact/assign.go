@@ -26,6 +26,7 @@ type assignment struct {
 	klo, khi int    // key
 	vlo, vhi int    // value, without quotes
 	sep      string // ":", "=", ":=", "=>" or " " (--flag value)
+	spaced   bool   // a blank stands between the key and the separator
 	quoted   bool
 	trailing bool // an unquoted value was followed by ',' or ';'
 }
@@ -34,6 +35,11 @@ type assignment struct {
 // occurrence s[at:at+kwLen]. It accepts key=value, key: value, key := "v",
 // key => v, "key": "value", 'key': 'value' and --key value, with the value
 // quoted or not, and never looks past the end of the line.
+//
+// A file name followed by a line number is the path:line: prefix of grep-like
+// output, not a key ("creds_utils.go:29:"); a quote after the separator that
+// closes a string the key stands in is the end of a message, not a value
+// (fmt.Println("invalid token:", err)).
 //
 // accept decides on the key before the value is looked at; oneWord makes an
 // unquoted value end at the first blank. Values that are variable
@@ -54,12 +60,21 @@ func parseAssignment(s string, at, kwLen int, accept func(key string) (ok, oneWo
 	if strings.HasSuffix(s[:a.klo], "://") || (a.klo > 0 && s[a.klo-1] == '@') {
 		return a, false // URL user information: url-credentials decides
 	}
+	if a.khi+1 < n && s[a.khi] == ':' && isDigit(s[a.khi+1]) && isLineNumberAfter(s, a.khi) {
+		return a, false // grep's path:line: prefix
+	}
+	if a.klo > 0 && s[a.klo-1] == '/' {
+		return a, false // the end of a path: "/etc/passwd": no such file
+	}
 	p := a.khi
+	quotedKey := false
 	if p < n && (s[p] == '"' || s[p] == '\'') {
+		quotedKey = a.klo > 0 && s[a.klo-1] == s[p]
 		p++ // closing quote of a quoted key
 	}
 	p0 := p
 	p = skipBlanks(s, p)
+	a.spaced = p > p0
 	switch {
 	case strings.HasPrefix(s[p:], ":="):
 		a.sep, p = ":=", p+2
@@ -92,6 +107,9 @@ func parseAssignment(s string, at, kwLen int, accept func(key string) (ok, oneWo
 	}
 	if v := s[p:]; hasPlaceholderPrefix(v) || (isQuote(v[0]) && hasPlaceholderPrefix(v[1:])) {
 		return a, false
+	}
+	if isQuote(s[p]) && !quotedKey && insideString(s, a.klo, s[p]) {
+		return a, false // the quote ends the string the key is part of
 	}
 	s = s[:min(n, p+maxValueLen)]
 	n = len(s)
@@ -134,15 +152,20 @@ func parseAssignment(s string, at, kwLen int, accept func(key string) (ok, oneWo
 		}
 	}
 	e = trimBlankRight(s, p, e)
-	if a.sep == ":" {
-		// The end of an inline map or list: {"token": null}.
-		for e > p && ((s[e-1] == '}' && strings.IndexByte(s[p:e], '{') < 0) || (s[e-1] == ']' && strings.IndexByte(s[p:e], '[') < 0)) {
+	// The end of an inline map, list or call, and a trailing ',' or ';':
+	// {"token": null}, [pass=false], f({ secret: 42 });
+	for e > p {
+		switch c := s[e-1]; {
+		case (c == '}' && strings.IndexByte(s[p:e], '{') < 0) || (c == ']' && strings.IndexByte(s[p:e], '[') < 0) ||
+			(c == ')' && strings.IndexByte(s[p:e], '(') < 0):
 			e = trimBlankRight(s, p, e-1)
+			continue
+		case c == ',' || c == ';':
+			e = trimBlankRight(s, p, e-1)
+			a.trailing = true
+			continue
 		}
-	}
-	for e > p && (s[e-1] == ',' || s[e-1] == ';') {
-		e--
-		a.trailing = true
+		break
 	}
 	a.vhi = e
 	return a, a.vhi > a.vlo
@@ -214,14 +237,30 @@ func matchAssignment(c *scanCtx, at, kwLen int) (int, int, bool) {
 		return 0, 0, false
 	}
 	v := s[a.vlo:a.vhi]
+	if a.sep == ":" && s[a.klo:a.khi] == "PASS" {
+		return 0, 0, false // a test report: --- PASS: TestName (0.01s)
+	}
 	if (strength == keyWeak || a.sep == " ") && !looksRandom(v) {
 		return 0, 0, false // a bare flag or weak key needs a credential-like word
 	}
-	if len(v) < 4 || isPlaceholder(v) || (!a.quoted && looksLikeCode(v, a.trailing)) {
-		return 0, 0, false
+	if len(v) < 4 || (!a.quoted && isCodeValue(s, a, v)) || isPlaceholder(v) || isFormatVerb(v) ||
+		isVersion(v) || isPhrase(v) || isURL(v) {
+		return 0, 0, false // code, a template, a version, a message or a URL (url-credentials decides)
 	}
 	if pwd && (v[0] == '/' || v[0] == '~') {
 		return 0, 0, false // $PWD, $OLDPWD: a directory
+	}
+	if strings.HasPrefix(v, "eyJ") && c.inTestFile(a.vlo) {
+		return 0, 0, false // a JWT fixture of a test file: jwt decides
+	}
+	if q := `\"`; strings.HasPrefix(v, q) && isPlaceholder(strings.TrimSuffix(v[len(q):], q)) {
+		return 0, 0, false // an escaped quote around a variable: "\"$token\""
+	}
+	if isWordy(v) && classifyWords(v) != keyNone {
+		return 0, 0, false // a name: "X-Auth-Token", token=token, secret: SECRET_NAME
+	}
+	if strings.IndexByte(v, ' ') > 0 && mentionsSecret(v) {
+		return 0, 0, false // a message about the secret: "Unexpected token %0"
 	}
 	return a.vlo, a.vhi, true
 }
@@ -252,8 +291,42 @@ const (
 // classifyKey splits key into words (at punctuation and camelCase
 // boundaries) and reports whether it names a secret. pwd reports a key
 // whose secret word is "pwd", which as an environment variable is a
-// directory.
+// directory. A field path names its last field (token.type is a type; a
+// last field "key" or "value" is its parent's: jwt.secret.key); a weak word
+// names the secret only at the end (passOnFailure is no password).
 func classifyKey(key string) (strength int, pwd bool) {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 && i+1 < len(key) {
+		last := key[i+1:]
+		if (strings.EqualFold(last, "key") || strings.EqualFold(last, "value")) && i > 0 {
+			if j := strings.LastIndexByte(key[:i], '.'); j >= 0 {
+				key = key[j+1:]
+			}
+		} else {
+			key = last
+		}
+	}
+	return classifyKeyWords(key)
+}
+
+// mentionsSecret reports whether one of the blank-separated words of v
+// names a secret ("Unexpected token %0", "invalid password").
+func mentionsSecret(v string) bool {
+	for w := range strings.FieldsSeq(v) {
+		w = strings.Trim(w, ".,:;!?'\"()")
+		if w != "" && wordStrength(w) != keyNone {
+			return true
+		}
+	}
+	return false
+}
+
+// classifyWords reports how strongly the words of v name a secret.
+func classifyWords(v string) int {
+	st, _ := classifyKeyWords(v)
+	return st
+}
+
+func classifyKeyWords(key string) (strength int, pwd bool) {
 	var prev, last string
 	secretIsLast := false
 	for i := 0; i < len(key); {
@@ -266,6 +339,9 @@ func classifyKey(key string) (strength int, pwd bool) {
 		if strings.EqualFold(w, "key") && isKeyQualifier(prev) {
 			st = keyStrong
 		}
+		if strings.EqualFold(prev, "pass") && (strings.EqualFold(w, "word") || strings.EqualFold(w, "phrase") || strings.EqualFold(w, "code")) {
+			st = keyStrong // PassWord, Pass_Phrase
+		}
 		if st > strength {
 			strength = st
 		}
@@ -275,8 +351,8 @@ func classifyKey(key string) (strength int, pwd bool) {
 		secretIsLast = st != keyNone
 		prev, last = w, w
 	}
-	if strength != keyNone && !secretIsLast && isNonSecretSuffix(last) {
-		return keyNone, false // token_count, password_min_length, auth_url
+	if strength != keyNone && !secretIsLast && (strength == keyWeak || isNonSecretSuffix(last)) {
+		return keyNone, false // token_count, password_min_length, auth_url, passOnFailure
 	}
 	return strength, pwd
 }
@@ -335,7 +411,7 @@ var nonSecretSuffixes = []string{
 	"expiry", "expires", "expiration", "exp", "ttl", "timeout", "header", "field", "env", "var",
 	"policy", "enabled", "enable", "disabled", "required", "mode", "format", "kind", "label",
 	"prompt", "id", "ids", "hint", "method", "methods", "provider", "version", "index", "idx",
-	"pos", "position", "start", "end", "offset", "regex", "pattern", "prefix", "suffix",
+	"pos", "position", "start", "end", "offset", "regex", "regexp", "re", "pattern", "prefix", "suffix",
 	"rotation", "strategy", "store", "manager", "service", "source", "ref", "stdin", "usage",
 	"budget", "estimate", "error", "errors", "status", "helper", "cmd", "command", "scope", "scopes",
 }
@@ -417,15 +493,49 @@ func isShellVar(v string) bool {
 	return upper || lower
 }
 
+// isCodeValue reports whether the unquoted value v of assignment a is code:
+// see looksLikeCode; and in code's assignment forms (key := v, key => v,
+// key = v with blanks), a name that reads as words is a variable
+// (hmacSampleSecret = keyData), where a credential is random.
+func isCodeValue(s string, a assignment, v string) bool {
+	if looksLikeCode(v, a.trailing) {
+		return true
+	}
+	codeSep := a.sep == ":=" || a.sep == "=>" || (a.sep == "=" && a.spaced)
+	if codeSep && isWordy(v) {
+		return true
+	}
+	// A type union: privateKey: KeyLike | PrivateKeyInput.
+	if a.sep == ":" && strings.Contains(v, " | ") {
+		for t := range strings.SplitSeq(v, " | ") {
+			if !isWordy(strings.TrimSpace(t)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // looksLikeCode reports whether an unquoted value is source code rather than
-// a secret: a call, a field path (cfg.Password), an address or dereference,
-// a composite literal, or an identifier ending a struct field (password,).
+// a secret: a call, a field path (cfg.Password), an address, dereference or
+// negation, a channel receive, a composite literal or index expression, or
+// an identifier ending a struct field (password, or Token: actJWT, ...).
 func looksLikeCode(v string, trailing bool) bool {
 	switch v[0] {
 	case '{', '[', '(':
 		return true
-	case '&', '*':
-		return len(v) > 1 && (isLetter(v[1]) || v[1] == '_')
+	case '&', '*', '!':
+		return len(v) > 1 && (isLetter(v[1]) || v[1] == '_' || v[1] == '(' || v[1] == '!')
+	case '<':
+		return strings.HasPrefix(v, "<-")
+	case '$':
+		// A variable used as a value: $o->{clock}, $opts['token'].
+		i := 1
+		for i < len(v) && (isAlnum(v[i]) || v[i] == '_') {
+			i++
+		}
+		return i > 1 && i < len(v) && (strings.HasPrefix(v[i:], "->") || v[i] == '[' || v[i] == '{' || v[i] == '.')
 	}
 	i := 0
 	dots := 0
@@ -442,19 +552,26 @@ func looksLikeCode(v string, trailing bool) bool {
 		return false
 	}
 	if i < len(v) {
-		return v[i] == '(' // a call: os.Getenv("X"), getpass()
+		switch v[i] {
+		case '(', '{', '[', '<':
+			return true // a call, a composite literal, an index, a generic type: os.Getenv("X"), Auth{}, keys[0], Result<T>
+		case ',', ')', ';', '}':
+			return dots > 0 || isWordy(v[:i]) // a field of a literal or an argument
+		}
+		return false
 	}
 	return dots > 0 || trailing
 }
 
 // looksRandom reports whether a word could be a credential: mixed with
-// digits or symbols, of mixed case, or long.
+// digits or symbols, of mixed case, or long; never a name that reads as
+// words (TestBufferWriter).
 func looksRandom(v string) bool {
+	if len(v) < 6 || isWordy(v) {
+		return false
+	}
 	if len(v) >= 16 {
 		return true
-	}
-	if len(v) < 6 {
-		return false
 	}
 	var digit, symbol, upper, lower bool
 	for i := 0; i < len(v); i++ {
@@ -466,7 +583,7 @@ func looksRandom(v string) bool {
 			upper = true
 		case c >= 'a' && c <= 'z':
 			lower = true
-		case c != '-' && c != '_':
+		case c != '-' && c != '_' && c != ' ' && c != '\t':
 			symbol = true
 		}
 	}

@@ -137,8 +137,22 @@ func (r *Redactor) Rules() []Rule {
 // String returns s with every secret replaced by its marker, and the number
 // of redactions made. It returns s itself when nothing matched.
 func (r *Redactor) String(s string) (out string, n int) {
+	return r.string(s, false)
+}
+
+// StringIn is String for text taken from the file at path, such as a
+// search match: where path is a test file or test data (foo_test.go,
+// test_foo.py, x.spec.ts, anything under test/, testdata/, __tests__/,
+// fixtures/), a JSON Web Token is a fixture and is kept, as it is on a
+// grep -n line that names such a file. Every other rule applies as in
+// String.
+func (r *Redactor) StringIn(path, s string) (out string, n int) {
+	return r.string(s, isTestPath(path))
+}
+
+func (r *Redactor) string(s string, testFile bool) (out string, n int) {
 	var buf [8]span
-	res := r.find(s, true, false, buf[:0])
+	res := r.findIn(s, true, false, testFile, buf[:0])
 	if len(res.spans) == 0 {
 		return s, 0
 	}
@@ -197,6 +211,8 @@ type scanCtx struct {
 	hold int
 	// pemOpen reports that s ends inside a PEM block (only when final).
 	pemOpen bool
+	// testFile: s comes from a test file (StringIn).
+	testFile bool
 	// Memos of forward searches, so that many keyword hits on one huge line
 	// cost linear time: s[from:at] holds no match and s[at:] starts with one
 	// (or at == len(s)).
@@ -245,7 +261,12 @@ type findResult struct {
 // find returns the redactions of s. final says s ends the input; inPEM says s
 // starts inside the body of a PEM private key block (streaming only).
 func (r *Redactor) find(s string, final, inPEM bool, spans []span) findResult {
-	c := scanCtx{s: s, final: final, hold: len(s), nl: memo{-1, -1}, end: memo{-1, -1}}
+	return r.findIn(s, final, inPEM, false, spans)
+}
+
+// findIn is find for text from a test file when testFile is set.
+func (r *Redactor) findIn(s string, final, inPEM, testFile bool, spans []span) findResult {
+	c := scanCtx{s: s, final: final, hold: len(s), nl: memo{-1, -1}, end: memo{-1, -1}, testFile: testFile}
 	if inPEM && r.pemRule >= 0 {
 		end, st, body := pemWalk(s, 0)
 		switch {

@@ -52,7 +52,7 @@ func builtinRules() []Rule {
 			token{prefixes: []string{"npm_"}, body: &alnum, min: 36}),
 		{
 			ID:          "jwt",
-			Description: "JSON Web Token (base64url segments separated by dots, the first starting eyJ)",
+			Description: "JSON Web Token (base64url segments separated by dots, the first starting eyJ), except a fixture of a test file",
 			keywords:    []string{"eyj"},
 			match:       matchJWT,
 		},
@@ -194,6 +194,9 @@ func matchJWT(c *scanCtx, at, _ int) (int, int, bool) {
 	for k := 0; k < 2 && end+1 < len(s) && s[end] == '.' && base64url[s[end+1]]; k++ {
 		end = seg(end + 1)
 	}
+	if c.inTestFile(at) {
+		return 0, 0, false // a fixture of a test file
+	}
 	return at, end, true
 }
 
@@ -220,6 +223,7 @@ func matchAuthorization(c *scanCtx, at, kwLen int) (int, int, bool) {
 	if p+1 < len(s) && (s[p+1] == s[p] || (s[p] == ':' && s[p+1] == '=')) {
 		return 0, 0, false // "::", "==", ":="
 	}
+	sep := p
 	p = skipBlanks(s, p+1)
 	var q byte
 	if p < len(s) && (s[p] == '"' || s[p] == '\'' || s[p] == '`') {
@@ -237,13 +241,19 @@ func matchAuthorization(c *scanCtx, at, kwLen int) (int, int, bool) {
 		return 0, 0, false
 	}
 	v := s[p:e]
+	if q == 0 && (looksLikeCode(v, false) || (s[sep] == '=' && isWordy(v))) {
+		return 0, 0, false // code: account.Authorization = ExternalAuthorization{}
+	}
 	if sp := strings.IndexAny(v, " \t"); sp > 0 && isSchemeWord(v[:sp]) {
 		p = skipBlanks(s, p+sp)
 	} else if sp < 0 && isKnownScheme(v) {
 		return 0, 0, false // the scheme alone, no credentials
 	}
-	if p >= e || isPlaceholder(s[p:e]) {
+	if p >= e || isPlaceholder(s[p:e]) || isFormatVerb(s[p:e]) {
 		return 0, 0, false
+	}
+	if cred := s[p:e]; len(cred) < 8 && !looksRandom(cred) {
+		return 0, 0, false // a word, not a credential: "Bearer ToKen"
 	}
 	return p, e, true
 }
@@ -303,10 +313,26 @@ func matchURLCredentials(c *scanCtx, at, _ int) (int, int, bool) {
 		return 0, 0, false
 	}
 	lo := b + colon + 1
-	if lo >= lastAt || isPlaceholder(s[lo:lastAt]) {
+	if lo >= lastAt || isPlaceholder(s[lo:lastAt]) || isFormatVerb(s[lo:lastAt]) || isDummyPassword(s[lo:lastAt]) {
 		return 0, 0, false
 	}
+	if pw := s[lo:lastAt]; len(pw) < 4 && strings.IndexFunc(pw, func(r rune) bool { return !isLetterRune(r) }) < 0 {
+		return 0, 0, false // a:b@, foo:bar@: an example, not a password
+	}
 	return lo, lastAt, true
+}
+
+func isLetterRune(r rune) bool { return r < 0x80 && isLetter(byte(r)) }
+
+// isDummyPassword reports whether pw is the word that stands for a password
+// in examples: user:pass@host, user:password@host.
+func isDummyPassword(pw string) bool {
+	for _, w := range []string{"pass", "password", "passwd", "pwd", "pw", "secret"} {
+		if strings.EqualFold(pw, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func skipBlanks(s string, p int) int {
@@ -349,7 +375,11 @@ func matchCookie(c *scanCtx, at, kwLen int) (int, int, bool) {
 	}
 	for ls > 0 && s[ls-1] != '\n' {
 		if strings.IndexByte(" \t\"'<>", s[ls-1]) < 0 {
-			return 0, 0, false
+			// Not the line start: the end of a grep-like path:line: prefix?
+			if cs, _, ok := contentStart(s, ls); !ok || cs != ls {
+				return 0, 0, false
+			}
+			break
 		}
 		ls--
 	}
@@ -363,8 +393,25 @@ func matchCookie(c *scanCtx, at, kwLen int) (int, int, bool) {
 		e++
 	}
 	e = trimBlankRight(s, p, e)
-	if e-p < 4 || isPlaceholder(s[p:e]) {
+	if e-p < 4 || isPlaceholder(s[p:e]) || looksLikeCode(s[p:e], false) || !hasCookieSecret(s[p:e]) {
 		return 0, 0, false
 	}
 	return p, e, true
+}
+
+// hasCookieSecret reports whether a Cookie or Set-Cookie value holds a
+// value that could be a session secret: one that looks random, not
+// "theme=dark" or a test's "nom=NOM".
+func hasCookieSecret(v string) bool {
+	for part := range strings.SplitSeq(v, ";") {
+		part = strings.TrimSpace(part)
+		if i := strings.IndexByte(part, '='); i >= 0 {
+			part = part[i+1:]
+		}
+		part = strings.TrimSuffix(strings.TrimSuffix(strings.Trim(part, `"`), `\n`), `\r`)
+		if looksRandom(part) {
+			return true
+		}
+	}
+	return false
 }
