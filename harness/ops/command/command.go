@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/liveview"
@@ -26,6 +27,7 @@ import (
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/wall"
 )
 
 // Ops returns run_command and route_explain.
@@ -310,6 +312,12 @@ func finish(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decisi
 	env.Gov.LoopRecord(loop.Observation{Scope: govern.LoopScope(c.Caller), Op: "run_command", InputHash: c.Gated().InputHash, TreeRevision: before, ReceiptID: out.RunID,
 		Failed:     govern.CommandFailed(args.Argv, res.ExitCode, res.TimedOut),
 		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
+	// A wall of the sandbox the command ran into, named with its fix.
+	if dir, _, err := c.Root.Dir(args.Cwd); err == nil {
+		for _, w := range job.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text) {
+			out.Warnings = append(out.Warnings, "sandbox ("+string(w.Layer)+") stopped "+w.What+": "+w.Fix)
+		}
+	}
 	c.FinishIn(op.SegReceipt)
 	return out
 }
