@@ -226,7 +226,10 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
 	}
-	argv := shieldArgv(args.Argv, env.Deny.Patterns())
+	argv, err := shieldArgv(args.Argv, env.Deny.Patterns(), closedFiles(ctx, c, args.Argv))
+	if err != nil {
+		return nil, err
+	}
 	spec := proc.Spec{Argv: argv, Dir: dir, Timeout: timeout}
 	if filepath.Base(argv[0]) == "git" {
 		// Agent git commands get the same hardening as harnessd's own:
