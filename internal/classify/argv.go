@@ -61,6 +61,9 @@ func classifyArgv(argv []string, depth int) Result {
 }
 
 func dispatch(prog string, args []string, depth int) Result {
+	if r, ok := versionQuery(prog, args); ok {
+		return r
+	}
 	c, ok := commands[prog]
 	if !ok {
 		switch {
@@ -158,11 +161,20 @@ func dangerousEnv(name string) bool {
 		"PS4", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "RIPGREP_CONFIG_PATH",
 		"LESSOPEN", "LESSCLOSE", "GCONV_PATH", "HOME", "XDG_CONFIG_HOME", "GOFLAGS",
 		"GOTOOLCHAIN", "GOENV", "SHELL", "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS",
-		"CDPATH", "TERMINFO":
+		"CDPATH", "TERMINFO",
+		// Toolchains: options, wrappers and search paths that load or run
+		// other code (java -version starts a JVM with its agents, cgo runs
+		// the C compiler with its flags, rustup picks a toolchain by path).
+		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "RUBYOPT", "RUBYLIB", "PERL5LIB",
+		"PERLLIB", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "NODE_PATH", "RUSTC", "RUSTC_WRAPPER",
+		"RUSTDOC", "RUSTFLAGS", "CC", "CXX", "GOROOT", "GOWORK", "GCC_EXEC_PREFIX", "COMPILER_PATH",
+		"PKG_CONFIG", "PKG_CONFIG_PATH":
 		return true
 	}
 	return strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") ||
-		strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_")
+		strings.HasPrefix(name, "GIT_") || strings.HasPrefix(name, "BASH_FUNC_") ||
+		strings.HasPrefix(name, "CGO_") || strings.HasPrefix(name, "CARGO_") || strings.HasPrefix(name, "RUSTUP_") ||
+		strings.HasPrefix(strings.ToLower(name), "npm_config_")
 }
 
 // splitAssign splits NAME=VALUE; ok is false when a is not an assignment.

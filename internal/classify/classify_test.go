@@ -90,7 +90,7 @@ func TestArgv(t *testing.T) {
 		{argv: []string{"go", "list", "./..."}, want: Readonly},
 		{argv: []string{"go", "version"}, want: Readonly},
 		{argv: []string{"go", "doc", "fmt.Println"}, want: Readonly},
-		{argv: []string{"go", "vet", "./..."}, want: Unknown},
+		{argv: []string{"go", "vet", "./..."}, want: Readonly},
 		{argv: []string{"go", "test", "./..."}, want: WorkspaceWrite},
 		{argv: []string{"go", "build", "./..."}, want: WorkspaceWrite},
 		{argv: []string{"go", "generate", "./..."}, want: WorkspaceWrite},

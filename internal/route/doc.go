@@ -5,7 +5,8 @@
 //
 // Readonly operations run on the Fast Path. Work that writes the workspace
 // through a command, may run long, runs in the background or cannot be proven
-// readonly becomes a durable job (SuggestedOperation "job_start"). Destructive
+// readonly becomes a durable job (SuggestedOperation "job_start"; a test
+// command sent to run_command is pointed to "run_check"). Destructive
 // commands, network use and unsafe shell scripts are rejected. A batch is
 // routed once, as a whole, before any step runs.
 //

@@ -50,6 +50,11 @@ const MaxBatchSteps = 20
 // SuggestJobStart is the SuggestedOperation of durable decisions.
 const SuggestJobStart = "job_start"
 
+// SuggestRunCheck is the SuggestedOperation of a test command sent to
+// run_command: tests run the code under test, which is run_check's work
+// (a focused test on the Fast Path, a whole suite as a durable check).
+const SuggestRunCheck = "run_check"
+
 // Decision is the router's ExecutionDecision.
 type Decision struct {
 	Mode               Mode     `json:"mode"`
@@ -58,7 +63,7 @@ type Decision struct {
 	EstimatedClass     Class    `json:"estimated_class"`
 	RequiresIsolation  bool     `json:"requires_isolation"`
 	RequiresRecovery   bool     `json:"requires_recovery"`
-	SuggestedOperation string   `json:"suggested_operation,omitempty"` // "job_start" when Mode is durable, "" otherwise
+	SuggestedOperation string   `json:"suggested_operation,omitempty"` // when Mode is durable: "job_start", or "run_check" for a test command sent to run_command; "" otherwise
 	Tier               Tier     `json:"tier"`
 	CommandClass       string   `json:"command_class,omitempty"` // classify class for commands
 	Mutation           bool     `json:"mutation"`
@@ -220,6 +225,10 @@ func decideCommand(req Request) Decision {
 		d.EstimatedClass = UnknownClass
 		d.RequiresRecovery, d.Mutation = true, true
 		d.Reasons = append([]string{r.Class.String() + " command runs as a durable job"}, d.Reasons...)
+		if classify.IsTest(req.Argv) {
+			d.SuggestedOperation = SuggestRunCheck
+			d.Reasons[0] = "tests run the code under test: run them with run_check (a focused test on the Fast Path, a whole suite as a durable check)"
+		}
 		return d
 	}
 	switch {

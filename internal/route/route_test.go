@@ -25,6 +25,7 @@ func TestDecide(t *testing.T) {
 		class     string // CommandClass, "" to skip
 		est       Class  // "" to skip
 		reason    string // substring of a reason, "" to skip
+		suggest   string // SuggestedOperation when durable; "" = job_start
 	}{
 		{name: "read_file", req: Request{Tool: "read_file"}, mode: Fast, tier: Direct, maxRisk: 10, est: Short},
 		{name: "context_assemble", req: Request{Tool: "context_assemble"}, mode: Fast, tier: Direct, maxRisk: 10, est: Short},
@@ -46,7 +47,29 @@ func TestDecide(t *testing.T) {
 		{name: "readonly long timeout", req: Request{Tool: "run_command", Argv: []string{"ls"}, TimeoutMs: 60_000}, mode: Durable, reason: "above the Fast Path maximum of 15 s", est: Long},
 		{name: "readonly background", req: Request{Tool: "run_command", Argv: []string{"ls"}, Background: true}, mode: Durable},
 		{name: "negative timeout", req: Request{Tool: "run_command", Argv: []string{"ls"}, TimeoutMs: -1}, mode: Reject},
-		{name: "workspace write", req: cmd("run_command", "go", "test", "./..."), mode: Durable, tier: BoundedWork, recovery: true, mutation: true, class: "workspace_write"},
+		{name: "workspace write", req: cmd("run_command", "touch", "x"), mode: Durable, tier: BoundedWork, recovery: true, mutation: true, class: "workspace_write"},
+		{name: "go test points to run_check", req: cmd("run_command", "go", "test", "./..."), mode: Durable, tier: BoundedWork, recovery: true, mutation: true, class: "workspace_write", suggest: SuggestRunCheck, reason: "run them with run_check"},
+		{name: "npm test points to run_check", req: cmd("run_command", "npm", "test"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "npm run test:unit points to run_check", req: cmd("run_command", "npm", "run", "test:unit"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "pytest points to run_check", req: cmd("run_command", "pytest", "-k", "x"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "python -m unittest points to run_check", req: cmd("run_command", "python3", "-m", "unittest"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "cargo test points to run_check", req: cmd("run_command", "cargo", "test"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "make test points to run_check", req: cmd("run_command", "make", "test"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "jest points to run_check", req: cmd("run_command", "jest"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "mocha points to run_check", req: cmd("run_command", "mocha"), mode: Durable, suggest: SuggestRunCheck},
+		{name: "make build stays a job", req: cmd("run_command", "make", "build"), mode: Durable, class: "workspace_write"},
+		{name: "go test as a job stays a job", req: cmd("job_start", "go", "test", "./..."), mode: Durable},
+		{name: "go vet", req: cmd("run_command", "go", "vet", "./..."), mode: Fast, class: "readonly", maxRisk: 10},
+		{name: "go build to /dev/null", req: cmd("run_command", "go", "build", "-o", "/dev/null", "./..."), mode: Fast, class: "readonly"},
+		{name: "go build in the checkout", req: cmd("run_command", "go", "build", "./..."), mode: Durable, class: "workspace_write", reason: "-o /dev/null"},
+		{name: "go build -toolexec", req: cmd("run_command", "go", "build", "-toolexec", "./x", "-o", "/dev/null", "."), mode: Durable, class: "unknown"},
+		{name: "go vet -vettool", req: cmd("run_command", "go", "vet", "-vettool=./x", "."), mode: Durable, class: "unknown"},
+		{name: "go list", req: cmd("run_command", "go", "list", "./..."), mode: Fast, class: "readonly"},
+		{name: "go doc", req: cmd("run_command", "go", "doc", "fmt"), mode: Fast, class: "readonly"},
+		{name: "go env -w", req: cmd("run_command", "go", "env", "-w", "GOFLAGS=-toolexec=./x"), mode: Durable, class: "workspace_write"},
+		{name: "node --version", req: cmd("run_command", "node", "--version"), mode: Fast, class: "readonly"},
+		{name: "python3 --version", req: cmd("run_command", "python3", "--version"), mode: Fast, class: "readonly"},
+		{name: "npm ls", req: cmd("run_command", "npm", "ls"), mode: Fast, class: "readonly"},
 		{name: "unknown command", req: cmd("run_command", "python", "x.py"), mode: Durable, recovery: true, class: "unknown", minRisk: 50},
 		{name: "sed -i", req: cmd("run_command", "sed", "-i", "s/a/b/", "f"), mode: Durable, class: "workspace_write"},
 		{name: "destructive", req: cmd("run_command", "rm", "-rf", "/"), mode: Reject, minRisk: 90, class: "destructive"},
@@ -107,7 +130,11 @@ func TestDecide(t *testing.T) {
 			if tt.est != "" && d.EstimatedClass != tt.est {
 				t.Errorf("EstimatedClass = %q, want %q", d.EstimatedClass, tt.est)
 			}
-			if want := map[Mode]string{Durable: SuggestJobStart}[d.Mode]; d.SuggestedOperation != want {
+			want := map[Mode]string{Durable: SuggestJobStart}[d.Mode]
+			if tt.suggest != "" {
+				want = tt.suggest
+			}
+			if d.SuggestedOperation != want {
 				t.Errorf("SuggestedOperation = %q, want %q", d.SuggestedOperation, want)
 			}
 			if len(d.Reasons) == 0 {
@@ -128,6 +155,7 @@ func TestDecisionErr(t *testing.T) {
 	}{
 		{"fast", Request{Tool: "read_file"}, ""},
 		{"durable", cmd("run_command", "make"), errs.RouteDurableRequired},
+		{"test command", cmd("run_command", "go", "test", "./..."), errs.RouteDurableRequired},
 		{"reject", cmd("run_command", "rm", "-rf", "/"), errs.RouteRejected},
 	}
 	for _, tt := range tests {
