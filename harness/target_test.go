@@ -238,14 +238,21 @@ func TestTargetSeedRules(t *testing.T) {
 				t.Fatal("src was removed")
 			}
 		}},
-		{"shell strings are rejected", func(t *testing.T) {
+		{"shell strings that write are refused", func(t *testing.T) {
+			// A script that writes is a job on the repository Fast Path:
+			// on a target, promote it.
 			_, err := h.TargetExecuteCommand(ctx, harness.TargetExecuteArgs{TargetID: id, Argv: []string{"sh", "-c", "touch " + filepath.Join(outside, "marker4")}})
-			wantCode(t, err, errs.RouteRejected)
+			wantCode(t, err, errs.RouteDurableRequired)
 			noFile(t, filepath.Join(outside, "marker4"))
-		}},
-		{"workspace_write fails closed off the allowlist", func(t *testing.T) {
-			_, err := h.TargetExecuteCommand(ctx, harness.TargetExecuteArgs{TargetID: id, Argv: []string{"make", "all"}})
+			_, err = h.TargetExecuteCommand(ctx, harness.TargetExecuteArgs{TargetID: id, Argv: []string{"sh", "-c", "eval \"$X\""}})
 			wantCode(t, err, errs.RouteRejected)
+		}},
+		{"workspace_write off the allowlist (a build) is a job: promote", func(t *testing.T) {
+			_, err := h.TargetExecuteCommand(ctx, harness.TargetExecuteArgs{TargetID: id, Argv: []string{"make", "all"}})
+			wantCode(t, err, errs.RouteDurableRequired)
+			if e := errs.From(err); e.Details["suggested_operation"] != "target_promote" || !strings.Contains(e.Message, "target_promote") {
+				t.Fatalf("error %v does not suggest target_promote", err)
+			}
 		}},
 		{"workspace_write on the path-governed allowlist runs and leaves a receipt", func(t *testing.T) {
 			res, err := h.TargetExecuteCommand(ctx, harness.TargetExecuteArgs{TargetID: id, Argv: []string{"mkdir", "-p", "made/here"}})

@@ -1,7 +1,8 @@
 // Package target holds the pure rules of repository-free targets: which
 // workspace_write commands a target may run (the narrow, path-governed
-// filesystem allowlist and the replay-safe local validations) and the
-// target's identity check.
+// filesystem allowlist; everything else a command may do is decided by the
+// repository's classifier and router, as for run_command) and the target's
+// identity check.
 package target
 
 import (
@@ -22,24 +23,17 @@ var fsFlags = map[string]map[string]bool{
 	"mv":    {"-n": true},
 }
 
-// validations are the replay-safe local validations: they build or check
-// code in the target and write only build outputs and caches, so running
-// one again is harmless.
-var validations = map[string]map[string]bool{
-	"go":    {"build": true, "vet": true, "test": true},
-	"cargo": {"check": true, "test": true, "build": true, "clippy": true},
-}
-
 // Kind is how a workspace_write command may run in a target.
 type Kind string
 
 const (
-	// Refused: not on either list; workspace_write fails closed.
+	// Refused: not on the allowlist. A target runs no other
+	// workspace_write command: builds and tests run code (go build
+	// -toolexec, a build.rs, a Makefile) and belong to a promoted
+	// repository's jobs.
 	Refused Kind = ""
 	// Filesystem: on the path-governed filesystem allowlist.
 	Filesystem Kind = "filesystem"
-	// Validation: a replay-safe local validation.
-	Validation Kind = "validation"
 )
 
 // AllowWrite says whether a workspace_write argv may run in a target, and
@@ -51,14 +45,7 @@ func AllowWrite(argv []string, checkPath func(string) error) (Kind, []string, er
 	if len(argv) == 0 {
 		return Refused, nil, nil
 	}
-	prog := filepath.Base(argv[0])
-	if subs, ok := validations[prog]; ok {
-		if len(argv) >= 2 && subs[argv[1]] {
-			return Validation, nil, nil
-		}
-		return Refused, nil, nil
-	}
-	flags, ok := fsFlags[prog]
+	flags, ok := fsFlags[filepath.Base(argv[0])]
 	if !ok {
 		return Refused, nil, nil
 	}

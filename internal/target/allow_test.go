@@ -30,9 +30,15 @@ func TestAllowWrite(t *testing.T) {
 		{"unknown flag", []string{"cp", "--target-directory=/tmp", "a"}, Refused, nil},
 		{"no path", []string{"mkdir", "-p"}, Refused, nil},
 		{"stdin dash", []string{"cp", "-", "b"}, Refused, nil},
-		{"go test", []string{"go", "test", "./..."}, Validation, nil},
+		// Builds and tests are no longer "replay-safe validation": they run
+		// code (go build -toolexec, build.rs) and are a promoted
+		// repository's jobs.
+		{"go test refused", []string{"go", "test", "./..."}, Refused, nil},
+		{"go build -toolexec refused", []string{"go", "build", "-toolexec", "./x", "."}, Refused, nil},
+		{"go vet -vettool refused", []string{"go", "vet", "-vettool=./x", "."}, Refused, nil},
 		{"go generate refused", []string{"go", "generate"}, Refused, nil},
-		{"cargo check", []string{"cargo", "check"}, Validation, nil},
+		{"cargo check refused", []string{"cargo", "check"}, Refused, nil},
+		{"cargo build refused", []string{"cargo", "build"}, Refused, nil},
 		{"make refused", []string{"make", "all"}, Refused, nil},
 		{"ln refused", []string{"ln", "-s", "/etc/passwd", "p"}, Refused, nil},
 		{"empty", nil, Refused, nil},

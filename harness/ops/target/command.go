@@ -13,14 +13,15 @@ import (
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	itarget "github.com/harnessd/harnessd/internal/target"
 )
 
-const executeDescription = "Run a command in a target, given as a typed argv (no shell string), classified like run_command and bounded (at most 30 s) in the sandbox's target profile. " +
-	"Read-only commands run and leave no record. workspace_write commands run only in a write target and only when they are replay-safe local validation (go build|vet|test, cargo check|test|build|clippy) " +
-	"or on the narrow path-governed filesystem allowlist (mkdir, touch, cp, mv with every path inside the target); they hold the target's root and leave a local_effect receipt. " +
-	"Remote, destructive, shell and unknown commands are rejected (ROUTE_REJECTED); git mutations, long-running, background or recoverable work answer with the suggestion to promote the target (target_promote)."
+const executeDescription = "Run a command in a target, given as a typed argv (no shell string), classified and routed like run_command and bounded (at most 30 s) in the sandbox's target profile. " +
+	"Read-only commands (those run_command runs on the Fast Path: go vet, go build -o /dev/null, node --version, ...) run and leave no record. " +
+	"The only workspace_write commands a target runs are the narrow path-governed filesystem allowlist (mkdir, touch, cp, mv with every path inside the target), in a write target; they hold the target's root and leave a local_effect receipt. " +
+	"Remote, destructive and shell commands and git mutations are rejected (ROUTE_REJECTED); builds, tests and every other command that is not read-only, long-running, background or recoverable work answer ROUTE_DURABLE_REQUIRED with the suggestion to promote the target (target_promote) and run them as its jobs."
 
 // ExecuteArgs are the arguments of target_execute_command.
 type ExecuteArgs struct {
@@ -41,8 +42,8 @@ type ExecuteResult struct {
 	proc.Result
 	TargetID     string `json:"target_id"`
 	CommandClass string `json:"command_class"`
-	// Kind is how a workspace_write command was allowed: filesystem or
-	// validation ("" for a read-only command).
+	// Kind is how a workspace_write command was allowed: "filesystem"
+	// ("" for a read-only command).
 	Kind       string   `json:"kind,omitempty"`
 	Confined   bool     `json:"confined"`
 	Redactions int      `json:"redactions,omitempty"`
@@ -74,9 +75,13 @@ func execute(_ context.Context, c *op.Call, a ExecuteArgs) (*op.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := classify.Argv(a.Argv)
-	class := cl.Class.String()
-	why := strings.Join(cl.Reasons, "; ")
+	// The classifier and router of the repository Fast Path (run_command):
+	// what runs there runs here; what is a job there is a job here (a
+	// target has none: promote it). The target's own 30 s cap stands for
+	// the Fast Path's 15 s.
+	d := route.Decide(route.Request{Tool: "run_command", Argv: a.Argv})
+	class := d.CommandClass
+	why := strings.Join(d.Reasons, "; ")
 	if a.Background {
 		return nil, routeErr(errs.RouteDurableRequired, class, "a target has no durable path for long-running, background or recoverable work; "+promoteHint)
 	}
@@ -86,27 +91,36 @@ func execute(_ context.Context, c *op.Call, a ExecuteArgs) (*op.Plan, error) {
 	prog := filepath.Base(a.Argv[0])
 	var kind itarget.Kind
 	var touched []string
-	switch cl.Class {
-	case classify.Readonly:
-	case classify.WorkspaceWrite:
-		if prog == "git" {
-			return nil, routeErr(errs.RouteRejected, class, "git mutations are rejected on a target until it is promoted ("+why+"); "+promoteHint)
-		}
-		if r.Entry.Grant.Access != AccessWrite {
-			return nil, errs.New(errs.PolicyDenied, "%s writes the workspace (%s) and target %s was granted read access only; register it with access \"write\"", prog, why, r.id()).
-				With("command_class", class)
-		}
-		k, paths, err := itarget.AllowWrite(a.Argv, func(p string) error { _, _, err := r.Root.ResolveWrite(p); return err })
-		if err != nil {
-			return nil, err
+	switch {
+	case d.Mode == route.Fast:
+	case d.Mode == route.Reject:
+		// Remote, destructive, shell: never on a target.
+		return nil, routeErr(errs.RouteRejected, class, "route rejected: "+why)
+	case class == classify.WorkspaceWrite.String() && prog == "git":
+		return nil, routeErr(errs.RouteRejected, class, "git mutations are rejected on a target until it is promoted ("+why+"); "+promoteHint)
+	case class == classify.WorkspaceWrite.String() && r.Entry.Grant.Access != AccessWrite:
+		return nil, errs.New(errs.PolicyDenied, "%s writes the workspace (%s) and target %s was granted read access only; register it with access \"write\"", prog, why, r.id()).
+			With("command_class", class)
+	default:
+		k, paths := itarget.Refused, []string(nil)
+		if class == classify.WorkspaceWrite.String() {
+			var err error
+			k, paths, err = itarget.AllowWrite(a.Argv, func(p string) error { _, _, err := r.Root.ResolveWrite(p); return err })
+			if err != nil {
+				return nil, err
+			}
 		}
 		if k == itarget.Refused {
-			return nil, routeErr(errs.RouteRejected, class, "workspace_write commands fail closed on a target: "+prog+" is neither replay-safe local validation nor on the path-governed filesystem allowlist ("+why+"); "+promoteHint)
+			// Builds, tests and whatever else runs code of the target
+			// (go build -toolexec, a build.rs, a Makefile): a job, as on
+			// the repository Fast Path.
+			what := "this command is not read-only"
+			if d.SuggestedOperation == route.SuggestRunCheck {
+				what = "tests run the code under test"
+			}
+			return nil, routeErr(errs.RouteDurableRequired, class, what+" ("+why+"): on the repository Fast Path it runs as a durable job, and a target runs only read-only commands and the path-governed filesystem allowlist (mkdir, touch, cp, mv); "+promoteHint)
 		}
 		kind, touched = k, paths
-	default:
-		// Remote, destructive, shell and unknown: never on a target.
-		return nil, routeErr(errs.RouteRejected, class, "route rejected: "+class+" commands never run on a target ("+why+")")
 	}
 	if err := r.Root.CheckArgv(a.Argv); err != nil {
 		return nil, err
