@@ -567,11 +567,11 @@ func looksLikeCode(v string, trailing bool) bool {
 // digits or symbols, of mixed case, or long; never a name that reads as
 // words (TestBufferWriter).
 func looksRandom(v string) bool {
-	if len(v) < 6 || isWordy(v) {
+	if len(v) < 6 {
 		return false
 	}
 	if len(v) >= 16 {
-		return true
+		return !isWordy(v)
 	}
 	var digit, symbol, upper, lower bool
 	for i := 0; i < len(v); i++ {
@@ -587,7 +587,7 @@ func looksRandom(v string) bool {
 			symbol = true
 		}
 	}
-	return digit || symbol || (upper && lower && len(v) >= 8)
+	return (digit || symbol || (upper && lower && len(v) >= 8)) && !isWordy(v)
 }
 
 func isQuote(c byte) bool   { return c == '"' || c == '\'' || c == '`' }
