@@ -449,7 +449,38 @@ func (st *scanState) repo(l repoLoc) {
 	if st.err != nil {
 		return
 	}
+	st.checkWorktrees(l, rs)
+	if st.err != nil {
+		return
+	}
 	st.submodules(l, rs)
+}
+
+// checkWorktrees fails the scan when the repository config moves the work
+// tree (core.worktree) anywhere but where git found it: harnessd's git
+// would read and stage files outside the registered checkout. A
+// submodule's config names its own work tree, which passes.
+func (st *scanState) checkWorktrees(l repoLoc, rs *repoScan) {
+	for _, w := range rs.worktrees {
+		if !strings.HasPrefix(w, "/") {
+			w = joinRaw(l.gitDir, w)
+		}
+		same := l.root != "" && samePath(w, l.root)
+		if !same {
+			st.fail(errs.New(errs.PolicyDenied, "the repository config of %s sets core.worktree to %s, another directory than the work tree %s: harnessd refuses to run git there (remove core.worktree)", l.gitDir, w, l.root))
+			return
+		}
+	}
+}
+
+// samePath reports whether a and b name the same directory.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, ea := os.Stat(a)
+	fb, eb := os.Stat(b)
+	return ea == nil && eb == nil && os.SameFile(fa, fb)
 }
 
 // file scans one config file at include depth depth.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,10 +23,12 @@ type Git struct {
 	// Bin is the git executable: "" means "git" looked up on PATH once; a
 	// name without a slash is looked up once; a path is used as is.
 	Bin string
-	// Confine, when set, confines the processes of the read-only
-	// subcommands (see ReadOnly) run in dir: it returns how to start the
-	// command and what to call once it ended. Nil = unconfined.
-	Confine func(ctx context.Context, dir string) (start func(*exec.Cmd) error, done func(), err error)
+	// Confine, when set, confines every git process run in dir: read-only
+	// subcommands (see ReadOnly) with nothing writable, the others with
+	// writable (their repository's git directories, and a new worktree's
+	// or repository's place). It returns how to start the command and what
+	// to call once it ended. Nil = unconfined.
+	Confine func(ctx context.Context, dir string, writable []string) (start func(*exec.Cmd) error, done func(), err error)
 }
 
 // readOnly are the subcommands that never write the repository as harnessd
@@ -75,6 +78,12 @@ var globalArgs = []string{
 	"-c", "tag.gpgSign=false",
 	"-c", "log.showSignature=false",
 	"-c", "safe.bareRepository=explicit",
+	// The user's attributes file is not read (attributes can route files
+	// to drivers); the repository's own .gitattributes still apply.
+	"-c", "core.attributesFile=/dev/null",
+	// A repository's comment character would make --cleanup=strip drop
+	// the provenance trailers of harnessd's commits.
+	"-c", "core.commentChar=#",
 }
 
 // GlobalArgs returns a copy of the hardening arguments that precede every
@@ -94,6 +103,9 @@ var envForce = []string{
 	"PAGER=cat",
 	"GIT_EDITOR=false",
 	"GIT_CONFIG_NOSYSTEM=1",
+	// The user's global config is read by harnessd itself: only its
+	// allowlisted variables reach git, as -c arguments (userconfig.go).
+	"GIT_CONFIG_GLOBAL=/dev/null",
 	"GIT_ATTR_NOSYSTEM=1",
 	"GIT_NO_LAZY_FETCH=1",
 	"GIT_PROTOCOL_FROM_USER=0",
@@ -207,8 +219,10 @@ func versionAtLeast(s string, major, minor int) bool {
 func (g *Git) Cmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	bi := g.resolve()
 	over, overErr := driverOverrides(dir)
-	full := make([]string, 0, len(globalArgs)+len(over)+len(args))
+	user := userConfigArgs(gitDirFor(dir))
+	full := make([]string, 0, len(globalArgs)+len(user)+len(over)+len(args))
 	full = append(full, globalArgs...)
+	full = append(full, user...)
 	full = append(full, over...)
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, bi.path, full...)
@@ -296,12 +310,12 @@ func (g *Git) run(ctx context.Context, dir string, maxOut int, drain int64, args
 	return res, g.classify(ctx, dir, args, err, stderr.buf)
 }
 
-// runCmd runs cmd, confined when it is read-only and g confines.
+// runCmd runs cmd, confined when g confines.
 func (g *Git) runCmd(ctx context.Context, cmd *exec.Cmd, dir string, args []string) error {
-	if g.Confine == nil || cmd.Err != nil || !ReadOnly(args) {
+	if g.Confine == nil || cmd.Err != nil {
 		return cmd.Run()
 	}
-	start, done, err := g.Confine(ctx, dir)
+	start, done, err := g.Confine(ctx, dir, Writable(dir, args))
 	if err != nil {
 		return err
 	}
@@ -312,18 +326,92 @@ func (g *Git) runCmd(ctx context.Context, cmd *exec.Cmd, dir string, args []stri
 	return cmd.Wait()
 }
 
-// Start starts cmd, built by Cmd with args, confined as Run confines it
-// when the subcommand is read-only: for a caller that streams stdin or
-// stdout itself (cat-file --batch). It returns the wait that ends it and
-// releases the confinement.
+// Writable returns what git args run in dir may write: nothing for a
+// read-only subcommand; else the git directories of the repository that
+// holds dir (its .git, a linked worktree's own git dir and the common
+// dir), and for `init` dir itself, for `worktree add` the new worktree's
+// parent directory.
+func Writable(dir string, args []string) []string {
+	sub := subcommand(args)
+	if readOnly[sub] {
+		return nil
+	}
+	var out []string
+	if gd := gitDirFor(dir); gd != "" {
+		out = append(out, gd)
+		if c, ok, _ := readCommonDir(gd); ok && c != gd {
+			out = append(out, c)
+		}
+	}
+	switch sub {
+	case "init":
+		out = append(out, dir)
+	case "apply":
+		// apply --index writes the work tree too (--cached only the index).
+		if !slices.Contains(args, "--cached") {
+			if top := workTreeTop(dir); top != "" {
+				out = append(out, top)
+			}
+		}
+	case "worktree":
+		// worktree add|remove|move [options] [--] <path> ...: the path is
+		// the first argument after the verb that is not an option (or
+		// after --); its parent gains or loses an entry.
+		rest := []string(nil)
+		for i, a := range args {
+			if a == "add" || a == "remove" || a == "move" {
+				rest = args[i+1:]
+				break
+			}
+		}
+		endOpts := false
+		for _, a := range rest {
+			if !endOpts && a == "--" {
+				endOpts = true
+				continue
+			}
+			if !endOpts && strings.HasPrefix(a, "-") {
+				continue
+			}
+			p := a
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			out = append(out, filepath.Dir(filepath.Clean(p)))
+			break
+		}
+	}
+	return out
+}
+
+// readCommonDir returns the common git dir a (linked worktree's) git dir
+// names in its commondir file.
+func readCommonDir(gitDir string) (string, bool, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if err != nil {
+		return "", false, nil
+	}
+	c := strings.TrimSpace(string(b))
+	if c == "" {
+		return "", false, nil
+	}
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	return filepath.Clean(c), true, nil
+}
+
+// Start starts cmd, built by Cmd with args, confined as Run confines it:
+// for a caller that streams stdin or stdout itself (cat-file --batch). It
+// returns the wait that ends it and releases the confinement.
 func (g *Git) Start(ctx context.Context, cmd *exec.Cmd, dir string, args ...string) (wait func() error, err error) {
-	if g.Confine == nil || cmd.Err != nil || !ReadOnly(args) {
+	if g.Confine == nil || cmd.Err != nil {
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
 		return cmd.Wait, nil
 	}
-	start, done, err := g.Confine(ctx, dir)
+	start, done, err := g.Confine(ctx, dir, Writable(dir, args))
 	if err != nil {
 		return nil, err
 	}
@@ -484,4 +572,49 @@ func (g *Git) Head(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// gitDirFor returns the git directory of the repository holding dir (the
+// .git directory, or where a .git file points), "" when there is none
+// within 64 levels: for the user's includeIf gitdir: conditions.
+func gitDirFor(dir string) string {
+	d := filepath.Clean(dir)
+	for i := 0; i < 64; i++ {
+		p := filepath.Join(d, ".git")
+		if fi, err := os.Lstat(p); err == nil {
+			if fi.IsDir() {
+				return p
+			}
+			if t, ok, _ := readGitFile(p); ok {
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(d, t)
+				}
+				return filepath.Clean(t)
+			}
+			return ""
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+	return ""
+}
+
+// workTreeTop returns the nearest directory at or above dir holding a .git
+// entry, "" when there is none.
+func workTreeTop(dir string) string {
+	d := filepath.Clean(dir)
+	for i := 0; i < 64; i++ {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+	return ""
 }

@@ -16,7 +16,7 @@ import (
 func TestHardenedEnv(t *testing.T) {
 	forced := []string{
 		"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=false",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_ATTR_NOSYSTEM=1", "GIT_NO_LAZY_FETCH=1", "GIT_PROTOCOL_FROM_USER=0", "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_NO_LAZY_FETCH=1", "GIT_PROTOCOL_FROM_USER=0", "LC_ALL=C",
 	}
 	tests := []struct {
 		name string
