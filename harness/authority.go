@@ -20,7 +20,7 @@ import (
 
 // areasKey is where the allowed areas people added (harness roots allow)
 // are kept.
-var areasKey = persistence.MetaKey("allowed-areas")
+func areasKey() []byte { return persistence.MetaKey("allowed-areas") }
 
 // storedAreas are the allowed areas people added, as stored.
 type storedAreas struct {
@@ -105,7 +105,7 @@ func (h *Harness) setupAuthority(hidden []string) error {
 		return errs.New(errs.InvalidArgument, "allowed areas (--allow-root): %v", err)
 	}
 	var st storedAreas
-	if err := h.store.Get(areasKey, &st); err != nil && !errors.Is(err, persistence.ErrNotFound) {
+	if err := h.store.Get(areasKey(), &st); err != nil && !errors.Is(err, persistence.ErrNotFound) {
 		return errs.Wrap(errs.Internal, err, "read the allowed areas: %v", err)
 	}
 	h.areas = &areas{flags: flags, people: st.Areas}
@@ -259,7 +259,7 @@ func (h *Harness) updatePeopleAreas(f func([]AllowedArea) []AllowedArea) error {
 	h.areas.mu.Lock()
 	defer h.areas.mu.Unlock()
 	l := f(append([]AllowedArea(nil), h.areas.people...))
-	if err := h.store.PutSync(areasKey, storedAreas{Areas: l}); err != nil {
+	if err := h.store.PutSync(areasKey(), storedAreas{Areas: l}); err != nil {
 		return errs.Wrap(errs.Internal, err, "persist the allowed areas: %v", err)
 	}
 	h.areas.people = l

@@ -228,11 +228,13 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Now: cfg.Now, Logger: cfg.Logger, Deny: deny, Redactor: redactor, Observe: cfg.GateObserver}); err != nil {
 		return nil, err
 	}
+	// The base Searcher; each root searches with its own (Env.SearcherFor).
 	exclude := func(rel string) bool { _, ok := deny.Match(rel); return ok }
 	// The secret paths of each checkout (closed to confined processes) and
-	// the values in them (redacted from every output). The cache reads
+	// the values in them (redacted from every output), by the root's own
+	// list (its canonical path, the policy's exceptions). The cache reads
 	// blobs with an unconfined git: the confinement of git needs it.
-	h.secrets = secrets.NewCache(secrets.Config{Deny: deny, Git: &gitx.Git{}})
+	h.secrets = secrets.NewCache(secrets.Config{Deny: deny, DenyFor: func(root string) *pathsafe.Denylist { return h.env.DenyFor(root) }, Git: &gitx.Git{}})
 	// harnessd's own read-only git calls run confined by the read profile.
 	git := &gitx.Git{}
 	h.env = &op.Env{
@@ -243,6 +245,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		NoLiveIndex: cfg.NoLiveIndex,
 	}
 	git.Confine = h.env.ConfineGit
+	h.env.Searcher.Start = h.env.StartSearch // rg and its listing git, confined
 	if err := h.setupAuthority(hidden); err != nil {
 		return nil, err
 	}

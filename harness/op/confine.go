@@ -202,20 +202,23 @@ func ApplyConfinement(spec *proc.Spec, prep *sandbox.Prepared) {
 	spec.Env = prep.Env(spec.Env)
 }
 
-// ConfineGit confines harnessd's own read-only git calls in dir with the
+// ConfineGit confines every git call of harnessd's own in dir with the
 // read profile (gitx.Git.Confine): the checkout that holds dir, its git
-// directories and the user's git configuration readable, nothing writable
-// but a private tmp, no network. The secret files stay open to it (git
-// hashes tracked ones to tell whether they changed): harnessd filters and
-// redacts what it returns. git keeps the hardened environment gitx gives
-// it.
-func (e *Env) ConfineGit(ctx context.Context, dir string) (func(*exec.Cmd) error, func(), error) {
+// directories and the user's ignore files readable (harnessd reads the
+// user's git configuration itself: gitx passes its allowlisted variables
+// on), nothing writable but a private tmp and writable (the git dirs of a
+// stage or commit, a new worktree's place), no network. The secret files
+// stay open to it (git hashes tracked ones to tell whether they changed):
+// harnessd filters and redacts what it returns. git keeps the hardened
+// environment gitx gives it.
+func (e *Env) ConfineGit(ctx context.Context, dir string, writable []string) (func(*exec.Cmd) error, func(), error) {
 	none := func() {}
 	if !e.Confines(sandbox.Read) {
 		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, nil
 	}
 	root := worktreeTop(dir)
-	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: userGitConfig()}
+	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles(),
+		Writable: writable, Metadata: len(writable) > 0}
 	prep, err := e.Sandbox.Prepare(p)
 	if err != nil || prep == nil {
 		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, err
@@ -270,29 +273,46 @@ func commonDir(root string) string {
 	return filepath.Clean(cd)
 }
 
-// userGitConfig returns the user's git configuration files that exist
-// (global config and ignore files), which harnessd's git reads.
-func userGitConfig() []string {
-	var out []string
-	home := os.Getenv("HOME")
-	xdg := os.Getenv("XDG_CONFIG_HOME")
-	if xdg == "" && home != "" {
-		xdg = filepath.Join(home, ".config")
-	}
-	cands := []string{}
-	if home != "" {
-		cands = append(cands, filepath.Join(home, ".gitconfig"))
-	}
-	if xdg != "" {
-		cands = append(cands, filepath.Join(xdg, "git", "config"), filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes"))
-	}
-	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
-		cands = append(cands, g)
-	}
-	for _, c := range cands {
-		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
-			out = append(out, c)
+// StartSearch starts cmd (harnessd's own rg, or the git that lists a
+// search's files) in dir under the read profile, as an agent's command
+// would run: dir's secret paths closed, its git directories and the
+// user's ignore files readable, nothing writable but a private tmp, no
+// network (search.Searcher.Start). It returns the wait that ends cmd and
+// releases the confinement.
+func (e *Env) StartSearch(ctx context.Context, dir string, cmd *exec.Cmd) (func() error, error) {
+	if !e.Confines(sandbox.Read) {
+		if err := cmd.Start(); err != nil {
+			return nil, err
 		}
+		return cmd.Wait, nil
 	}
-	return out
+	root := worktreeTop(dir)
+	set, err := e.secretSet(ctx, root)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)
+	}
+	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles()}
+	p.Secrets = append(append(append(p.Secrets, set.Files...), set.Dirs...), set.Links...)
+	prep, err := e.Sandbox.Prepare(p)
+	if err != nil {
+		return nil, err
+	}
+	if prep == nil {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd.Wait, nil
+	}
+	exited := make(chan struct{})
+	if err := prep.Start(cmd, exited); err != nil {
+		close(exited)
+		prep.Done()
+		return nil, err
+	}
+	return func() error {
+		err := cmd.Wait()
+		close(exited)
+		prep.Done()
+		return err
+	}, nil
 }

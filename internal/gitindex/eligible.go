@@ -177,7 +177,7 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 		{"core.symlinks", "core.symlinks=false", isFalse},
 		{"core.autocrlf", "core.autocrlf", isTrue}, // true or input,
 		{"core.eol", "core.eol", isSet},
-		{"core.attributesfile", "gitattributes", isSet},
+		{"core.attributesfile", "gitattributes", isAttributesFile},
 		{"core.checkroundtripencoding", "gitattributes", isSet},
 	} {
 		if c.bad(cfg, c.key) {
@@ -203,10 +203,15 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 			return false, "sparse checkout"
 		}
 	}
-	if f := userAttributes(); f != "" && exists(f) {
-		return false, "gitattributes"
-	}
 	return true, ""
+}
+
+// isAttributesFile reports a core.attributesFile that names a file git
+// reads: gitx sets it to /dev/null on every call (the user's attributes
+// are never read), which is no attributes at all.
+func isAttributesFile(cfg map[string][]string, key string) bool {
+	v, set := last(cfg, key)
+	return set && v != "" && v != "/dev/null"
 }
 
 func isSet(cfg map[string][]string, key string) bool {
@@ -235,13 +240,3 @@ func commonDir(gitDir string) string {
 	return d
 }
 
-// userAttributes is git's default core.attributesFile as gitx runs git:
-// ~/.config/git/attributes (gitx.HardenedEnv keeps HOME but not
-// XDG_CONFIG_HOME, and sets GIT_ATTR_NOSYSTEM=1, so the system file never
-// counts).
-func userAttributes() string {
-	if h := os.Getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config", "git", "attributes")
-	}
-	return ""
-}

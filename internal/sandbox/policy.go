@@ -58,6 +58,11 @@ type Policy struct {
 	// PidsMax is the process-count ceiling of the command's tree (0 = the
 	// profile's default).
 	PidsMax int
+	// Metadata lets a process without a mount namespace change the mode,
+	// owner and times of files by path (refused otherwise: Landlock does
+	// not check them): harnessd's own writing git, which sets the mode of
+	// its lock files, never an agent's command.
+	Metadata bool
 	// NoFile and CPUSeconds are the rlimits of the command (0 = the
 	// profile's default; CPU only for the read profile).
 	NoFile     uint64

@@ -538,7 +538,7 @@ func (c *Prepared) confineThread() error {
 		// No mount namespace: no unix sockets (they connect by path), and
 		// on the Fast Path no metadata changes by path (every path of the
 		// host is walkable by name).
-		fast := c.p.Profile == Read || c.p.Profile == Target
+		fast := (c.p.Profile == Read || c.p.Profile == Target) && !c.p.Metadata
 		if err := loadFilter(filterOpts{network: c.p.Network, noUnix: true, pathMeta: fast}); err != nil {
 			return errs.Wrap(errs.Internal, err, "sandbox: seccomp: %v", err)
 		}
@@ -587,7 +587,8 @@ func policyKey(p Policy, stamp string) string {
 	return string(p.Profile) + "\x00" + p.Root + "\x00" + strings.Join(p.Secrets, "\x01") + "\x00" + strings.Join(p.GitDirs, "\x01") +
 		"\x00" + strings.Join(p.ReadOnly, "\x01") + "\x00" + stamp +
 		"\x00" + strings.Join(p.Writable, "\x01") + "\x00" + strings.Join(p.Caches, "\x01") + "\x00" + strconv.FormatBool(p.Network) +
-		"\x00" + strconv.Itoa(p.pidsMax()) + "\x00" + strconv.FormatUint(p.noFile(), 10) + "\x00" + strconv.FormatUint(p.cpuSeconds(), 10)
+		"\x00" + strconv.Itoa(p.pidsMax()) + "\x00" + strconv.FormatUint(p.noFile(), 10) + "\x00" + strconv.FormatUint(p.cpuSeconds(), 10) +
+		"\x00" + strconv.FormatBool(p.Metadata)
 }
 
 // forkerKey returns the pool key of p, and false when the tree changed too

@@ -215,6 +215,25 @@ func (c *Cache) bind(root string, s *Searcher) bool {
 	return c.root == root && c.owner == s
 }
 
+// Adopt ties the cache to root and the Searcher s, emptying it first when
+// it served another Searcher of root (whose Exclude may answer otherwise:
+// the root's secret list changed). It reports false, and changes nothing,
+// when the cache serves another root.
+func (c *Cache) Adopt(root string, s *Searcher) bool {
+	if c.bind(root, s) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.root != root {
+		return false
+	}
+	c.epoch.Add(1) // puts of searches begun with the old Searcher are dropped
+	c.clearLocked()
+	c.owner = s
+	return true
+}
+
 // kinds sets kinds[i] to the kind of the entry of files[idx[i]] (kindNone
 // for a miss), under one read lock.
 func (c *Cache) kinds(files []string, idx []int32, kinds []uint8) {

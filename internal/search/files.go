@@ -13,13 +13,15 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // listFiles returns the candidate files under root, slash-separated and
 // relative to root, deduplicated and sorted by pathCompare. Entries naming
 // directories (nested repositories, submodules) are dropped.
-func listFiles(ctx context.Context, root string) ([]string, error) {
-	out, err := gitOutput(ctx, root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+func (p *plan) listFiles(ctx context.Context) ([]string, error) {
+	root := p.root
+	out, err := p.gitOutput(ctx, root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err == errNotRepo {
 		return walkFiles(ctx, root)
 	}
@@ -31,8 +33,8 @@ func listFiles(ctx context.Context, root string) ([]string, error) {
 
 // trackedIgnored returns the tracked files under root that match an ignore
 // rule: git searches them, rg's walk does not.
-func trackedIgnored(ctx context.Context, root string) ([]string, error) {
-	out, err := gitOutput(ctx, root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+func (p *plan) trackedIgnored(ctx context.Context) ([]string, error) {
+	out, err := p.gitOutput(ctx, p.root, "ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
 	if err == errNotRepo {
 		return nil, nil
 	}
@@ -56,10 +58,19 @@ func splitList(out []byte) []string {
 
 var errNotRepo = errs.New(errs.NotAGitRepository, "not a git work tree")
 
-// gitOutput runs git in root without locks, fsmonitor, pager or prompts, and
-// with the caller's GIT_* environment removed.
+// gitOutput is plan.gitOutput unconfined (tests list files with it).
 func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
-	args = append([]string{"-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "--no-pager"}, args...)
+	return (&plan{}).gitOutput(ctx, root, args...)
+}
+
+// gitOutput runs git in root without locks, fsmonitor, pager or prompts,
+// with the caller's GIT_* environment removed and, of the global and
+// system configuration, only what harnessd's own git keeps (the user's
+// ignore file among it: gitx.UserConfigArgs), started as the Searcher says
+// (confined).
+func (p *plan) gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
+	pre := []string{"-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "--no-pager"}
+	args = append(append(pre, gitx.UserConfigArgs(root)...), args...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = root
 	env := make([]string, 0, len(os.Environ())+4)
@@ -69,12 +80,19 @@ func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error)
 		}
 		env = append(env, e)
 	}
-	cmd.Env = append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "LANG=C")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	cmd.Env = append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C", "LANG=C")
+	var stderr, stdout bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stdout
+	wait, err := p.run(ctx, root, cmd)
+	if err == nil {
+		err = wait()
+	}
+	out := stdout.Bytes()
 	if err == nil {
 		return out, nil
+	}
+	if errs.CodeOf(err) != "" && errs.CodeOf(err) != errs.Internal {
+		return nil, err // the confinement refused
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -55,12 +55,12 @@ func (s *Searcher) SearchRG(ctx context.Context, root string, req Request) (Resu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			files, filesErr = listFiles(ctx, p.root)
+			files, filesErr = p.listFiles(ctx)
 		}()
 	}
 	go func() {
 		defer wg.Done()
-		ti, tiErr = trackedIgnored(ctx, p.root)
+		ti, tiErr = p.trackedIgnored(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -216,7 +216,11 @@ func (p *plan) runRG(ctx context.Context, rg string, excludedPaths []string, ski
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "rg: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	wait, err := p.run(ctx, p.root, cmd)
+	if err != nil {
+		if errs.CodeOf(err) != errs.Internal && errs.CodeOf(err) != "" {
+			return nil, err // the confinement refused: not a missing rg
+		}
 		return nil, errs.Wrap(errs.Unavailable, err, "cannot run rg: %v", err)
 	}
 	ms, complete, perr := p.readRG(stdout, skip, need)
@@ -224,7 +228,7 @@ func (p *plan) runRG(ctx context.Context, rg string, excludedPaths []string, ski
 		kill()
 	}
 	_, _ = io.Copy(io.Discard, stdout)
-	werr := cmd.Wait()
+	werr := wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

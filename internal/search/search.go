@@ -69,6 +69,11 @@ type Result struct {
 // safe for concurrent use.
 type Searcher struct {
 	RG string // path of rg; "" = not available (New looks "rg" up in PATH once)
+	// Start starts rg and git, built by the Searcher, in dir: harnessd
+	// confines them like an agent's processes (the read profile: the
+	// checkout readable but its secrets, nothing writable). It returns
+	// the wait that ends the process. Nil = cmd.Start, unconfined.
+	Start func(ctx context.Context, dir string, cmd *exec.Cmd) (wait func() error, err error)
 	// Exclude tells the secret paths: never searched, never reported. Its
 	// answer must depend on the path alone.
 	Exclude func(rel string) bool
@@ -110,7 +115,7 @@ func (s *Searcher) SearchGo(ctx context.Context, root string, req Request) (Resu
 		return Result{}, err
 	}
 	defer closeRoot()
-	files, err := listFiles(ctx, p.root)
+	files, err := p.listFiles(ctx)
 	if err != nil {
 		return Result{}, ctxErr(ctx, err)
 	}
@@ -134,10 +139,22 @@ type plan struct {
 	dir     *os.File // the open root (openRoot); nil = nothing can be read
 	dirfd   int
 	fbits   []uint32 // the query's trigram filter bits (SearchListed with a cache); nil = no filtering
+	start   func(ctx context.Context, dir string, cmd *exec.Cmd) (func() error, error)
+}
+
+// run starts cmd in dir as the Searcher says (confined) and returns its wait.
+func (p *plan) run(ctx context.Context, dir string, cmd *exec.Cmd) (func() error, error) {
+	if p.start == nil {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return cmd.Wait, nil
+	}
+	return p.start(ctx, dir, cmd)
 }
 
 func (s *Searcher) prepare(root string, req Request) (*plan, error) {
-	p := &plan{req: req, lim: s.Limits, exclude: s.Exclude}
+	p := &plan{req: req, lim: s.Limits, exclude: s.Exclude, start: s.Start}
 	switch {
 	case req.Query == "":
 		return nil, errs.New(errs.InvalidArgument, "query is empty")

@@ -166,22 +166,31 @@ func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string,
 	if err != nil {
 		return false, errs.Wrap(errs.Internal, err, "git diff: %v", err)
 	}
-	if err := diff.Start(); err != nil {
+	// harnessd's own git runs confined, like an agent's (gitx.Git.Start).
+	waitDiff, err := g.Start(ctx, diff, repoRoot, args...)
+	if err != nil {
 		return false, startError("diff", err)
 	}
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	if _, perr := br.Peek(1); perr != nil {
 		// Nothing to carry (or diff failed: Wait says which).
-		if werr := diff.Wait(); werr != nil {
+		if werr := waitDiff(); werr != nil {
 			return false, cmdError(ctx, "diff", werr, diffErr)
 		}
 		return false, nil
 	}
-	apply := g.Cmd(ctx, dest, "apply", "--binary", "--index", "--whitespace=nowarn", "-")
+	applyArgs := []string{"apply", "--binary", "--index", "--whitespace=nowarn", "-"}
+	apply := g.Cmd(ctx, dest, applyArgs...)
 	applyErr := &limitedBuffer{max: maxStderr}
 	apply.Stdin = br
 	apply.Stderr = applyErr
-	aerr := apply.Run()
+	aerr := func() error {
+		wait, err := g.Start(ctx, apply, dest, applyArgs...)
+		if err != nil {
+			return err
+		}
+		return wait()
+	}()
 	if aerr != nil {
 		// Stop diff if apply quit early and left it blocked on the pipe.
 		if diff.Process != nil {
@@ -190,7 +199,7 @@ func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string,
 	}
 	// Drain whatever apply did not read so diff can finish.
 	io.Copy(io.Discard, br)
-	derr := diff.Wait()
+	derr := waitDiff()
 	if aerr != nil {
 		return false, cmdError(ctx, "apply", aerr, applyErr)
 	}
