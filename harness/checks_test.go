@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -14,22 +15,27 @@ import (
 )
 
 // fakeGo puts a fake `go` first on PATH (the check runs with the daemon's
-// environment) and returns the counter file it appends one line to per
-// `go test` run. The counter lives in the build cache ($GOCACHE, which a
-// confined check may write) so it never changes the check's content
-// revision. `go test ... -run TestFail` fails;
-// `go version` answers like the real toolchain for the environment probe.
-func fakeGo(t testing.TB) (counter string) {
+// environment) and returns a counter of the `go test` runs. Each run
+// prints a token of its own (a uuid: a check in a pid namespace has the
+// same pid every time) that its results carry (reused and joined ones the
+// token of the run they share), and appends it to a file in $GOCACHE,
+// which only an unconfined check can write (a confined one writes a
+// copy-on-write layer dropped with it): runs counts the distinct tokens
+// seen either way. `go test ... -run TestFail` fails; `go version`
+// answers like the real toolchain for the environment probe.
+func fakeGo(t testing.TB) *runCounter {
 	t.Helper()
 	bin := t.TempDir()
 	cache := t.TempDir()
 	t.Setenv("GOCACHE", cache)
-	counter = filepath.Join(cache, "runs")
+	c := &runCounter{file: filepath.Join(cache, "runs"), seen: map[string]bool{}}
 	script := `#!/bin/sh
 case "$1" in
 version) echo "go version go1.26.0-fake linux/amd64"; exit 0 ;;
 test)
-  echo "run $$" >> '` + counter + `'
+  tok="run $(cat /proc/sys/kernel/random/uuid)"
+  echo "$tok"
+  echo "$tok" >> '` + c.file + `' 2>/dev/null
   sleep 0.4
   case "$*" in
   *TestFail*) echo "--- FAIL: TestFail (0.00s)"; echo "    x_test.go:3: boom"; echo FAIL; exit 1 ;;
@@ -44,19 +50,48 @@ exit 2
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return counter
+	return c
 }
 
-func runs(t testing.TB, counter string) int {
-	t.Helper()
-	b, err := os.ReadFile(counter)
-	if os.IsNotExist(err) {
-		return 0
+// runCounter counts the distinct runs of the fake go: those its file
+// recorded (unconfined checks) and those the results seen came from.
+type runCounter struct {
+	file string
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+var runToken = regexp.MustCompile(`run [0-9a-f-]{36}`)
+
+// see records the runs results came from.
+func (c *runCounter) see(rs ...*harness.RunCheckResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range rs {
+		if r != nil {
+			for _, tok := range runToken.FindAllString(r.Stdout, -1) {
+				c.seen[tok] = true
+			}
+		}
 	}
-	if err != nil {
+}
+
+func runs(t testing.TB, c *runCounter) int {
+	t.Helper()
+	b, err := os.ReadFile(c.file)
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return strings.Count(string(b), "\n")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := map[string]bool{}
+	for k := range c.seen {
+		all[k] = true
+	}
+	for _, tok := range runToken.FindAllString(string(b), -1) {
+		all[tok] = true
+	}
+	return len(all)
 }
 
 func checkFixture(t testing.TB, h *harness.Harness) (root, id string) {
@@ -91,6 +126,7 @@ func TestRunCheckSingleFlight(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
+	counter.see(results...)
 	if got := runs(t, counter); got != 1 {
 		t.Fatalf("got %d processes, want 1", got)
 	}
@@ -125,6 +161,7 @@ func TestRunCheckEvidence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		counter.see(r)
 		return r
 	}
 	first := run(focusedCheck)
@@ -196,6 +233,7 @@ func TestRunCheckEvidenceSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	counter.see(first, r)
 	if !r.Reused || r.OriginalRun.Pid != first.OriginalRun.Pid {
 		t.Fatalf("after reopen: got %+v, want pid %d reused", r, first.OriginalRun.Pid)
 	}
@@ -233,6 +271,7 @@ func TestRunCheckAcrossCheckouts(t *testing.T) {
 	if writes.Reused || writes.Shared {
 		t.Fatalf("check declaring writes: got %+v, want its own run", writes)
 	}
+	counter.see(first, other, writes)
 	if got := runs(t, counter); got != 2 {
 		t.Fatalf("got %d processes, want 2", got)
 	}
@@ -308,6 +347,7 @@ func TestRunCheckUnfocusedRunsAsDurableJob(t *testing.T) {
 	if !again.Reused || again.OriginalRun.JobID != r.OriginalRun.JobID {
 		t.Fatalf("second call: got %+v, want job %s reused", again, r.OriginalRun.JobID)
 	}
+	counter.see(r, again)
 	if got := runs(t, counter); got != 1 {
 		t.Fatalf("got %d processes, want 1", got)
 	}
