@@ -299,14 +299,14 @@ var gitGrepOptions = options{short: "efABCmO", abbrev: true, long: map[string]bo
 
 // gitRevValue are options of git log, show, diff and the diff plumbing
 // that take the next argument as their value.
-var gitRevValue = options{short: "nSGOLlIU", long: map[string]bool{
+var gitRevValue = options{short: "nSGOLlI", long: map[string]bool{
 	"max-count": true, "skip": true, "max-age": true, "min-age": true, "since": true, "after": true,
 	"until": true, "before": true, "author": true, "committer": true, "grep": true, "grep-reflog": true,
 	"exclude": true, "exclude-hidden": true, "decorate-refs": true, "decorate-refs-exclude": true,
 	"diff-merges": true, "find-object": true, "anchored": true, "ignore-matching-lines": true,
 	"word-diff-regex": true, "color-moved-ws": true, "src-prefix": true, "dst-prefix": true,
 	"line-prefix": true, "inter-hunk-context": true, "diff-algorithm": true, "rotate-to": true,
-	"skip-to": true, "since-as-filter": true, "output": true, "unified": true,
+	"skip-to": true, "since-as-filter": true, "output": true,
 }}
 
 // shieldGit appends exclude pathspecs to a git tree reader. They go last:
