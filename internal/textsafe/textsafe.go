@@ -101,7 +101,7 @@ func plain(r rune) bool {
 	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
 		return true
 	}
-	return strings.ContainsRune("-_./=:,@+%", r)
+	return strings.ContainsRune("-_./=:,@+", r)
 }
 
 // first returns the index of the first byte of s that m changes, or -1.
@@ -176,4 +176,24 @@ func writeHex(b *strings.Builder, lead string, v uint32, digits int) {
 	for shift := 4 * (digits - 1); shift >= 0; shift -= 4 {
 		b.WriteByte(hexDigits[v>>shift&0xf])
 	}
+}
+
+// Partial returns the length of a UTF-8 sequence begun but not ended at
+// the end of s, or 0: a stream cut in chunks (a job's log) escapes each
+// chunk up to it, so that a character cut in two is not shown as two
+// bytes that are not UTF-8.
+func Partial(s string) int {
+	for n := 1; n < utf8.UTFMax && n <= len(s); n++ {
+		c := s[len(s)-n]
+		if c < utf8.RuneSelf {
+			return 0
+		}
+		if utf8.RuneStart(c) {
+			if utf8.FullRuneInString(s[len(s)-n:]) {
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
 }

@@ -347,3 +347,18 @@ func FuzzArgv(f *testing.F) {
 		}
 	})
 }
+
+func TestPartial(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int
+	}{
+		{"", 0}, {"abc", 0}, {"日本", 0}, {"a\xe6", 1}, {"a\xe6\x97", 2}, {"a\xf0\x9f\x90", 3}, {"a\xf0\x9f\x90\x9b", 0},
+		{"a\x97", 0}, // a lone continuation byte starts nothing: it is shown as \x97
+		{"\xe6\x97\xa5\xe6", 1},
+	} {
+		if got := Partial(tt.in); got != tt.want {
+			t.Errorf("Partial(%q) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
