@@ -11,6 +11,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/textsafe"
 )
 
 func init() {
@@ -89,20 +90,22 @@ func printCheck(w io.Writer, r *harness.RunCheckResult) {
 	}
 	orig := fmt.Sprintf("pid %d", r.OriginalRun.Pid)
 	if r.OriginalRun.JobID != "" {
-		orig = "job " + r.OriginalRun.JobID
+		orig = "job " + esc(r.OriginalRun.JobID)
 	}
-	fmt.Fprintf(w, "%s  %s on the %s path (%s, %s, finished %s)\n", verdict, how, r.Path, orig, r.OriginalRun.RepoID,
+	fmt.Fprintf(w, "%s  %s on the %s path (%s, %s, finished %s)\n", verdict, how, esc(r.Path), orig, esc(r.OriginalRun.RepoID),
 		r.OriginalRun.FinishedAt.Local().Format("2006-01-02 15:04:05"))
-	fmt.Fprintf(w, "identity %s\n", r.Identity)
+	fmt.Fprintf(w, "identity %s\n", esc(r.Identity))
 	for _, m := range r.MissReasons {
-		fmt.Fprintf(w, "  not reused: %s\n", m)
+		fmt.Fprintf(w, "  not reused: %s\n", esc(m))
 	}
 	for _, s := range r.Summary {
-		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(s, "\n", "\n  "))
+		fmt.Fprintln(w, textsafe.Block(s, "  "))
 	}
 	if !r.Passed {
+		// The output is the command's: its lines stay lines, its control
+		// characters are escaped (--json has it exactly).
 		if out := strings.TrimSpace(r.Stdout + "\n" + r.Stderr); out != "" {
-			fmt.Fprintf(w, "--- output ---\n%s\n", out)
+			fmt.Fprintf(w, "--- output ---\n%s\n", textsafe.Text(out))
 		}
 	}
 }

@@ -97,19 +97,14 @@ func approvalsCmd(ctx context.Context, c *cli, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tRISK\tOPERATION\tSUMMARY\tREASON\tEXPIRES")
+	// The summary is what a person approves: last and whole (escaped), so
+	// that no part of an argv hides past a clipped column.
+	fmt.Fprintln(tw, "ID\tSTATUS\tRISK\tOPERATION\tEXPIRES\tREASON\tSUMMARY")
 	for _, a := range l.Approvals {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.ID, a.Status, a.Risk, a.Operation, clip(a.Summary, 60), clip(a.Reason, 60), a.ExpiresAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", esc(a.ID), esc(a.Status), a.Risk, esc(a.Operation), a.ExpiresAt.Local().Format(time.DateTime),
+			clip(a.Reason, 60), esc(a.Summary))
 	}
 	return tw.Flush()
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }
 
 func decideCmd(ctx context.Context, c *cli, args []string, approve bool) error {
@@ -139,7 +134,7 @@ func decideCmd(ctx context.Context, c *cli, args []string, approve bool) error {
 	}
 	var a harness.Approval
 	_ = json.Unmarshal(raw, &a)
-	fmt.Fprintf(c.stdout, "%s %s (%s)\n", a.ID, a.Status, a.Summary)
+	fmt.Fprintf(c.stdout, "%s %s (%s)\n", esc(a.ID), esc(a.Status), esc(a.Summary))
 	return nil
 }
 
@@ -169,7 +164,7 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 	}
 	var p harness.PolicyInfo
 	_ = json.Unmarshal(raw, &p)
-	fmt.Fprintf(c.stdout, "policy %s: %d rules, digest %s\n", p.Source, p.Rules, p.Digest)
+	fmt.Fprintf(c.stdout, "policy %s: %d rules, digest %s\n", esc(p.Source), p.Rules, esc(p.Digest))
 	return nil
 }
 
@@ -194,13 +189,13 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 		if c.json {
 			_ = c.printJSON(raw)
 		} else if v.OK {
-			fmt.Fprintf(c.stdout, "audit chain intact: %d entries verified (%d unkeyed, key %s)", v.Checked, v.Unkeyed, v.KeyID)
+			fmt.Fprintf(c.stdout, "audit chain intact: %d entries verified (%d unkeyed, key %s)", v.Checked, v.Unkeyed, esc(v.KeyID))
 			if v.Anchored {
 				fmt.Fprint(c.stdout, "; holds the anchor")
 			}
 			fmt.Fprintln(c.stdout)
 		} else {
-			fmt.Fprintf(c.stdout, "audit chain BROKEN at entry %d: %s (%d entries checked)\n", v.BrokenSeq, v.BrokenReason, v.Checked)
+			fmt.Fprintf(c.stdout, "audit chain BROKEN at entry %d: %s (%d entries checked)\n", v.BrokenSeq, esc(v.BrokenReason), v.Checked)
 		}
 		if !v.OK {
 			return auditBroken(v.BrokenSeq)
@@ -243,7 +238,7 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOPERATION\tOUTCOME\tCODE\tREASON")
 	for _, e := range r.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format(time.DateTime), e.Kind, e.Operation, e.Outcome, e.Code, clip(e.Reason, 70))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format(time.DateTime), esc(string(e.Kind)), esc(e.Operation), esc(e.Outcome), esc(e.Code), clip(e.Reason, 70))
 	}
 	if r.More {
 		fmt.Fprintln(tw, "…\t(more: --after N)")
@@ -328,7 +323,7 @@ func auditRotateCmd(ctx context.Context, c *cli, args []string) error {
 	}
 	var r harness.AuditRotateResult
 	_ = json.Unmarshal(raw, &r)
-	fmt.Fprintf(c.stdout, "audit key rotated: %s -> %s (key_rotation entry %d)\n", r.OldKeyID, r.KeyID, r.Seq)
+	fmt.Fprintf(c.stdout, "audit key rotated: %s -> %s (key_rotation entry %d)\n", esc(r.OldKeyID), esc(r.KeyID), r.Seq)
 	return nil
 }
 

@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -68,10 +69,14 @@ running (check the state line, or use --wait); 1 when it failed, timed out,
 was cancelled or interrupted; 2 usage; 3 daemon not running.
 `,
 			"logs": `Usage:
-  harness job logs [-f] [--stderr] ID
+  harness job logs [-f] [--stderr] [--raw] ID
 
-Prints a job's stdout (or stderr with --stderr), redacted.
+Prints a job's stdout (or stderr with --stderr), redacted. On a terminal
+its control characters (escape sequences, carriage returns, bidi
+overrides) are shown escaped (\x1b, \r, \u202e; a backslash as \\);
+into a pipe or a file, and with --raw, the output is written exactly.
   -f, --follow   follow the log until the job ends
+  --raw          write the output exactly, also on a terminal
 `,
 			"cancel": `Usage:
   harness job cancel ID
@@ -85,7 +90,7 @@ Removes the worktrees kept by ended jobs.
   --older-than S   only those of jobs that ended at least S seconds ago
 `,
 		},
-		flags: []string{"--repo", "--cwd", "--timeout-s", "--isolation", "--writes", "--network", "--retry", "--request-id", "--approval-id", "--wait", "--follow", "-f", "--stderr", "--older-than"}})
+		flags: []string{"--repo", "--cwd", "--timeout-s", "--isolation", "--writes", "--network", "--retry", "--request-id", "--approval-id", "--wait", "--follow", "-f", "--stderr", "--raw", "--older-than"}})
 }
 
 func jobsList(ctx context.Context, c *cli, args []string) error {
@@ -108,8 +113,8 @@ func jobsList(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(tw, "ID\tSTATE\tREPO\tAGE\tDURATION\tARGV")
 		now := time.Now()
 		for _, j := range r.Jobs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.State, j.RepoID,
-				jobDur(now.Sub(j.CreatedAt)), jobDur(time.Duration(j.DurationMs*float64(time.Millisecond))), jobClip(strings.Join(j.Argv, " "), 60))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(j.JobID), esc(j.State), esc(j.RepoID),
+				jobDur(now.Sub(j.CreatedAt)), jobDur(time.Duration(j.DurationMs*float64(time.Millisecond))), clipArgv(j.Argv, 60))
 		}
 		_ = tw.Flush()
 	})
@@ -131,11 +136,14 @@ func jobDur(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-func jobClip(s string, n int) string {
-	if len(s) <= n {
+// clipArgv is an argv as a shell reads it back (textsafe.Argv), cut to n
+// characters.
+func clipArgv(argv []string, n int) string {
+	s := textsafe.Argv(argv)
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func jobCmd(ctx context.Context, c *cli, args []string) error {
@@ -150,6 +158,7 @@ func jobCmd(ctx context.Context, c *cli, args []string) error {
 	wait := fs.Int("wait", 0, "wait up to this many seconds for the job to finish")
 	follow := fs.BoolP("follow", "f", false, "follow the log until the job ends")
 	stderr := fs.Bool("stderr", false, "read stderr instead of stdout")
+	raw := fs.Bool("raw", false, "write the log exactly, also on a terminal")
 	older := fs.Int("older-than", 0, "only worktrees of jobs that ended at least this many seconds ago")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageErr{err.Error()}
@@ -174,19 +183,19 @@ func jobCmd(ctx context.Context, c *cli, args []string) error {
 			var r harness.JobCleanResult
 			_ = json.Unmarshal(raw, &r)
 			for _, p := range r.Removed {
-				fmt.Fprintf(c.stdout, "removed %s\n", p)
+				fmt.Fprintf(c.stdout, "removed %s\n", esc(p))
 			}
 			fmt.Fprintf(c.stdout, "%d worktree(s) removed\n", len(r.Removed))
 		})
 	case "logs":
 		if len(rest) != 1 {
-			return usageErr{"usage: harness job logs [-f] [--stderr] ID"}
+			return usageErr{"usage: harness job logs [-f] [--stderr] [--raw] ID"}
 		}
 		stream := "stdout"
 		if *stderr {
 			stream = "stderr"
 		}
-		return c.jobLogs(ctx, rest[0], stream, *follow)
+		return c.jobLogs(ctx, rest[0], stream, *follow, *raw || !terminal(c.stdout))
 	}
 	return usageErr{fmt.Sprintf("unknown job subcommand %q (want start, status, logs, cancel or clean)", args[0])}
 }
@@ -296,29 +305,34 @@ func (c *cli) printJob(raw json.RawMessage) {
 	var j harness.JobResult
 	_ = json.Unmarshal(raw, &j)
 	w := c.stdout
-	fmt.Fprintf(w, "job       %s (attempt %d)\n", j.JobID, j.Attempt)
-	fmt.Fprintf(w, "state     %s\n", j.State)
-	fmt.Fprintf(w, "repo      %s\n", j.RepoID)
-	fmt.Fprintf(w, "argv      %s\n", strings.Join(j.Argv, " "))
+	fmt.Fprintf(w, "job       %s (attempt %d)\n", esc(j.JobID), j.Attempt)
+	fmt.Fprintf(w, "state     %s\n", esc(j.State))
+	fmt.Fprintf(w, "repo      %s\n", esc(j.RepoID))
+	fmt.Fprintf(w, "argv      %s\n", textsafe.Argv(j.Argv))
+	if j.Cwd != "" {
+		fmt.Fprintf(w, "cwd       %s\n", esc(j.Cwd))
+	}
 	if j.ExitCode != nil {
-		fmt.Fprintf(w, "exit      %d %s\n", *j.ExitCode, j.Signal)
+		fmt.Fprintf(w, "exit      %d %s\n", *j.ExitCode, esc(j.Signal))
 	}
 	fmt.Fprintf(w, "duration  %s\n", jobDur(time.Duration(j.DurationMs*float64(time.Millisecond))))
 	fmt.Fprintf(w, "output    %d B stdout, %d B stderr, %d redaction(s)\n", j.StdoutBytes, j.StderrBytes, j.Redactions)
 	if j.Worktree != "" {
-		fmt.Fprintf(w, "worktree  %s (kept: %v)\n", j.Worktree, j.WorktreeKept)
+		fmt.Fprintf(w, "worktree  %s (kept: %v)\n", esc(j.Worktree), j.WorktreeKept)
 	}
 	if j.Error != nil {
-		fmt.Fprintf(w, "error     %s: %s\n", j.Error.Code, j.Error.Message)
+		fmt.Fprintf(w, "error     %s: %s\n", esc(string(j.Error.Code)), esc(j.Error.Message))
 	}
 	for _, s := range j.Summary {
-		fmt.Fprintf(w, "  | %s\n", s)
+		fmt.Fprintln(w, textsafe.Block(s, "  | "))
 	}
 }
 
 // jobLogs prints a job log; with follow it polls job_logs until eof.
-func (c *cli) jobLogs(ctx context.Context, id, stream string, follow bool) error {
+// Unless exact, its control characters are escaped (see logEscaper).
+func (c *cli) jobLogs(ctx context.Context, id, stream string, follow, exact bool) error {
 	var off int64
+	var le logEscaper
 	for {
 		raw, err := c.c.Call(ctx, "job_logs", harness.JobLogsArgs{JobID: id, Stream: stream, Offset: off})
 		if err != nil {
@@ -328,11 +342,16 @@ func (c *cli) jobLogs(ctx context.Context, id, stream string, follow bool) error
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
-		if _, err := c.stdout.Write([]byte(r.Data)); err != nil {
+		off = r.NextOffset
+		done := r.EOF || (!follow && off >= r.Total)
+		data := []byte(r.Data)
+		if !exact {
+			data = le.chunk(data, done)
+		}
+		if _, err := c.stdout.Write(data); err != nil {
 			return err
 		}
-		off = r.NextOffset
-		if r.EOF || (!follow && off >= r.Total) {
+		if done {
 			return nil
 		}
 		if r.Data == "" {

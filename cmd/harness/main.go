@@ -262,7 +262,7 @@ func (c *cli) exit(err error, args []string) int {
 	}
 	var sf silentFailure
 	if errors.As(err, &sf) {
-		fmt.Fprintf(c.stderr, "harness: %s\n", sf.msg)
+		fmt.Fprintf(c.stderr, "harness: %s\n", esc(sf.msg))
 		return exitFailed
 	}
 	var bf benchFailed
@@ -271,14 +271,14 @@ func (c *cli) exit(err error, args []string) int {
 	}
 	e := errs.From(err)
 	if e.Code == errs.Unavailable {
-		fmt.Fprintf(c.stderr, "harness: harnessd is not running on %s (start it with `harnessd serve --data-dir %s`): %s\n", c.dataDir, c.dataDir, e.Message)
+		fmt.Fprintf(c.stderr, "harness: harnessd is not running on %s (start it with `harnessd serve --data-dir %s`): %s\n", c.dataDir, c.dataDir, esc(e.Message))
 		return exitUnavailable
 	}
 	if c.json {
 		b, _ := json.Marshal(map[string]any{"error": e})
 		fmt.Fprintln(c.stdout, string(b))
 	} else {
-		fmt.Fprintf(c.stderr, "harness: %s: %s\n", e.Code, e.Message)
+		fmt.Fprintf(c.stderr, "harness: %s: %s\n", esc(string(e.Code)), esc(e.Message))
 	}
 	return exitFailed
 }
@@ -362,7 +362,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return c.show(ctx, "repository_unregister", map[string]any{"repo_id": args[2]}, func(raw json.RawMessage) {
 				var r harness.UnregisterResult
 				_ = json.Unmarshal(raw, &r)
-				fmt.Fprintf(c.stdout, "unregistered %s (%s)\n", r.ID, r.Root)
+				fmt.Fprintf(c.stdout, "unregistered %s (%s)\n", esc(r.ID), esc(r.Root))
 			})
 		}
 		return usageErr{fmt.Sprintf("unknown repo subcommand %q (want add, ls or rm)", args[1])}
@@ -487,7 +487,7 @@ func (c *cli) repoAdd(ctx context.Context, path string) error {
 		if !r.Created {
 			verb = "already registered"
 		}
-		fmt.Fprintf(c.stdout, "%s %s\n  repo_id     %s\n  checkout_id %s\n", verb, r.Root, r.ID, r.CheckoutID)
+		fmt.Fprintf(c.stdout, "%s %s\n  repo_id     %s\n  checkout_id %s\n", verb, esc(r.Root), esc(r.ID), esc(r.CheckoutID))
 	})
 }
 
@@ -502,7 +502,7 @@ func (c *cli) repoList(ctx context.Context) error {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "REPO_ID\tCHECKOUT_ID\tROOT\tREGISTERED")
 		for _, x := range r.Repositories {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", x.ID, x.CheckoutID, x.Root, x.Registered.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(x.ID), esc(x.CheckoutID), esc(x.Root), x.Registered.Local().Format(time.DateTime))
 		}
 		tw.Flush()
 	})
@@ -522,9 +522,9 @@ func (c *cli) status(ctx context.Context) error {
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pid\t%d\n", st.Pid)
-	fmt.Fprintf(tw, "version\t%s (%s)\n", st.Version, st.GoVersion)
+	fmt.Fprintf(tw, "version\t%s (%s)\n", esc(st.Version), esc(st.GoVersion))
 	fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeS * float64(time.Second))).Round(time.Second))
-	fmt.Fprintf(tw, "data dir\t%s\n", st.DataDir)
+	fmt.Fprintf(tw, "data dir\t%s\n", esc(st.DataDir))
 	fmt.Fprintf(tw, "repositories\t%d\n", st.Repositories)
 	fmt.Fprintf(tw, "active runs\t%d\n", st.RunsActive)
 	fmt.Fprintf(tw, "store\t%s\n", humanBytes(st.StoreBytes))
@@ -535,18 +535,18 @@ func (c *cli) status(ctx context.Context) error {
 	sort.Strings(kinds)
 	parts := make([]string, 0, len(kinds))
 	for _, k := range kinds {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, st.Actors[k]))
+		parts = append(parts, fmt.Sprintf("%s=%d", esc(k), st.Actors[k]))
 	}
 	fmt.Fprintf(tw, "actors\t%s\n", strings.Join(parts, " "))
 	fmt.Fprintf(tw, "goroutines\t%d\n", st.Goroutines)
 	for _, l := range st.Sandbox {
-		fmt.Fprintf(tw, "sandbox %s\t%s\n", l.Profile, l.String())
+		fmt.Fprintf(tw, "sandbox %s\t%s\n", l.Profile, esc(l.String()))
 		for _, w := range l.Weakened {
-			fmt.Fprintf(tw, "\t  weakened: %s\n", w)
+			fmt.Fprintf(tw, "\t  weakened: %s\n", esc(w))
 		}
 	}
 	for _, l := range st.Notes {
-		fmt.Fprintf(tw, "note\t%s\n", l)
+		fmt.Fprintf(tw, "note\t%s\n", esc(l))
 	}
 	var extra struct {
 		Jobs *struct {
@@ -574,8 +574,12 @@ func (c *cli) status(ctx context.Context) error {
 		fmt.Fprintf(tw, "durable leases\tnone\n")
 	}
 	for _, l := range extra.Leases {
-		fmt.Fprintf(tw, "durable lease\t%s %s by %s (%s) on %s, expires %s\n", l.LeaseID, l.Operation, l.Owner, l.RepoID,
-			strings.Join(l.Keys, " "), l.Expires.Local().Format(time.TimeOnly))
+		keys := make([]string, len(l.Keys))
+		for i, k := range l.Keys {
+			keys[i] = esc(k)
+		}
+		fmt.Fprintf(tw, "durable lease\t%s %s by %s (%s) on %s, expires %s\n", esc(l.LeaseID), esc(l.Operation), esc(l.Owner), esc(l.RepoID),
+			strings.Join(keys, " "), l.Expires.Local().Format(time.TimeOnly))
 	}
 	return tw.Flush()
 }

@@ -68,13 +68,13 @@ func verifyCommit(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(c.stdout, "commit %s (%s)\n", r.Commit, r.Rev)
+		fmt.Fprintf(c.stdout, "commit %s (%s)\n", esc(r.Commit), esc(r.Rev))
 		for _, ch := range r.Checks {
 			mark := "ok  "
 			if !ch.OK {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(c.stdout, "  %s %-14s %s\n", mark, ch.Name, ch.Detail)
+			fmt.Fprintf(c.stdout, "  %s %-14s %s\n", mark, esc(ch.Name), esc(ch.Detail))
 		}
 		if r.Verified {
 			fmt.Fprintln(c.stdout, "verified")

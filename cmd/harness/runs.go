@@ -98,6 +98,7 @@ func runsList(ctx context.Context, c *cli, args []string) error {
 		_, err := fmt.Fprintln(c.stdout, "no runs")
 		return err
 	}
+	escAll(&r.Runs)
 	return runview.List(c.stdout, r.Runs, time.Now())
 }
 
@@ -140,6 +141,8 @@ func runCmd(ctx context.Context, c *cli, args []string) error {
 	return usageErr{fmt.Sprintf("unknown run subcommand %q; %s", args[0], usage)}
 }
 
+// getRun returns the answer of GET /v1/runs/{id} exactly, and decoded
+// with its strings escaped for people (escAll).
 func (c *cli) getRun(ctx context.Context, id string) (json.RawMessage, *runDetail, error) {
 	raw, err := c.c.Get(ctx, runPath(id))
 	if err != nil {
@@ -149,6 +152,7 @@ func (c *cli) getRun(ctx context.Context, id string) (json.RawMessage, *runDetai
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, nil, errs.New(errs.Internal, "decode run %s: %v", id, err)
 	}
+	escAll(&d)
 	return raw, &d, nil
 }
 
@@ -193,6 +197,7 @@ func (c *cli) runExplain(ctx context.Context, id string) error {
 	if err := json.Unmarshal(araw, &rep); err != nil {
 		return errs.New(errs.Internal, "decode the assessment of run %s: %v", id, err)
 	}
+	escAll(&rep)
 	return runview.Explain(c.stdout, d.State, &rep, runview.Options{Now: time.Now()})
 }
 
@@ -253,8 +258,11 @@ func (c *cli) followRun(ctx context.Context, id string) error {
 			if err := c.jsonLine(e.Data); err != nil {
 				return err
 			}
-		} else if err := c.printEvent(ev, prev); err != nil {
-			return err
+		} else {
+			escAll(&ev)
+			if err := c.printEvent(ev, prev); err != nil {
+				return err
+			}
 		}
 		if ev.Type == "state" && ev.State != nil {
 			if ev.State.Status != messages.RunActive {
@@ -274,7 +282,7 @@ func (c *cli) followRun(ctx context.Context, id string) error {
 	// as we connected, or the daemon went away.
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, d, err := c.getRun(gctx, id)
+	raw, d, err := c.getRun(gctx, id)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil
@@ -284,7 +292,11 @@ func (c *cli) followRun(ctx context.Context, id string) error {
 		return errs.New(errs.Internal, "the event stream of run %s ended while the run is active", id)
 	}
 	if c.json {
-		b, err := json.Marshal(messages.RunEvent{RunID: d.State.RunID, Type: "state", State: &d.State})
+		// The state exactly as the daemon answered (d's strings are
+		// escaped for people).
+		var exact runDetail
+		_ = json.Unmarshal(raw, &exact) // getRun decoded it already
+		b, err := json.Marshal(messages.RunEvent{RunID: exact.State.RunID, Type: "state", State: &exact.State})
 		if err != nil {
 			return err
 		}

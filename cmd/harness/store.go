@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -49,7 +50,10 @@ func init() {
 				if err != nil {
 					return err
 				}
-				_, err = c.stdout.Write(raw)
+				// "<key>\t<JSON>" lines: the JSON escapes of textsafe keep
+				// each line's JSON valid and its meaning, and no bidi or
+				// C1 control of a stored agent string reaches the terminal.
+				_, err = c.stdout.Write([]byte(textsafe.JSON(string(raw))))
 				return err
 			case "verify":
 				if len(args) != 1 {

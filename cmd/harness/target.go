@@ -63,7 +63,7 @@ func targetCmd(ctx context.Context, c *cli, args []string) error {
 			if !r.Created {
 				verb = "already registered"
 			}
-			fmt.Fprintf(c.stdout, "%s %s (%s) %s\n", verb, r.TargetID, r.Access, r.CanonicalRoot)
+			fmt.Fprintf(c.stdout, "%s %s (%s) %s\n", verb, esc(r.TargetID), esc(r.Access), esc(r.CanonicalRoot))
 		})
 	case "ls":
 		if len(rest) != 0 {
@@ -75,7 +75,7 @@ func targetCmd(ctx context.Context, c *cli, args []string) error {
 			tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tACCESS\tOWNER\tROOT\tPROMOTED")
 			for _, g := range r.Targets {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.TargetID, g.Access, dash(g.Owner), g.Root, dash(g.PromotedRepo))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", esc(g.TargetID), esc(g.Access), esc(dash(g.Owner)), esc(g.Root), esc(dash(g.PromotedRepo)))
 			}
 			_ = tw.Flush()
 		})
@@ -86,7 +86,7 @@ func targetCmd(ctx context.Context, c *cli, args []string) error {
 		return c.show(ctx, "target_unregister", harness.TargetUnregisterArgs{TargetID: rest[0]}, func(raw json.RawMessage) {
 			var r harness.TargetUnregisterResult
 			_ = json.Unmarshal(raw, &r)
-			fmt.Fprintf(c.stdout, "unregistered %s %s\n", r.TargetID, r.Root)
+			fmt.Fprintf(c.stdout, "unregistered %s %s\n", esc(r.TargetID), esc(r.Root))
 		})
 	case "promote":
 		if len(rest) != 1 {
@@ -99,7 +99,7 @@ func targetCmd(ctx context.Context, c *cli, args []string) error {
 			if r.Initialized {
 				how = "git init and promoted"
 			}
-			fmt.Fprintf(c.stdout, "%s %s to repository %s (%d receipts copied)\n", how, r.TargetID, r.Repo.ID, r.ReceiptsCopied)
+			fmt.Fprintf(c.stdout, "%s %s to repository %s (%d receipts copied)\n", how, esc(r.TargetID), esc(r.Repo.ID), r.ReceiptsCopied)
 		})
 	}
 	return usageErr{targetUsage}

@@ -70,10 +70,14 @@ func historyCmd(ctx context.Context, c *cli, args []string) error {
 		for _, it := range r.Receipts {
 			rev := "yes"
 			if !it.Revertable {
-				rev = "no: " + jobClip(it.NotRevertable, 60)
+				rev = "no: " + clip(it.NotRevertable, 60)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", it.ReceiptID, it.Operation, it.FencingToken, orDash(it.RunID),
-				it.At.Local().Format("2006-01-02 15:04:05"), rev, jobClip(strings.Join(it.Paths, " "), 60))
+			paths := make([]string, len(it.Paths))
+			for i, p := range it.Paths {
+				paths[i] = esc(p)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", esc(it.ReceiptID), esc(it.Operation), it.FencingToken, esc(orDash(it.RunID)),
+				it.At.Local().Format("2006-01-02 15:04:05"), rev, clip(strings.Join(paths, " "), 60))
 		}
 		_ = tw.Flush()
 	})
@@ -127,12 +131,12 @@ func revertCmd(ctx context.Context, c *cli, args []string) error {
 	return c.show(ctx, "revert", in, func(raw json.RawMessage) {
 		var r harness.MutationResult
 		_ = json.Unmarshal(raw, &r)
-		fmt.Fprintf(c.stdout, "reverted %s\n  receipt  %s (token %d)\n", strings.Join(r.Reverts, ", "), r.ReceiptID, r.FencingToken)
+		fmt.Fprintf(c.stdout, "reverted %s\n  receipt  %s (token %d)\n", esc(strings.Join(r.Reverts, ", ")), esc(r.ReceiptID), r.FencingToken)
 		for _, ch := range r.Changes {
-			fmt.Fprintf(c.stdout, "  %-8s %s\n", ch.Op, ch.Path)
+			fmt.Fprintf(c.stdout, "  %-8s %s\n", esc(ch.Op), esc(ch.Path))
 		}
 		for _, w := range r.Warnings {
-			fmt.Fprintf(c.stdout, "  warning: %s\n", w)
+			fmt.Fprintf(c.stdout, "  warning: %s\n", esc(w))
 		}
 	})
 }
