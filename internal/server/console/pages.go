@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -30,6 +32,14 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	// Agent-supplied text goes through one of these before html/template
+	// escapes it for HTML (which leaves control, bidi and format
+	// characters as they are): line for one-line places, text for <pre>
+	// blocks (line breaks and tabs kept), json for an approval's exact
+	// input (JSON's own escapes), argv for a command (see textsafe).
+	"line": func(v any) string { return textsafe.Line(str(v)) },
+	"text": func(v any) string { return textsafe.Text(str(v)) },
+	"json": textsafe.JSON,
 	"argv": shellQuote,
 	"join": strings.Join,
 	"ms":   func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
@@ -42,21 +52,21 @@ var funcs = template.FuncMap{
 	},
 }
 
-// shellQuote shows an argv as a person would type it.
-func shellQuote(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '@' || r == '+' ||
-				r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-		}) < 0 {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+// str is the text of a template value: a string or a string type
+// (errs.Code, messages.AuditKind) as it is, anything else as fmt prints it.
+func str(v any) string {
+	if s, ok := v.(string); ok {
+		return s
 	}
-	return strings.Join(out, " ")
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return rv.String()
+	}
+	return fmt.Sprint(v)
 }
+
+// shellQuote shows an argv as a person would type it, a word holding a
+// control or format character as $'...' with its escapes (textsafe.Argv).
+func shellQuote(argv []string) string { return textsafe.Argv(argv) }
 
 var approvalIDRE = regexp.MustCompile(`^apr_[0-9a-f]{1,64}$`)
 
@@ -168,6 +178,19 @@ func (c *console) redactRun(ctx context.Context, st messages.RunState) messages.
 	return st
 }
 
+// logText is the part of a job log chunk to send now: all of it at the
+// end of the log, else up to a UTF-8 sequence cut at its end, which the
+// next read starts with. The text is escaped (textsafe.Text) before it is
+// sent: a carriage return would end an event's data line (a job could
+// write "\revent: end"), an escape sequence or a bidi override would show
+// the person another log.
+func logText(data string, eof bool) string {
+	if eof {
+		return data
+	}
+	return data[:len(data)-textsafe.Partial(data)]
+}
+
 // jobLogPoll is how often a followed job log is polled for new output
 // (as the JSON API's log streaming does).
 const jobLogPoll = 200 * time.Millisecond
@@ -254,15 +277,15 @@ func (c *console) jobEvents(w http.ResponseWriter, r *http.Request, _ session) {
 			res, err := read(i)
 			if err != nil {
 				if ctx.Err() == nil && errs.CodeOf(err) != errs.Unavailable {
-					_ = sse.event("failure", "", err.Error())
+					_ = sse.event("failure", "", textsafe.Line(err.Error()))
 				}
 				return
 			}
 			state = res.State
-			if res.Data != "" {
-				off[i] = res.NextOffset
+			if data := logText(res.Data, res.EOF); data != "" {
+				off[i] = res.NextOffset - int64(len(res.Data)-len(data))
 				progressed = true
-				if sse.event(streams[i], fmt.Sprintf("%d,%d", off[0], off[1]), res.Data) != nil {
+				if sse.event(streams[i], fmt.Sprintf("%d,%d", off[0], off[1]), textsafe.Text(data)) != nil {
 					return
 				}
 			}
