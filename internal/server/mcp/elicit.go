@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/textsafe"
 )
 
 // Approvals in the client: when a call answers APPROVAL_REQUIRED and the
@@ -172,28 +173,45 @@ func normRaw(b json.RawMessage) json.RawMessage {
 }
 
 // elicitMessage is what the person reads: the operation, why it needs
-// approval, and the exact input.
+// approval, and the exact input. Every agent-supplied part is escaped
+// (textsafe): a carriage return, an escape sequence, a bidi override or a
+// line break in an argv or a path would otherwise show the person another
+// operation than the one approved ("\nOperation: ls" as a line of its
+// own). The exact input is JSON, escaped the JSON way and indented under
+// its heading.
 func elicitMessage(a *harness.Approval) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "harnessd: an agent asks to run %s", a.Operation)
+	fmt.Fprintf(&b, "harnessd: an agent asks to run %s", textsafe.Line(a.Operation))
 	if a.RepoID != "" {
-		fmt.Fprintf(&b, " on %s", a.RepoID)
+		fmt.Fprintf(&b, " on %s", textsafe.Line(a.RepoID))
 	}
-	fmt.Fprintf(&b, ".\nWhy approval is needed: %s (risk %d", a.Reason, a.Risk)
+	fmt.Fprintf(&b, ".\nWhy approval is needed: %s (risk %d", textsafe.Line(a.Reason), a.Risk)
 	if a.RuleID != "" {
-		fmt.Fprintf(&b, ", rule %s", a.RuleID)
+		fmt.Fprintf(&b, ", rule %s", textsafe.Line(a.RuleID))
 	}
 	b.WriteString(").\n")
+	if a.Client != "" || a.RunID != "" {
+		b.WriteString("Asked by:")
+		if a.Client != "" {
+			fmt.Fprintf(&b, " %s", textsafe.Line(a.Client))
+		}
+		if a.RunID != "" {
+			fmt.Fprintf(&b, " (run %s)", textsafe.Line(a.RunID))
+		}
+		b.WriteString("\n")
+	}
 	if a.Summary != "" {
-		fmt.Fprintf(&b, "Operation: %s\n", a.Summary)
+		fmt.Fprintf(&b, "Operation: %s\n", textsafe.Line(a.Summary))
 	}
 	if d := a.Detail; d != "" {
 		if len(d) > maxElicitDetail {
 			d = strings.ToValidUTF8(d[:maxElicitDetail], "") + "\n…"
 		}
-		fmt.Fprintf(&b, "Exact input:\n%s\n", d)
+		// JSON's own line breaks are the only ones left: each line of it
+		// is indented under the heading.
+		fmt.Fprintf(&b, "Exact input:\n  %s\n", strings.ReplaceAll(textsafe.JSON(d), "\n", "\n  "))
 	}
-	fmt.Fprintf(&b, "Approving allows exactly this input once (approval %s, expires %s).", a.ID, a.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintf(&b, "Approving allows exactly this input once (approval %s, expires %s).", textsafe.Line(a.ID), a.ExpiresAt.Format(time.RFC3339))
 	return b.String()
 }
 
