@@ -544,7 +544,7 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 	started := time.Now().UTC()
 	network := declared(run, EffectNetwork)
 	spec := job.Spec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (s.TimeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
-		Network: network, RequestID: "check-" + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+		Network: network, RequestID: job.CheckRequestPrefix + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	spec.Hashed = map[string]any{"argv": s.Argv, "cwd": s.Cwd, "timeout_s": spec.TimeoutS, "writes": s.Writes, "network": network, "check": run.Key.Identity}
 	j, err := job.Start(ctx, c, spec)
 	if err != nil {
@@ -606,7 +606,11 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 			o.Summary = j.Summary
 		}
 	}
-	if j.Error != nil && o.Stderr == "" {
+	// A check that failed by its own exit status reports its own stderr,
+	// empty or not, as on the Fast Path; one that never ran, was killed
+	// or timed out says why there.
+	ownFailure := j.Error != nil && j.Error.Code == string(errs.JobFailed) && j.ExitCode != nil && *j.ExitCode > 0
+	if j.Error != nil && o.Stderr == "" && !ownFailure {
 		o.Stderr = j.Error.Code + ": " + j.Error.Message
 	}
 	return o, nil

@@ -140,6 +140,10 @@ func policyOf(j messages.Job, root string) func(*sandbox.Policy) {
 	}
 }
 
+// CheckRequestPrefix starts the request id of the job of an unfocused
+// check (run_check's durable path).
+const CheckRequestPrefix = "check-"
+
 // jobWalls returns the walls a failed job ran into, from the head and
 // tail of its logs.
 func jobWalls(ctx context.Context, env *op.Env, j messages.Job, stdout, stderr *proc.Output) []wall.Diagnosis {
@@ -166,5 +170,9 @@ func jobWalls(ctx context.Context, env *op.Env, j messages.Job, stdout, stderr *
 			text.WriteByte('\n')
 		}
 	}
-	return Walls(ctx, env, wall.ToolJobStart, sandbox.Job, e, policyOf(j, root), dir, *j.ExitCode, text.String())
+	tool := wall.ToolJobStart
+	if strings.HasPrefix(j.RequestID, CheckRequestPrefix) {
+		tool = wall.ToolRunCheck // an unfocused check: its fixes are run_check's
+	}
+	return Walls(ctx, env, tool, sandbox.Job, e, policyOf(j, root), dir, *j.ExitCode, text.String())
 }
