@@ -324,3 +324,21 @@ exec dialprobe`)
 		t.Errorf("a dial out with network granted: stderr %q, hint %+v; want none", r.Stderr, d)
 	}
 }
+
+// TestRunCheckDurableOwnStderr: a durable check that fails by its exit
+// status reports its own (empty) stderr, as the Fast Path does, not the
+// job's error.
+func TestRunCheckDurableOwnStderr(t *testing.T) {
+	fakeGoScript(t, "echo '--- FAIL: TestY (0.00s)'; echo FAIL; exit 1")
+	h := openAllowing(t, "")
+	_, id := checkFixture(t, h)
+	for _, argv := range [][]string{{"go", "test", "./..."}, focusedCheck} {
+		r, err := h.RunCheck(context.Background(), harness.RunCheckArgs{RepoID: id, Argv: argv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Passed || r.ExitCode != 1 || r.Stderr != "" || r.Stdout != "--- FAIL: TestY (0.00s)\nFAIL\n" {
+			t.Errorf("%s path: got exit %d stdout %q stderr %q, want exit 1, the test's stdout and no stderr", r.Path, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+}
