@@ -3,6 +3,7 @@ package wall
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -212,8 +213,19 @@ var (
 	reLauncher     = regexp.MustCompile(`^harnessd sandbox: start (\S+): (?:no such file or directory|permission denied)$`)
 )
 
+// cues are the words (lower case) without which no pattern matches: a
+// line without any is passed over before the patterns run.
+func cues() []string {
+	return []string{"read-only", "permission denied", "not found", "no such file", "errno", "erofs", "eacces", "eperm", "enoent",
+		"unreachable", "name resolution", "eai_again", "socket", "lookup"}
+}
+
 // findLine returns the findings of one line.
 func findLine(line string) []finding {
+	lower := strings.ToLower(line)
+	if !slices.ContainsFunc(cues(), func(c string) bool { return strings.Contains(lower, c) }) {
+		return nil
+	}
 	var out []finding
 	add := func(k kind, p, call string) {
 		out = append(out, finding{kind: k, path: p, call: call, line: clip(line)})
