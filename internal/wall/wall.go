@@ -524,7 +524,8 @@ func judgePath(fd finding, f Facts) (Diagnosis, bool) {
 				"If it is a test fixture and not a secret, a person can allow it for this repository with a denylist exception (secret_exceptions in the daemon's policy); an agent cannot."
 			return d, true
 		}
-		if under(p, f.Hidden...) {
+		if under(p, f.Hidden...) && !under(p, f.Root) && !under(p, f.Writable...) {
+			// (A job's worktree lies in the data dir, and is its own.)
 			d.Layer, d.What = layer, p
 			d.Fix = "this is harnessd's own data (store, sockets, job logs, worktrees): no confined process sees it and nothing grants it; use harnessd's operations (job_logs, read_file) instead."
 			return d, true
