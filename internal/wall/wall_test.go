@@ -173,7 +173,10 @@ func TestDiagnose(t *testing.T) {
 		{"EACCES under the checkout in namespaces", 1, "open /src/app/readonly.txt: permission denied\n", nsCheck, nil},
 		{"a system file", 1, "open /etc/shadow: permission denied\n", landlockRead, nil},
 		{"a worktree job in the data dir", 1, "open /home/u/.local/state/harnessd/worktrees/job_1/testdata/x.golden: read-only file system\n",
-			with(nsJob, func(f *Facts) { f.Root = "/home/u/.local/state/harnessd/worktrees/job_1"; f.Writable = []string{f.Root} }), nil},
+			with(nsJob, func(f *Facts) {
+				f.Root = "/home/u/.local/state/harnessd/worktrees/job_1"
+				f.Writable = []string{f.Root}
+			}), nil},
 		{"chmod's EPERM", 1, "chmod /src/app/x: operation not permitted\n", landlockRead, nil},
 		{"python EPERM", 1, "PermissionError: [Errno 1] Operation not permitted: '/src/app/x'\n", landlockRead, nil},
 		{"loopback refused", 1, "dial tcp 127.0.0.1:8080: connect: connection refused\n", nsCheck, nil},
