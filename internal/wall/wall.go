@@ -724,10 +724,3 @@ func under(p string, dirs ...string) bool {
 	}
 	return false
 }
-
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
-}
