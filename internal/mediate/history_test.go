@@ -109,11 +109,13 @@ rules:
 	}{
 		// 4 no-match greps and 2 secret-path refusals of other commands
 		// leave go vet and node without history of their own.
-		{name: "go vet after benign work", in: Input{Tool: "job_start", Argv: []string{"go", "vet", "./..."}}, want: Allow, wantRisk: 60},
-		{name: "node --version after benign work", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}}, want: Allow, wantRisk: 60},
+		// go vet and node --version are read-only (internal/classify).
+		{name: "go vet after benign work", in: Input{Tool: "job_start", Argv: []string{"go", "vet", "./..."}}, want: Allow, wantRisk: 5},
+		{name: "node --version after benign work", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}}, want: Allow, wantRisk: 5},
+		{name: "an unknown program after benign work", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/check.py"}}, want: Allow, wantRisk: 60},
 		{name: "npx after benign work", in: Input{Tool: "job_start", Argv: []string{"npx", "tsc", "--noEmit"}}, want: Allow, wantRisk: 60},
 		// Version queries and read-only commands never ask because of risk.
-		{name: "version query with full history", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}, History: History{Command: 3, Program: 5}}, want: Allow, wantRisk: 80, reason: "allowed"},
+		{name: "version query with full history", in: Input{Tool: "job_start", Argv: []string{"terraform", "--version"}, History: History{Command: 3, Program: 5}}, want: Allow, wantRisk: 80, reason: "allowed"},
 		{name: "go version with full history", in: Input{Tool: "job_start", Argv: []string{"go", "version"}, History: History{Command: 3}}, want: Allow, wantRisk: 25}, // classified readonly
 		{name: "read-only job with full history", in: Input{Tool: "job_start", Argv: []string{"ls", "-la"}, History: History{Command: 9}}, want: Allow, wantRisk: 25},
 		{name: "read-only job near a CI path", in: Input{Tool: "job_start", Argv: []string{"cat", "Dockerfile"}, Paths: []string{"Dockerfile", "go.sum", "migrations/1.sql", ".github/workflows/ci.yml"}, History: History{Command: 9}}, want: Allow, wantRisk: 65},
@@ -125,7 +127,7 @@ rules:
 		{name: "four refusals of the program ask for a variant", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/other.py"}, History: History{Program: 4, ProgramName: "python3"}}, want: Ask, wantRule: RuleRisk, wantRisk: 80,
 			reason: `other "python3" commands refused 4.0 times`},
 		{name: "a program path is no version query", in: Input{Tool: "job_start", Argv: []string{"./tool", "--version"}, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
-		{name: "declared writes are not read-only", in: Input{Tool: "job_start", Argv: []string{"go", "vet", "./..."}, Writes: true, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
+		{name: "declared writes are not read-only", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/check.py"}, Writes: true, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,11 +163,11 @@ func TestExplain(t *testing.T) {
 		wantExempt string
 		wantAsks   bool
 	}{
-		{name: "go vet job", in: Input{Tool: "job_start", Argv: []string{"go", "vet", "./..."}}, wantRisk: 60,
+		{name: "unknown tool job", in: Input{Tool: "job_start", Argv: []string{"npx", "tsc", "--noEmit"}}, wantRisk: 60,
 			wantParts: []string{"base=45", "mutation=15"}},
 		{name: "refused job", in: Input{Tool: "job_start", Argv: []string{"python3", "x.py"}, History: History{Command: 2}}, wantRisk: 80,
 			wantParts: []string{"base=45", "mutation=15", "history=20"}, wantAsks: true},
-		{name: "version query", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}, History: History{Command: 2}}, wantRisk: 80,
+		{name: "version query", in: Input{Tool: "job_start", Argv: []string{"terraform", "--version"}, History: History{Command: 2}}, wantRisk: 80,
 			wantParts: []string{"base=45", "mutation=15", "history=20"}, wantExempt: ExemptVersionQuery},
 		{name: "read", in: Input{Tool: "read_file", Paths: []string{"go.sum"}}, wantRisk: 15,
 			wantParts: []string{"base=5", "lockfile path=10"}, wantExempt: ExemptReadOnly},

@@ -157,7 +157,8 @@ func TestDecide(t *testing.T) {
 		{name: "policy deny beats loop", in: Input{Tool: "job_start", Argv: []string{"make", "--force"}, Policy: pol, Loop: loopYes}, want: Block, wantCode: errs.PolicyDenied},
 
 		// escalate
-		{name: "writing command", in: Input{Tool: "run_command", Argv: []string{"go", "test", "./..."}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use job_start", wantRisk: 45},
+		{name: "writing command", in: Input{Tool: "run_command", Argv: []string{"touch", "x"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use job_start", wantRisk: 45},
+		{name: "test command", in: Input{Tool: "run_command", Argv: []string{"go", "test", "./..."}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use run_check"},
 		{name: "long readonly command", in: Input{Tool: "run_command", Argv: []string{"git", "log"}, TimeoutMs: 60_000}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "above the Fast Path maximum"},
 		{name: "unknown command", in: Input{Tool: "run_command", Argv: []string{"./deploy.sh"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRisk: 60},
 		{name: "escalate beats policy ask", in: Input{Tool: "run_command", Argv: []string{"git", "add", "go.sum"}, Paths: []string{"go.sum"}, Policy: pol}, want: Escalate, wantCode: errs.RouteDurableRequired},

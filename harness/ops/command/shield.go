@@ -54,9 +54,9 @@ func shieldArgv(argv, patterns, closed []string) ([]string, error) {
 	case "git":
 		return shieldGit(argv, patterns, closed)
 	case "rg":
-		return insertAt(argv, rgOptions.end(argv), rgExclusions(patterns, closed)), nil
+		return insertAt(argv, rgOptions().end(argv), rgExclusions(patterns, closed)), nil
 	case "grep", "egrep", "fgrep":
-		return insertAt(argv, grepOptions.end(argv), grepExclusions(patterns, closed)), nil
+		return insertAt(argv, grepOptions().end(argv), grepExclusions(patterns, closed)), nil
 	}
 	return argv, nil
 }
@@ -153,33 +153,37 @@ func (o options) longValue(name string) bool {
 	return false
 }
 
-// grepOptions are GNU grep's (3.x) options.
-var grepOptions = options{short: "ABCDXdefm", abbrev: true, long: map[string]bool{
-	"after-context": true, "before-context": true, "context": true, "devices": true, "directories": true,
-	"regexp": true, "file": true, "max-count": true, "include": true, "exclude": true, "exclude-from": true,
-	"exclude-dir": true, "label": true, "binary-files": true, "group-separator": true,
-	"basic-regexp": false, "extended-regexp": false, "fixed-strings": false, "perl-regexp": false,
-	"byte-offset": false, "color": false, "colour": false, "count": false, "dereference-recursive": false,
-	"files-with-matches": false, "files-without-match": false, "help": false, "ignore-case": false,
-	"no-ignore-case": false, "initial-tab": false, "line-buffered": false, "line-number": false,
-	"line-regexp": false, "no-filename": false, "no-group-separator": false, "no-messages": false,
-	"null": false, "null-data": false, "only-matching": false, "quiet": false, "recursive": false,
-	"invert-match": false, "silent": false, "text": false, "binary": false, "unix-byte-offsets": false,
-	"version": false, "with-filename": false, "word-regexp": false,
-}}
+// grepOptions() are GNU grep's (3.x) options.
+func grepOptions() options {
+	return options{short: "ABCDXdefm", abbrev: true, long: map[string]bool{
+		"after-context": true, "before-context": true, "context": true, "devices": true, "directories": true,
+		"regexp": true, "file": true, "max-count": true, "include": true, "exclude": true, "exclude-from": true,
+		"exclude-dir": true, "label": true, "binary-files": true, "group-separator": true,
+		"basic-regexp": false, "extended-regexp": false, "fixed-strings": false, "perl-regexp": false,
+		"byte-offset": false, "color": false, "colour": false, "count": false, "dereference-recursive": false,
+		"files-with-matches": false, "files-without-match": false, "help": false, "ignore-case": false,
+		"no-ignore-case": false, "initial-tab": false, "line-buffered": false, "line-number": false,
+		"line-regexp": false, "no-filename": false, "no-group-separator": false, "no-messages": false,
+		"null": false, "null-data": false, "only-matching": false, "quiet": false, "recursive": false,
+		"invert-match": false, "silent": false, "text": false, "binary": false, "unix-byte-offsets": false,
+		"version": false, "with-filename": false, "word-regexp": false,
+	}}
+}
 
-// rgOptions are ripgrep's (13 and 14) options that take a value; rg takes
+// rgOptions() are ripgrep's (13 and 14) options that take a value; rg takes
 // no abbreviations.
-var rgOptions = options{short: "ABCEMTdefgjmrt", long: map[string]bool{
-	"after-context": true, "before-context": true, "color": true, "colors": true, "context": true,
-	"context-separator": true, "dfa-size-limit": true, "encoding": true, "engine": true,
-	"field-context-separator": true, "field-match-separator": true, "file": true, "glob": true,
-	"iglob": true, "ignore-file": true, "max-columns": true, "max-count": true, "max-depth": true,
-	"maxdepth": true, "max-filesize": true, "path-separator": true, "pre": true, "pre-glob": true,
-	"regex-size-limit": true, "regexp": true, "replace": true, "sort": true, "sortr": true,
-	"threads": true, "type": true, "type-add": true, "type-clear": true, "type-not": true,
-	"hostname-bin": true, "hyperlink-format": true, "generate": true,
-}}
+func rgOptions() options {
+	return options{short: "ABCEMTdefgjmrt", long: map[string]bool{
+		"after-context": true, "before-context": true, "color": true, "colors": true, "context": true,
+		"context-separator": true, "dfa-size-limit": true, "encoding": true, "engine": true,
+		"field-context-separator": true, "field-match-separator": true, "file": true, "glob": true,
+		"iglob": true, "ignore-file": true, "max-columns": true, "max-count": true, "max-depth": true,
+		"maxdepth": true, "max-filesize": true, "path-separator": true, "pre": true, "pre-glob": true,
+		"regex-size-limit": true, "regexp": true, "replace": true, "sort": true, "sortr": true,
+		"threads": true, "type": true, "type-add": true, "type-clear": true, "type-not": true,
+		"hostname-bin": true, "hyperlink-format": true, "generate": true,
+	}}
+}
 
 // grepExclusions returns GNU grep's options that leave out the secret
 // paths and the closed files. grep matches --exclude against a file's base
@@ -283,31 +287,37 @@ func gitTreeReader(sub string) bool {
 	return false
 }
 
-// gitGlobalValue are git's options before the subcommand that take the
+// gitGlobalValue() are git's options before the subcommand that take the
 // next argument as their value.
-var gitGlobalValue = map[string]bool{
-	"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
-	"--super-prefix": true, "--config-env": true, "--attr-source": true,
+func gitGlobalValue() map[string]bool {
+	return map[string]bool{
+		"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
+		"--super-prefix": true, "--config-env": true, "--attr-source": true,
+	}
 }
 
-// gitGrepOptions are git grep's options that take a value (parse-options:
+// gitGrepOptions() are git grep's options that take a value (parse-options:
 // abbreviations accepted).
-var gitGrepOptions = options{short: "efABCmO", abbrev: true, long: map[string]bool{
-	"max-depth": true, "threads": true, "context": true, "after-context": true, "before-context": true,
-	"max-count": true, "open-files-in-pager": false, "and": false, "or": false, "not": false,
-}}
+func gitGrepOptions() options {
+	return options{short: "efABCmO", abbrev: true, long: map[string]bool{
+		"max-depth": true, "threads": true, "context": true, "after-context": true, "before-context": true,
+		"max-count": true, "open-files-in-pager": false, "and": false, "or": false, "not": false,
+	}}
+}
 
-// gitRevValue are options of git log, show, diff and the diff plumbing
+// gitRevValue() are options of git log, show, diff and the diff plumbing
 // that take the next argument as their value.
-var gitRevValue = options{short: "nSGOLlI", long: map[string]bool{
-	"max-count": true, "skip": true, "max-age": true, "min-age": true, "since": true, "after": true,
-	"until": true, "before": true, "author": true, "committer": true, "grep": true, "grep-reflog": true,
-	"exclude": true, "exclude-hidden": true, "decorate-refs": true, "decorate-refs-exclude": true,
-	"diff-merges": true, "find-object": true, "anchored": true, "ignore-matching-lines": true,
-	"word-diff-regex": true, "color-moved-ws": true, "src-prefix": true, "dst-prefix": true,
-	"line-prefix": true, "inter-hunk-context": true, "diff-algorithm": true, "rotate-to": true,
-	"skip-to": true, "since-as-filter": true, "output": true,
-}}
+func gitRevValue() options {
+	return options{short: "nSGOLlI", long: map[string]bool{
+		"max-count": true, "skip": true, "max-age": true, "min-age": true, "since": true, "after": true,
+		"until": true, "before": true, "author": true, "committer": true, "grep": true, "grep-reflog": true,
+		"exclude": true, "exclude-hidden": true, "decorate-refs": true, "decorate-refs-exclude": true,
+		"diff-merges": true, "find-object": true, "anchored": true, "ignore-matching-lines": true,
+		"word-diff-regex": true, "color-moved-ws": true, "src-prefix": true, "dst-prefix": true,
+		"line-prefix": true, "inter-hunk-context": true, "diff-algorithm": true, "rotate-to": true,
+		"skip-to": true, "since-as-filter": true, "output": true,
+	}}
+}
 
 // shieldGit appends exclude pathspecs to a git tree reader. They go last:
 // after "--" they are paths; without it git takes trailing arguments that
@@ -325,7 +335,7 @@ func shieldGit(argv, patterns, closed []string) ([]string, error) {
 		if a == "--literal-pathspecs" {
 			literal = true
 		}
-		if gitGlobalValue[a] {
+		if gitGlobalValue()[a] {
 			i++
 		}
 		i++
@@ -338,9 +348,9 @@ func shieldGit(argv, patterns, closed []string) ([]string, error) {
 		return nil, errs.New(errs.InvalidArgument, "git --literal-pathspecs turns off the pathspec magic harnessd leaves secret paths out with: drop it (quote a path with the :(literal) pathspec magic instead)")
 	}
 	dashdash := -1
-	opts := gitRevValue
+	opts := gitRevValue()
 	if sub == "grep" {
-		opts = gitGrepOptions
+		opts = gitGrepOptions()
 	}
 	pattern := false // git grep: a pattern is given (-e, -f or the first operand)
 	inOpts := true   // git grep's options stop at its first operand
@@ -393,7 +403,7 @@ func grepPatternOption(a string) bool {
 		return false
 	}
 	for j := 1; j < len(a); j++ {
-		if strings.IndexByte(gitGrepOptions.short, a[j]) >= 0 {
+		if strings.IndexByte(gitGrepOptions().short, a[j]) >= 0 {
 			return a[j] == 'e' || a[j] == 'f'
 		}
 	}

@@ -258,10 +258,10 @@ func FuzzShieldArgv(f *testing.F) {
 		}
 		switch prog := path.Base(argv[0]); prog {
 		case "grep", "egrep", "fgrep", "rg":
-			o := grepOptions
+			o := grepOptions()
 			prefix := "--exclude"
 			if prog == "rg" {
-				o, prefix = rgOptions, "--iglob=!"
+				o, prefix = rgOptions(), "--iglob=!"
 			}
 			for _, b := range block {
 				if !strings.HasPrefix(b, prefix) || o.takesValue(b) {
@@ -287,7 +287,7 @@ func FuzzShieldArgv(f *testing.F) {
 					t.Fatalf("block %q holds %q", block, b)
 				}
 			}
-			if at != len(argv) && (at != len(argv)-1 || !gitRevValue.takesValue(argv[at]) && !gitGrepOptions.takesValue(argv[at])) {
+			if at != len(argv) && (at != len(argv)-1 || !gitRevValue().takesValue(argv[at]) && !gitGrepOptions().takesValue(argv[at])) {
 				t.Fatalf("shieldArgv(%q) = %q: pathspecs not last, nor in front of a trailing option waiting for its value", argv, out)
 			}
 		default:
