@@ -122,6 +122,9 @@ var stripGitVars = []string{
 	"GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
 	// Beats protocol.allow and every protocol.<name>.allow.
 	"GIT_ALLOW_PROTOCOL",
+	// Change how pathspecs read: literal ones would turn harnessd's
+	// exclusions (":(exclude)...") into plain names.
+	"GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
 }
 
 // StripGitEnv returns env without the inherited variables that change what
@@ -132,7 +135,8 @@ var stripGitVars = []string{
 // GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_EXEC_PATH, GIT_TEMPLATE_DIR,
 // GIT_SSH, GIT_SSH_COMMAND, GIT_ASKPASS, GIT_PROXY_COMMAND,
 // GIT_EXTERNAL_DIFF, GIT_EDITOR, GIT_SEQUENCE_EDITOR (core.editor and
-// sequence.editor from ConfigEnv then apply) and GIT_ALLOW_PROTOCOL. Any
+// sequence.editor from ConfigEnv then apply), GIT_ALLOW_PROTOCOL and the
+// pathspec switches (GIT_LITERAL_PATHSPECS and friends). Any
 // GIT_PAGER is replaced by one GIT_PAGER=cat at the end, since GIT_PAGER
 // beats core.pager and pager.<cmd>. Other entries keep their order.
 func StripGitEnv(env []string) []string {

@@ -370,6 +370,12 @@ func (c *Prepared) Env(env []string) []string {
 		if c.s.env.modCache != "" && envGet(env, "GOMODCACHE") == "" {
 			set["GOMODCACHE"] = c.s.env.modCache
 		}
+		// go build stamps the version control state by running the
+		// checkout's VCS program (hg, svn, ... with the repository's own
+		// config): not on the Fast Path. The user's other flags stay.
+		if f := envGet(env, "GOFLAGS"); !strings.Contains(f, "-buildvcs") {
+			set["GOFLAGS"] = strings.TrimSpace(f + " -buildvcs=false")
+		}
 	case !c.launch:
 		set["GOCACHE"] = c.Tmp() + "/go-build"
 	}
@@ -380,7 +386,7 @@ func (c *Prepared) Env(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	for _, k := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "GOCACHE", "GOMODCACHE"} {
+	for _, k := range []string{"HOME", "TMPDIR", "XDG_CACHE_HOME", "GOCACHE", "GOMODCACHE", "GOFLAGS"} {
 		if v, ok := set[k]; ok {
 			out = append(out, k+"="+v)
 		}
