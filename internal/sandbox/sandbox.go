@@ -605,7 +605,8 @@ func (s *Sandbox) forkerKey(p Policy) (string, bool) {
 }
 
 // carveStamp identifies the directories a carve walks (the root and those
-// on the way to each secret, and /etc): a rule set built from their entries
+// on the way to each secret, and /etc) and the files the rules bind one by
+// one (Policy.ReadOnly): a rule set built from their entries
 // is stale once one of them gains or loses an entry, which changes its
 // mtime. settled is false when one changed less than a second before now
 // (file times are coarse: a second change in the same tick keeps the mtime).
@@ -633,6 +634,12 @@ func carveStamp(p Policy, now time.Time) (_ string, settled bool) {
 		if syscall.Stat(p.Root, &st) == nil {
 			b.WriteString("root." + strconv.FormatUint(uint64(st.Dev), 36) + "." + strconv.FormatUint(st.Ino, 36) + ",")
 		}
+	}
+	// Files and dirs the rules bind one by one (the user's git ignore
+	// file): a file renamed into place is a new inode the old rule does
+	// not reach.
+	for _, f := range p.ReadOnly {
+		stamp(f)
 	}
 	if p.Root == "" || len(p.Secrets) == 0 {
 		return b.String(), settled

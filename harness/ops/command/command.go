@@ -84,6 +84,9 @@ type RunCommandResult struct {
 	ConcurrentWrites   []ConcurrentWrite `json:"concurrent_writes,omitempty"`
 	ConcurrentReceipts []string          `json:"concurrent_receipts,omitempty"`
 	Warnings           []string          `json:"warnings,omitempty"`
+	// SandboxHints name the wall of the sandbox a failed command ran
+	// into (the layer, the path or syscall, the fix).
+	SandboxHints []wall.Diagnosis `json:"sandbox_hints,omitempty"`
 	// RunID identifies this run (loop detection names earlier runs by it).
 	RunID string `json:"run_id"`
 	op.Meta
@@ -317,7 +320,8 @@ func finish(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decisi
 		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
 	// A wall of the sandbox the command ran into, named with its fix.
 	if dir, _, err := c.Root.Dir(args.Cwd); err == nil {
-		for _, w := range job.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text) {
+		out.SandboxHints = job.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text)
+		for _, w := range out.SandboxHints {
 			out.Warnings = append(out.Warnings, "sandbox ("+string(w.Layer)+") stopped "+w.What+": "+w.Fix)
 		}
 	}
