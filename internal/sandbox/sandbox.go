@@ -253,7 +253,7 @@ func (s *Sandbox) Status() []Layers {
 			}
 		}
 		if !k.Seccomp {
-			l.Weakened = append(l.Weakened, "no seccomp: UDP, raw and netlink sockets, io_uring and namespace syscalls are not filtered")
+			l.Weakened = append(l.Weakened, "no seccomp: UDP, raw and netlink sockets, io_uring and namespace syscalls, set-ID modes, other processes' limits and priority, the host's name and clock are not filtered")
 		}
 		if p != Read && p != Target && !s.namespaces(p) {
 			why := k.UserNSReason
@@ -263,10 +263,10 @@ func (s *Sandbox) Status() []Layers {
 			case !Linked():
 				why = "the program embedding harnessd does not link the launcher (call harness.SandboxMain at the start of main)"
 			}
-			l.Weakened = append(l.Weakened, "no namespaces ("+why+"): the data dir and $HOME are denied by Landlock but visible by name, secret files are closed by Landlock, escaped processes are swept by marker, the network is denied by Landlock and seccomp rather than absent, and a job that writes in the checkout itself is refused (Landlock alone cannot keep .git read-only): use isolation=worktree")
+			l.Weakened = append(l.Weakened, "no namespaces ("+why+"): the data dir and $HOME are denied by Landlock but visible by name, secret files are closed by Landlock, escaped processes are swept by marker, the network is denied by Landlock and seccomp rather than absent (no loopback of its own either: a test's local server cannot listen), the checkout and caches are read-only rather than copy-on-write (a test that writes golden files fails; Go builds in a private GOCACHE), and a job that writes in the checkout itself is refused (Landlock alone cannot keep .git read-only): use isolation=worktree")
 		}
 		if p == Read || p == Target {
-			l.Weakened = append(l.Weakened, "by design on the Fast Path: no namespaces (they cost milliseconds a command); Landlock and seccomp on the forking thread, rlimits, a process-count watchdog")
+			l.Weakened = append(l.Weakened, "by design on the Fast Path: no namespaces (they cost milliseconds a command); Landlock and seccomp on the forking thread (no capabilities, no metadata changes by path), rlimits, a process-count watchdog; names in /proc stay listable (another process's environment and memory do not)")
 		}
 		out = append(out, l)
 	}
