@@ -100,7 +100,6 @@ func TestEligible(t *testing.T) {
 		}, "gitattributes"},
 		{"untracked .gitattributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".gitattributes", "* -text\n") }, "gitattributes"},
 		{"info/attributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".git/info/attributes", "* text\n") }, "gitattributes"},
-		{"core.attributesFile", git("config", "core.attributesFile", "/dev/null"), "gitattributes"},
 		{"autocrlf", git("config", "core.autocrlf", "true"), "core.autocrlf"},
 		{"autocrlf input", git("config", "core.autocrlf", "input"), "core.autocrlf"},
 		{"core.eol", git("config", "core.eol", "crlf"), "core.eol"},
@@ -123,6 +122,15 @@ func TestEligible(t *testing.T) {
 				t.Errorf("Eligible = %v, %q; want refused with %q", ok, reason, tt.reason)
 			}
 		})
+	}
+	// A repository's core.attributesFile: harnessd's git reads no
+	// attributes file but the repository's own .gitattributes (gitx
+	// passes core.attributesFile=/dev/null last), so the index stays on.
+	adir := newRepo(t, "sha1", files)
+	git("config", "core.attributesFile", filepath.Join(adir, "attrs"))(t, adir)
+	testutil.WriteFile(t, adir, "attrs", "* text eol=crlf\n")
+	if ok, reason := eligibleOf(t, adir); !ok {
+		t.Errorf("core.attributesFile in the repository config: Eligible = false, %q; harnessd's git never reads it", reason)
 	}
 	// Synthetic cases: what gitx's git never shows (it forces
 	// core.fsmonitor=false) or no git writes.
