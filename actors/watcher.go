@@ -155,7 +155,10 @@ func (a *Watcher) Receive(ctx actor.Context) {
 		}
 	case watchIdleTick:
 		switch {
-		case m.handled != a.handled || len(a.waiters) > 0:
+		// Busy: a sync since the timer was armed, one waiting for its
+		// cookie, or one waiting for the watches (the first walk runs git
+		// and may outlast Idle; stopping now would fail it).
+		case m.handled != a.handled || len(a.waiters) > 0 || len(a.early) > 0:
 			a.armIdle(ctx)
 		case ctx.Parent() != nil:
 			ctx.Send(ctx.Parent(), watchIdle{pid: ctx.Self(), handled: a.handled})

@@ -122,12 +122,99 @@ func TestWatcherPassivatesAndNeverLies(t *testing.T) {
 	}
 }
 
+// TestWatcherSyncsDuringPassivationAreAnswered races syncs against a 1ms
+// passivation: each one is answered, whether it reaches a watcher that
+// stays, one being stopped (the checkout declines: a sync is on its way),
+// or a new one still walking (TestWatcherNeverPassivatesWithASyncBeforeItsWatches
+// is that last case made deterministic).
 func TestWatcherSyncsDuringPassivationAreAnswered(t *testing.T) {
 	s, pid, root := watchRepo(t, time.Millisecond)
 	var epoch, gen uint64
 	for range 200 {
 		st := syncAt(t, s, pid, root, epoch, gen)
 		epoch, gen = st.Epoch, st.Gen
+	}
+}
+
+// idleParent stands in for a checkout: it spawns a watcher and counts the
+// watchIdle (passivation requests) it hears, so a test can drive the idle
+// timer's ticks itself.
+type idleParent struct {
+	props   *actor.Props
+	watcher *actor.PID
+	idles   int
+}
+
+type (
+	parentWatcher struct{} // answers the watcher's PID
+	parentIdles   struct{} // answers how many watchIdle arrived
+)
+
+func (p *idleParent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.watcher = ctx.Spawn(p.props)
+	case parentWatcher:
+		ctx.Respond(p.watcher)
+	case watchIdle:
+		if m.pid.Equal(p.watcher) {
+			p.idles++
+		}
+	case parentIdles:
+		ctx.Respond(p.idles)
+	}
+}
+
+// TestWatcherNeverPassivatesWithASyncBeforeItsWatches: a sync that
+// arrives while the pump's first walk is under way (it runs git to list
+// the ignored directories: seconds on a large work tree, or on a loaded
+// machine) waits for the watches; an idle tick meanwhile must not ask
+// for passivation, which would stop the watcher and fail that sync. The
+// test holds the walk with the Ignored hook and sends the ticks itself
+// (Idle is an hour); a WatchOverflow, answered at once even before the
+// watches exist, is the barrier that the tick was handled.
+func TestWatcherNeverPassivatesWithASyncBeforeItsWatches(t *testing.T) {
+	s := newTestSystem(t)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git/refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	cfg := WatchConfig{Idle: time.Hour, CookieBase: filepath.Join(t.TempDir(), "cookies"),
+		Ignored: func(string) map[string]bool { <-release; return nil }}
+	parent, err := s.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &idleParent{props: actor.PropsFromProducer(newWatcher(root, cfg, zap.NewNop()))}
+	}), "idle_parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Root.StopFuture(parent).Wait() })
+	t.Cleanup(unblock) // runs first: the walk's goroutine ends before the stop
+	w := want[*actor.PID](t, request(t, s, parent, parentWatcher{}))
+
+	early := s.Root.RequestFuture(w, messages.WatchSync{Cookie: "harnessd-cookie-early"}, 10*time.Second)
+	s.Root.Send(w, watchIdleTick{handled: 1}) // idle since the sync: only the sync waits
+	want[messages.WatchState](t, request(t, s, w, messages.WatchOverflow{}))
+	if n := want[int](t, request(t, s, parent, parentIdles{})); n != 0 {
+		t.Fatalf("passivation asked %d times with a sync waiting for the watches, want 0", n)
+	}
+
+	unblock()
+	res, err := early.Result()
+	if err != nil {
+		t.Fatalf("the early sync: %v", err)
+	}
+	if st := want[messages.WatchState](t, res); !st.Ready || st.Complete {
+		t.Fatalf("the early sync's answer: %+v, want Ready and not Complete (a new epoch)", st)
+	}
+	// Not vacuous: with nothing waiting, the same tick asks.
+	want[messages.WatchState](t, request(t, s, w, messages.WatchOverflow{})) // handled = 3
+	s.Root.Send(w, watchIdleTick{handled: 3})
+	want[messages.WatchState](t, request(t, s, w, messages.WatchOverflow{}))
+	if n := want[int](t, request(t, s, parent, parentIdles{})); n != 1 {
+		t.Fatalf("passivation asked %d times when idle, want 1", n)
 	}
 }
 
