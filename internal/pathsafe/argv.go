@@ -1,6 +1,7 @@
 package pathsafe
 
 import (
+	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -67,7 +68,11 @@ func (r *Root) CheckArgv(argv []string) error {
 	if err := r.checkProgram(argv[0]); err != nil {
 		return withIndex(err, 0)
 	}
+	scripts := scriptIndexes(argv)
 	for i, a := range argv[1:] {
+		if isScript(scripts, i+1) {
+			continue // parsed below, word by word
+		}
 		if err := r.checkWord(a, true); err != nil {
 			return withIndex(err, i+1)
 		}
@@ -150,8 +155,7 @@ func (r *Root) resolveArg(a string) error {
 // came from argument a.
 func (r *Root) checkSecretOnly(a, rel string) error {
 	if pat, ok := r.deny.Match(rel); ok {
-		return errs.New(errs.SecretPathDenied, "argument %q matches the secret pattern %q", a, pat).
-			With("pattern", pat).With("path", a)
+		return r.deny.SecretError(fmt.Sprintf("argument %q", a), a, rel, pat)
 	}
 	return nil
 }

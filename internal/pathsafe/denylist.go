@@ -106,11 +106,17 @@ type matcher struct {
 
 // Denylist is a compiled list of secret-path patterns. It is immutable and
 // safe for concurrent use. A nil *Denylist behaves like the default list.
+//
+// A list bound to a root (ForRoot) decides on the canonical absolute path
+// of what a root-relative path names, and knows the root's exceptions.
 type Denylist struct {
 	ms []matcher
 	// anyMulti is true if some pattern spans several segments or is anchored,
 	// so paths with directories need more than a base-name check.
 	anyMulti bool
+	// bound is the root the list is bound to (nil: matching stays
+	// relative to whatever root the caller has in mind).
+	bound *binding
 }
 
 // NewDenylist compiles patterns. Each pattern is a doublestar glob matched
@@ -164,9 +170,11 @@ func compilePattern(orig string) (matcher, error) {
 	switch {
 	case !hasMeta(p):
 		m.kind = kindLiteral
-	case m.segs == 1 && strings.HasPrefix(p, "*") && !hasMeta(p[1:]):
+	// The string shortcuts assume one segment: an anchored pattern is
+	// matched against the whole path, where "*" must not cross a "/".
+	case m.segs == 1 && !m.anchored && strings.HasPrefix(p, "*") && !hasMeta(p[1:]):
 		m.kind, m.lit = kindSuffix, p[1:]
-	case m.segs == 1 && strings.HasSuffix(p, "*") && !hasMeta(p[:len(p)-1]):
+	case m.segs == 1 && !m.anchored && strings.HasSuffix(p, "*") && !hasMeta(p[:len(p)-1]):
 		m.kind, m.lit = kindPrefix, p[:len(p)-1]
 	default:
 		m.kind = kindGlob
@@ -195,6 +203,13 @@ func (d *Denylist) Patterns() []string {
 // secret path, and returns the first pattern (in list order) that matches it.
 // Matching is case-insensitive. rel is cleaned first if needed; "." and paths
 // that escape with ".." are matched as given.
+//
+// On a list bound to a root (ForRoot) the decision is the one on the
+// canonical absolute path: an unanchored pattern also matches the suffixes
+// that begin inside the root's own path (root /home/u/.aws: "credentials"
+// matches ".aws/credentials"), "." is the root itself, and a path one of
+// the root's exceptions names is no secret. Anchored patterns stay
+// relative to the root.
 func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 	if d == nil {
 		d = defaultDenylist()
@@ -205,6 +220,7 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 	if needsClean(rel) {
 		rel = strings.TrimPrefix(path.Clean(rel), "/")
 	}
+	clean := rel
 	rel = toLowerASCIIFast(rel)
 	base := rel
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
@@ -215,13 +231,13 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 		m := &d.ms[i]
 		if m.anchored {
 			if m.match(rel) {
-				return m.orig, true
+				return d.hit(m.orig, clean)
 			}
 			continue
 		}
 		if m.segs == 1 {
 			if m.match(base) {
-				return m.orig, true
+				return d.hit(m.orig, clean)
 			}
 			continue
 		}
@@ -229,10 +245,22 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 			continue
 		}
 		if m.matchSuffixes(rel) {
-			return m.orig, true
+			return d.hit(m.orig, clean)
 		}
 	}
+	if b := d.bound; b != nil && (len(b.cross) > 0 || clean == ".") {
+		return b.miss(d, clean, rel)
+	}
 	return "", false
+}
+
+// hit is Match's answer for a pattern that matched the clean rel: on a
+// bound list, an exception of the root still takes the path off.
+func (d *Denylist) hit(pat, clean string) (string, bool) {
+	if b := d.bound; b != nil && b.except != nil && b.excepted(clean) {
+		return "", false
+	}
+	return pat, true
 }
 
 func (m *matcher) match(s string) bool {

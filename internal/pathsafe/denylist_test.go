@@ -90,6 +90,9 @@ func TestCustomDenylist(t *testing.T) {
 	}{
 		{"anchored matches whole path", []string{"/config/*.yaml"}, "config/a.yaml", "/config/*.yaml"},
 		{"anchored ignores suffix", []string{"/config/*.yaml"}, "x/config/a.yaml", ""},
+		{"anchored star stays at the top", []string{"/*.pem"}, "a/b.pem", ""},
+		{"anchored star at the top", []string{"/*.pem"}, "b.pem", "/*.pem"},
+		{"anchored prefix stays at the top", []string{"/id_*"}, "a/id_x", ""},
 		{"unanchored suffix", []string{"config/*.yaml"}, "x/config/a.yaml", "config/*.yaml"},
 		{"trailing slash dir", []string{"vault/"}, "a/vault/b", "vault/"},
 		{"trailing slash dir itself", []string{"vault/"}, "vault", "vault/"},

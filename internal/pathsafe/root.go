@@ -2,6 +2,7 @@ package pathsafe
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -255,8 +256,7 @@ func (r *Root) checkRel(p, rel string, m mode) error {
 		return errs.New(errs.PathNotAllowed, "path %q is inside the .git directory", p).With("path", p)
 	}
 	if pat, ok := r.deny.Match(rel); ok {
-		return errs.New(errs.SecretPathDenied, "path %q matches the secret pattern %q", p, pat).
-			With("pattern", pat).With("path", p)
+		return r.deny.SecretError(fmt.Sprintf("path %q", p), p, rel, pat)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package pathsafe
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -33,6 +34,18 @@ func isShellProg(prog string) bool {
 // -c, wherever the shell is in it (env sh -c, find -exec sh -c, xargs sh -c).
 func shellScripts(argv []string) []string {
 	var out []string
+	for _, i := range scriptIndexes(argv) {
+		out = append(out, argv[i])
+	}
+	return out
+}
+
+// scriptIndexes returns the indexes in argv of the scripts shellScripts
+// finds. Such an argument is checked by parsing it (checkScript), word by
+// word, not as one word: "test -s test/key.pem && make" is no path named
+// key.pem (a person's exception names test/key.pem, not that text).
+func scriptIndexes(argv []string) []int {
+	var out []int
 	for i := 0; i < len(argv); i++ {
 		if !isShellProg(argv[i]) {
 			continue
@@ -43,13 +56,23 @@ func shellScripts(argv []string) []string {
 				break
 			}
 			if !strings.HasPrefix(a, "--") && strings.ContainsRune(a[1:], 'c') && j+1 < len(argv) {
-				out = append(out, argv[j+1])
+				out = append(out, j+1)
 				i = j + 1
 				break
 			}
 		}
 	}
 	return out
+}
+
+// isScript reports whether i is one of idx.
+func isScript(idx []int, i int) bool {
+	for _, j := range idx {
+		if j == i {
+			return true
+		}
+	}
+	return false
 }
 
 // checkScript checks the words of a shell script like the arguments of a
@@ -97,8 +120,9 @@ func (r *Root) checkScript(src string, depth int) error {
 				}
 			}
 			if len(argv) > 1 {
+				scripts := scriptIndexes(argv)
 				for i, a := range argv[1:] {
-					if a == "\x00" {
+					if a == "\x00" || isScript(scripts, i+1) {
 						continue
 					}
 					if err := r.checkWord(a, !shellGlob[i+1]); err != nil {
@@ -262,8 +286,7 @@ func (r *Root) checkGlob(a string, dots bool) error {
 			continue // the shell does not expand "*" to ".env"
 		}
 		if dp, ok := r.deny.Match(rel); ok {
-			return errs.New(errs.SecretPathDenied, "argument %q matches the secret file %q (pattern %q)", a, rel, dp).
-				With("pattern", dp).With("path", a)
+			return r.deny.SecretError(fmt.Sprintf("argument %q names the secret file %q, which", a, rel), a, rel, dp)
 		}
 	}
 	return nil
