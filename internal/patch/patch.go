@@ -3,6 +3,7 @@ package patch
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -33,6 +34,16 @@ const (
 // and resolves symlinks; the leaf may not exist yet.
 type Resolver interface {
 	ResolveWrite(p string) (abs, rel string, err error)
+}
+
+// LeafChecker is what a Resolver (pathsafe.Root) may also decide: whether
+// the file a path names, as an lstat found it, may be touched (CheckLeaf).
+// A patch refuses to replace, overwrite or delete a file it refuses: a
+// hard link's content is another name's too (a secret's, or a file's
+// outside the root), and a write, a kept pre-image or a revert would make
+// it a plain file of its own.
+type LeafChecker interface {
+	CheckLeaf(rel string, fi fs.FileInfo) error
 }
 
 // Op is one edit operation of a patch.

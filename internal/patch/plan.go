@@ -27,8 +27,9 @@ type file struct {
 
 	// Backup of the original state.
 	existed    bool
-	isLink     bool   // the leaf was a symlink the resolver left unresolved
-	linkTarget string // when isLink
+	info       os.FileInfo // the lstat of the original, when it existed
+	isLink     bool        // the leaf was a symlink the resolver left unresolved
+	linkTarget string      // when isLink
 	origData   []byte
 	origMode   os.FileMode
 	origDigest string
@@ -101,13 +102,14 @@ func newPlan(r Resolver, ops []Op, o Options) (*plan, error) {
 		p.root = rootOf(res[0].abs, res[0].rel)
 	}
 	byAbs := make(map[string]*file, len(ops))
+	lc, _ := r.(LeafChecker)
 	budget := 0
 	for i, op := range ops {
 		rs := res[i]
 		f := byAbs[rs.abs]
 		if f == nil {
 			var err error
-			if f, err = load(rs.abs, rs.rel); err != nil {
+			if f, err = load(rs.abs, rs.rel, lc); err != nil {
 				return nil, err
 			}
 			byAbs[rs.abs] = f
@@ -200,8 +202,8 @@ func allowed(patterns []string, rel string) bool {
 }
 
 // load reads the original state of abs: the backup and the starting point of
-// the simulation.
-func load(abs, rel string) (*file, error) {
+// the simulation. An existing file lc refuses (a hard link) is refused.
+func load(abs, rel string, lc LeafChecker) (*file, error) {
 	f := &file{abs: abs, rel: rel}
 	fi, err := os.Lstat(abs)
 	switch {
@@ -212,7 +214,12 @@ func load(abs, rel string) (*file, error) {
 	case err != nil:
 		return nil, errs.Wrap(errs.Internal, err, "stat %q: %v", rel, err)
 	}
-	f.existed, f.exists = true, true
+	if lc != nil {
+		if err := lc.CheckLeaf(rel, fi); err != nil {
+			return nil, err
+		}
+	}
+	f.existed, f.exists, f.info = true, true, fi
 	f.origMode = fi.Mode() & permBits
 	f.mode = f.origMode
 	switch {
@@ -395,6 +402,37 @@ func (p *plan) checkParents(byAbs map[string]*file) error {
 func digestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// DigestChecked is Digest of a regular file that check (such as
+// pathsafe.Root.CheckLeaf of its path) accepts as opened: the decision and
+// the bytes hashed are the same file's, so a hard link to a secret is
+// refused, never hashed (a digest is an oracle of the content). A file
+// that is not regular is digested as by Digest.
+func DigestChecked(path string, check func(fs.FileInfo) error) (string, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if isNotExist(err) {
+			return "", nil
+		}
+		return Digest(path) // a symlink (ELOOP) or a special file: not read
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return "", errs.Wrap(errs.Internal, err, "stat %q: %v", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Digest(path)
+	}
+	if err := check(fi); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{fh}, make([]byte, min(fi.Size()+1, 64<<10))); err != nil {
+		return "", errs.Wrap(errs.Internal, err, "read %q: %v", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Digest returns the hex SHA-256 of the file at path, or "" if it does not

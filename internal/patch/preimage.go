@@ -17,6 +17,9 @@ type PreImage struct {
 	Mode os.FileMode
 	// Digest is the SHA-256 of Data ("" when the file did not exist).
 	Digest string
+	// Info is the lstat the plan read the file by (nil when it did not
+	// exist): the hook can decide on it (pathsafe.Root.CheckLeaf).
+	Info os.FileInfo
 }
 
 // before checks Options.Expect and hands the pre-images to
@@ -45,7 +48,7 @@ func (p *plan) before(o Options) error {
 		if f.unchanged() {
 			continue
 		}
-		pi := PreImage{Rel: f.rel, Existed: f.existed, Link: f.isLink, Mode: f.origMode}
+		pi := PreImage{Rel: f.rel, Existed: f.existed, Link: f.isLink, Mode: f.origMode, Info: f.info}
 		if f.existed {
 			pi.Digest = f.origDigest
 			pi.Data = f.origData
