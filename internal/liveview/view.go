@@ -464,6 +464,9 @@ func (v *View) Search(ctx context.Context, s *search.Searcher, req search.Reques
 	if err != nil || !ok {
 		return search.Result{}, false, err
 	}
+	// The cache follows the Searcher: a new one (the root's secret list
+	// changed) starts it over.
+	v.cache.Adopt(v.root, s)
 	res, err := s.SearchListed(ctx, v.root, files, req, v.cache)
 	return res, true, err
 }

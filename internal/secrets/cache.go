@@ -26,6 +26,13 @@ const (
 type Config struct {
 	// Deny selects the secret paths; nil means the default list.
 	Deny *pathsafe.Denylist
+	// DenyFor, if set, gives the list of each root instead of Deny: one
+	// bound to the root (pathsafe.Denylist.ForRoot), so that a root inside
+	// .aws has its credentials and a person's exceptions are no secrets
+	// (neither closed nor learned). When it answers another list for a
+	// root than the one the root's Set was built with, the Set is built
+	// again (a policy reload changed the exceptions).
+	DenyFor func(root string) *pathsafe.Denylist
 	// Git reads the index and HEAD; nil means the work tree only.
 	Git *gitx.Git
 	// Rewalk is how old the last walk of a root may get before Get starts
@@ -107,20 +114,21 @@ type entry struct {
 	// learns, so that concurrent Gets of one root learn once; a background
 	// walk takes it only to publish its result.
 	mu       sync.Mutex
-	ready    bool       // the first walk and learning succeeded
-	set      Set        // served
-	tree     treeScan   // the walk set is built from
-	next     *treeScan  // a finished background walk, not yet adopted
-	dirty    bool       // tree changed since the last learning
-	walking  bool       // a background walk runs
-	walkedAt time.Time  // start of the last walk
-	git      gitLocator // finds the index, HEAD, ref and config files
-	gitPaths []string   // those files at the last learning
-	gitSt    []stamp    // their stamps then
-	learned  []string   // the files learned from
-	learnSt  []stamp    // their stamps before the last learning
-	learnAt  time.Time  // when they were taken
-	values   []string   // what the last learning returned
+	deny     *pathsafe.Denylist // the list of the root: fixed for the entry
+	ready    bool               // the first walk and learning succeeded
+	set      Set                // served
+	tree     treeScan           // the walk set is built from
+	next     *treeScan          // a finished background walk, not yet adopted
+	dirty    bool               // tree changed since the last learning
+	walking  bool               // a background walk runs
+	walkedAt time.Time          // start of the last walk
+	git      gitLocator         // finds the index, HEAD, ref and config files
+	gitPaths []string           // those files at the last learning
+	gitSt    []stamp            // their stamps then
+	learned  []string           // the files learned from
+	learnSt  []stamp            // their stamps before the last learning
+	learnAt  time.Time          // when they were taken
+	values   []string           // what the last learning returned
 
 	histRunning bool          // a background learning of the history runs
 	histDone    bool          // the first one finished
@@ -189,14 +197,17 @@ func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
 // of the history runs, a channel closed when it finished.
 func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, error) {
 	root = filepath.Clean(root)
+	deny := c.denyFor(root)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return Set{}, nil, errs.New(errs.Unavailable, "secrets cache is closed")
 	}
 	e := c.roots[root]
-	if e == nil {
-		e = &entry{}
+	if e == nil || e.deny != deny {
+		// A new list (the exceptions changed) starts the root over; the
+		// old entry's background work ends unseen.
+		e = &entry{deny: deny}
 		c.roots[root] = e
 	}
 	c.mu.Unlock()
@@ -205,7 +216,7 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 	defer e.mu.Unlock()
 	now := time.Now()
 	if !e.ready {
-		t, err := c.scan(ctx, root)
+		t, err := c.scan(ctx, root, e.deny)
 		if err != nil {
 			return Set{}, nil, err
 		}
@@ -274,7 +285,7 @@ func (c *Cache) startWalk(root string, e *entry, now time.Time) {
 		if c.walkHook != nil {
 			c.walkHook(root)
 		}
-		t, err := c.scan(c.ctx, root)
+		t, err := c.scan(c.ctx, root, e.deny)
 		e.mu.Lock()
 		e.walking = false
 		if err == nil {
@@ -310,7 +321,7 @@ func (c *Cache) startHistory(root string, e *entry) {
 		if c.histHook != nil {
 			c.histHook(root)
 		}
-		vals, oids, _ := learnHistory(c.ctx, c.cfg.Git, root, c.cfg.Deny)
+		vals, oids, _ := learnHistory(c.ctx, c.cfg.Git, root, e.deny)
 		slices.Sort(oids)
 		e.mu.Lock()
 		e.histRunning = false
@@ -328,9 +339,17 @@ func (c *Cache) startHistory(root string, e *entry) {
 	}()
 }
 
+// denyFor returns the list of root: Config.DenyFor's, else Config.Deny.
+func (c *Cache) denyFor(root string) *pathsafe.Denylist {
+	if c.cfg.DenyFor != nil {
+		return c.cfg.DenyFor(root)
+	}
+	return c.cfg.Deny
+}
+
 // scan walks root: the secret paths, and the files below secret dirs.
-func (c *Cache) scan(ctx context.Context, root string) (treeScan, error) {
-	f, err := find(ctx, root, c.cfg.Deny, c.cfg.Limit)
+func (c *Cache) scan(ctx context.Context, root string, deny *pathsafe.Denylist) (treeScan, error) {
+	f, err := find(ctx, root, deny, c.cfg.Limit)
 	if err != nil {
 		return treeScan{}, err
 	}
@@ -357,7 +376,7 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 		c.startHistory(root, e)
 	}
 	if (gitChanged || !e.ready) && c.cfg.Git != nil {
-		t, err := listTracked(ctx, c.cfg.Git, root, c.cfg.Deny)
+		t, err := listTracked(ctx, c.cfg.Git, root, e.deny)
 		if err != nil {
 			return err
 		}

@@ -19,8 +19,13 @@ const (
 
 // historyPathspecs turns the denylist into git pathspecs matching the same
 // paths at any depth, case-insensitively (patterns git's globs cannot say,
-// such as braces, are left out).
+// such as braces, are left out). A list whose patterns match through the
+// root's own path (a root inside .aws: "credentials") has a match no name
+// below the root shows: every path is listed, and secretInHistory decides.
 func historyPathspecs(deny *pathsafe.Denylist) []string {
+	if deny.Crosses() {
+		return []string{":(glob)**"}
+	}
 	var out []string
 	for _, p := range deny.Patterns() {
 		if strings.ContainsAny(p, "{}") {
@@ -33,6 +38,22 @@ func historyPathspecs(deny *pathsafe.Denylist) []string {
 		}
 	}
 	return out
+}
+
+// secretInHistory reports whether the path p of a commit is a secret of the
+// root or lies in a secret directory (the pathspecs also list the files
+// below a directory named like a secret, as the walk closes them).
+func secretInHistory(deny *pathsafe.Denylist, p string) bool {
+	for {
+		if _, ok := deny.Match(p); ok {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
 }
 
 // learnHistory returns the values held by the secret paths anywhere in the
@@ -61,6 +82,9 @@ func learnHistory(ctx context.Context, git *gitx.Git, root string, deny *pathsaf
 			break
 		}
 		path := string(fields[i+1])
+		if !secretInHistory(deny, path) {
+			continue // a person's exception, or a wider pathspec's catch
+		}
 		for _, oid := range meta[2:4] {
 			if validOID(oid) && strings.Trim(oid, "0") != "" && !seen[oid] && (isFileMode(meta[0]) || isFileMode(meta[1])) {
 				seen[oid] = true
