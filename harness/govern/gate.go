@@ -114,6 +114,7 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable,
 		RequireVerified: in.RequireVerified, Grant: in.Grant}
 	if in.Root != nil {
+		mi.Deny = in.Root.Deny() // the root's own list: its absolute path, its exceptions
 		// Lexical scope here; the executor resolves symlinks itself
 		// (readfile.Read, patch.Apply, ...) with the same error codes, so
 		// the file system is walked once per path, not twice.

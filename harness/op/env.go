@@ -80,6 +80,8 @@ type Env struct {
 	roots map[string]*pathsafe.Root
 	views map[string]*liveview.View
 
+	denies denyCache // the denylist and Searcher of each root (DenyFor)
+
 	receipts atomic.Uint64 // receipts stored, for the periodic prune
 	gens     sync.Map      // repo id -> *atomic.Uint64: harnessd's writes to the checkout
 
@@ -121,15 +123,18 @@ func (e *Env) Repo(repoID string) (runtime.RepoEntry, error) {
 	return r, nil
 }
 
-// Root returns the cached path checker of a repository.
+// Root returns the cached path checker of a repository (or a target),
+// deciding on secret paths with the root's own list (DenyFor): rebuilt
+// when that list changes (a policy reload changed its exceptions).
 func (e *Env) Root(r runtime.RepoEntry) (*pathsafe.Root, error) {
+	deny := e.DenyFor(r.Repo.Root)
 	e.mu.Lock()
 	root, ok := e.roots[r.Repo.ID]
 	e.mu.Unlock()
-	if ok {
+	if ok && root.Deny() == deny {
 		return root, nil
 	}
-	root, err := pathsafe.NewRoot(r.Repo.Root, e.Deny)
+	root, err := pathsafe.NewRoot(r.Repo.Root, deny)
 	if err != nil {
 		return nil, err
 	}

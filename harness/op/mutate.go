@@ -3,6 +3,7 @@ package op
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -183,7 +185,14 @@ func withDigests(err error, e runtime.RepoEntry) error {
 	}
 	digests := make(map[string]string, len(paths))
 	for _, p := range paths {
-		d, derr := patch.Digest(filepath.Join(e.Repo.Root, filepath.FromSlash(p)))
+		// Not through a hard link: its digest would answer for another
+		// name's content (pathsafe.Root.CheckLeaf refuses it everywhere).
+		d, derr := patch.DigestChecked(filepath.Join(e.Repo.Root, filepath.FromSlash(p)), func(fi fs.FileInfo) error {
+			if pathsafe.HardLinked(fi) {
+				return errs.New(errs.PathNotAllowed, "a hard link")
+			}
+			return nil
+		})
 		if derr != nil {
 			d = "unreadable: " + derr.Error()
 		} else if d == "" {

@@ -52,7 +52,7 @@ type Input struct {
 	Writes    bool
 	Route     *route.Decision    // nil = computed with route.Decide from the fields above
 	Policy    *policy.Policy     // nil = policy.Default()
-	Deny      *pathsafe.Denylist // secret paths; nil = the pathsafe default list
+	Deny      *pathsafe.Denylist // secret paths (the root's own list, bound to it); nil = the pathsafe default list
 	// ScopeCheck checks one path (like pathsafe.Root.Resolve); an error blocks
 	// with that error's code. nil = a lexical check only.
 	ScopeCheck func(path string) error
@@ -354,7 +354,11 @@ func checkPath(in *Input, i int, p string) (bool, verdict) {
 		}
 	}
 	if pat, ok := in.Deny.Match(p); ok {
-		return false, block(RuleSecretPath, errs.SecretPathDenied, "path "+strconv.Quote(p)+" matches the secret pattern "+strconv.Quote(pat))
+		reason := "path " + strconv.Quote(p) + " matches the secret pattern " + strconv.Quote(pat)
+		if fix := in.Deny.Fix(path.Clean(p)); fix != "" {
+			reason += "; " + fix
+		}
+		return false, block(RuleSecretPath, errs.SecretPathDenied, reason)
 	}
 	return true, verdict{}
 }
