@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -105,9 +106,10 @@ func (c *Cache) countRead() {
 }
 
 // readFile reads abs, which must still be the file (dev, ino) a path check
-// resolved, up to MaxFileBytes. changed reports that the file changed while
-// it was read.
-func (c *Cache) readFile(abs string, ino uint64) (content []byte, truncated, changed bool, st stamp, err error) {
+// resolved and which check (pathsafe.Root.CheckLeaf of its path) accepts
+// as opened, up to MaxFileBytes. changed reports that the file changed
+// while it was read.
+func (c *Cache) readFile(abs string, ino uint64, check func(fs.FileInfo) error) (content []byte, truncated, changed bool, st stamp, err error) {
 	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false, false, st, err
@@ -122,8 +124,8 @@ func (c *Cache) readFile(abs string, ino uint64) (content []byte, truncated, cha
 		return nil, false, false, st, os.ErrNotExist
 	}
 	// A hard link may be another name of a secret file (read_file refuses
-	// them too).
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+	// them too, by the same check).
+	if check != nil && check(fi) != nil {
 		return nil, false, false, st, os.ErrPermission
 	}
 	c.countRead()

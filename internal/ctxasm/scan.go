@@ -1,6 +1,7 @@
 package ctxasm
 
 import (
+	"io/fs"
 	"os"
 	"path"
 	"sort"
@@ -146,7 +147,7 @@ func (c *Cache) file(root *pathsafe.Root, rel, role string, now time.Time) *File
 	if e := c.get(key, st); e != nil {
 		return e.file
 	}
-	b, truncated, changed, st, err := c.readFile(abs, leaf.Ino)
+	b, truncated, changed, st, err := c.readFile(abs, leaf.Ino, func(fi fs.FileInfo) error { return root.CheckLeaf(rel, fi) })
 	if err != nil {
 		return nil
 	}

@@ -148,10 +148,11 @@ func readResolved(root *pathsafe.Root, req Request, start, maxLines, maxBytes in
 	if err := checkType(req.Path, pathsafe.FileType(st.Mode)); err != nil {
 		return Result{}, err
 	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
-		// A second name of the inode: the other may be outside the root
-		// or a secret path, and a path check sees only this one.
-		return Result{}, errs.New(errs.PathNotAllowed, "path %q is a hard link (the file has %d names): read it through a path that is not linked", req.Path, st.Nlink).With("path", req.Path)
+	// The file as opened: a second name of the inode (a hard link) may be
+	// outside the root or a secret path, and a path check sees only this
+	// one (the one check of every surface, pathsafe.Root.CheckLeaf).
+	if err := root.CheckLeafStat(rel, &st); err != nil {
+		return Result{}, err
 	}
 	if uint64(st.Dev) != leaf.Dev || uint64(st.Ino) != leaf.Ino {
 		// Something on the path was replaced between resolution and open

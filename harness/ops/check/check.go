@@ -186,7 +186,7 @@ func Identify(ctx context.Context, env *op.Env, e runtime.RepoEntry, root *paths
 // index cannot prove the dirty set (staged or conflicted paths, or no
 // in-process status).
 func Revision(ctx context.Context, env *op.Env, e runtime.RepoEntry, root *pathsafe.Root) (checkid.Revision, error) {
-	opts := checkid.Options{Exclude: exclude(env)}
+	opts := checkid.Options{Exclude: exclude(root.Deny())}
 	v := env.View(e)
 	if v == nil {
 		return checkid.ContentRevision(ctx, env.Git, root.Path(), opts)
@@ -428,11 +428,11 @@ func walls(ctx context.Context, env *op.Env, e runtime.RepoEntry, cwd string, d 
 	return job.Walls(ctx, env, wall.ToolRunCheck, profile, e, policyOf(root, d.Writes, d.Network), dir, o.ExitCode, o.Stderr+"\n"+o.Stdout)
 }
 
-// exclude leaves secret paths and harnessd's own artefacts out of a check's
-// content revision.
-func exclude(env *op.Env) func(rel string) bool {
+// exclude leaves secret paths (of the root's own list) and harnessd's own
+// artefacts out of a check's content revision.
+func exclude(deny *pathsafe.Denylist) func(rel string) bool {
 	return func(rel string) bool {
-		if _, ok := env.Deny.Match(rel); ok {
+		if _, ok := deny.Match(rel); ok {
 			return true
 		}
 		return rel == ".harnessd" || strings.HasPrefix(rel, ".harnessd/") || patch.IsTempName(path.Base(rel))

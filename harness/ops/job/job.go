@@ -192,11 +192,10 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 // harmless name, out of the sandbox's reach.
 func WorktreeSkip(env *op.Env) actors.WorktreeSkipper {
 	return func(ctx context.Context, root string) (worktree.Skip, error) {
+		deny := env.DenyFor(root)
 		skip := worktree.Skip{File: func(rel string, fi fs.FileInfo) bool {
-			if env.Deny != nil {
-				if _, ok := env.Deny.Match(rel); ok {
-					return true
-				}
+			if _, ok := deny.Match(rel); ok {
+				return true
 			}
 			return pathsafe.HardLinked(fi)
 		}}

@@ -145,7 +145,7 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 		if err := enforce(ctx, c, r); err != nil {
 			return err
 		}
-		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence, PreImage: undo.Keep(c.Env, r)})
+		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence, PreImage: undo.Keep(c.Env, root, r)})
 		if err != nil {
 			return err
 		}
@@ -256,6 +256,11 @@ func expandPaths(ctx context.Context, c *op.Call, paths []string, untracked bool
 			if err != nil {
 				return nil, nil, err
 			}
+			// Staging copies the content into the object store, where
+			// git_diff and git show read it: not through a hard link.
+			if err := root.CheckLeafAt(rel); err != nil {
+				return nil, nil, err
+			}
 			add(rel)
 			continue
 		}
@@ -266,8 +271,9 @@ func expandPaths(ctx context.Context, c *op.Call, paths []string, untracked bool
 			if ok, _ := doublestar.Match(pattern, f); !ok {
 				continue
 			}
-			if _, _, err := root.ResolveWrite(f); err != nil {
-				// A secret path (or one harnessd may not write): never staged.
+			if _, _, err := root.ResolveWrite(f); err != nil || root.CheckLeafAt(f) != nil {
+				// A secret path, a hard link (or one harnessd may not
+				// write): never staged.
 				if !skip[f] {
 					skip[f] = true
 					skipped = append(skipped, f)
@@ -461,7 +467,7 @@ func enforce(ctx context.Context, c *op.Call, r *op.Receipt) error {
 }
 
 // CheckPaths resolves agent paths (up to 200) for stage and commit: inside
-// the root, not secret, not .git. Deleted files are fine.
+// the root, not secret, not .git, not a hard link. Deleted files are fine.
 func CheckPaths(root *pathsafe.Root, paths []string, required bool) ([]string, error) {
 	if required && len(paths) == 0 {
 		return nil, errs.New(errs.InvalidArgument, "paths is empty")
@@ -474,6 +480,9 @@ func CheckPaths(root *pathsafe.Root, paths []string, required bool) ([]string, e
 		_, rel, err := root.ResolveWrite(p)
 		if err != nil {
 			return nil, err
+		}
+		if err := root.CheckLeafAt(rel); err != nil {
+			return nil, err // a hard link's content is another name's
 		}
 		rels = append(rels, rel)
 	}

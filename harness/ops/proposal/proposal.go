@@ -563,7 +563,7 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 				}
 			}
 			r.HeadBefore, r.HeadAfter = head, head
-			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence, PreImage: undo.Keep(c.Env, r)})
+			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence, PreImage: undo.Keep(c.Env, root, r)})
 			if err != nil {
 				return err
 			}

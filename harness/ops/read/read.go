@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"syscall"
 
+	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/liveview"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/search"
 )
@@ -117,26 +117,31 @@ type SearchResult struct {
 	op.Meta
 }
 
-// dropHardLinks removes the matches in files with more than one name.
-func dropHardLinks(root string, res *search.Result) int {
-	linked := map[string]bool{}
+// dropRefused removes the matches in files CheckLeaf refuses now (a hard
+// link: another name of the file may be outside the root or a secret
+// path; a secret by name, which the search's exclusions already left out)
+// and returns how many hard-linked files it left out.
+func dropRefused(root *pathsafe.Root, res *search.Result) int {
+	refused := map[string]bool{}
 	checked := map[string]bool{}
+	linked := 0
 	kept := res.Matches[:0]
 	for _, m := range res.Matches {
 		if !checked[m.Path] {
 			checked[m.Path] = true
-			var st syscall.Stat_t
-			if err := syscall.Lstat(filepath.Join(root, filepath.FromSlash(m.Path)), &st); err == nil &&
-				st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
-				linked[m.Path] = true
+			if err := root.CheckLeafAt(m.Path); err != nil {
+				refused[m.Path] = true
+				if errs.CodeOf(err) == errs.PathNotAllowed {
+					linked++
+				}
 			}
 		}
-		if !linked[m.Path] {
+		if !refused[m.Path] {
 			kept = append(kept, m)
 		}
 	}
 	res.Matches = kept
-	return len(linked)
+	return linked
 }
 
 func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error) {
@@ -148,7 +153,7 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 		ok, source, reason := false, liveview.SourceExec, "the live index is off"
 		if v := c.Env.View(c.Repo); v != nil {
 			var err error
-			if res, ok, err = v.Search(ctx, c.Env.Searcher, req); err != nil {
+			if res, ok, err = v.Search(ctx, c.Env.SearcherFor(c.Repo.Repo.Root), req); err != nil {
 				return nil, err
 			}
 			if ok {
@@ -159,12 +164,12 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 		}
 		if !ok {
 			var err error
-			if res, err = c.Env.Searcher.Search(ctx, c.Repo.Repo.Root, req); err != nil {
+			if res, err = c.Env.SearcherFor(c.Repo.Repo.Root).Search(ctx, c.Repo.Repo.Root, req); err != nil {
 				return nil, err
 			}
 		}
 		c.Mark(op.SegExecution)
-		linked := dropHardLinks(c.Repo.Repo.Root, &res)
+		linked := dropRefused(c.Root, &res)
 		red := c.Env.RedactorFor(ctx, c.Repo.Repo.Root)
 		n := 0
 		for i := range res.Matches {

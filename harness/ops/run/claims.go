@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	iofs "io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -674,9 +675,9 @@ func receiptFacts(_ context.Context, repos *repoSet, cl verify.Claim, e verify.E
 	}
 	for _, p := range order {
 		fs := verify.FileState{Path: p, Wrote: last[p]}
-		abs, _, err := v.root.ResolveWrite(p)
+		abs, rel, err := v.root.ResolveWrite(p)
 		if err == nil {
-			fs.Now, err = patch.Digest(abs)
+			fs.Now, err = patch.DigestChecked(abs, func(fi iofs.FileInfo) error { return v.root.CheckLeaf(rel, fi) })
 		}
 		if err != nil {
 			fs.Err = errs.From(err).Message
@@ -687,11 +688,12 @@ func receiptFacts(_ context.Context, repos *repoSet, cl verify.Claim, e verify.E
 }
 
 // fileFacts reads a file by the repository's read rules (inside the root,
-// not secret, not .git) and digests it.
+// not secret, not .git, not a hard link: pathsafe.Root.CheckLeaf of the
+// file opened) and digests it.
 func fileFacts(v *repoView, e verify.Evidence) verify.FileFacts {
 	want, _ := verify.NormalizeSHA256(e.SHA256)
 	f := verify.FileFacts{Path: e.Path, Want: want}
-	abs, _, err := v.root.ResolveRead(e.Path)
+	abs, rel, err := v.root.ResolveRead(e.Path)
 	if err != nil {
 		if errs.CodeOf(err) == errs.NotFound {
 			return f
@@ -699,7 +701,7 @@ func fileFacts(v *repoView, e verify.Evidence) verify.FileFacts {
 		f.Err = errs.From(err).Message
 		return f
 	}
-	d, err := patch.Digest(abs)
+	d, err := patch.DigestChecked(abs, func(fi iofs.FileInfo) error { return v.root.CheckLeaf(rel, fi) })
 	switch {
 	case err != nil:
 		f.Err = errs.From(err).Message

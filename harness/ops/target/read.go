@@ -183,23 +183,30 @@ type SearchResult struct {
 }
 
 func runSearch(ctx context.Context, c *op.Call, r resolved, args SearchArgs) (any, error) {
-	res, err := c.Env.Searcher.Search(ctx, r.path(), search.Request{
+	res, err := c.Env.SearcherFor(r.path()).Search(ctx, r.path(), search.Request{
 		Query: args.Query, Regex: args.Regex, Glob: args.Glob, CaseInsensitive: args.CaseInsensitive, MaxResults: args.MaxResults,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// A match in a file with more than one name is left out: another name
-	// may be outside the root or a secret path.
+	// A match in a file CheckLeaf refuses is left out: a file with more
+	// than one name (another may be outside the root or a secret path).
 	kept := res.Matches[:0]
 	linked := map[string]bool{}
+	refused := map[string]bool{}
 	for _, m := range res.Matches {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(filepath.Join(r.path(), filepath.FromSlash(m.Path)), &st); err == nil && st.Nlink > 1 && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-			linked[m.Path] = true
-			continue
+		ref, seen := refused[m.Path]
+		if !seen {
+			err := r.Root.CheckLeafAt(m.Path)
+			ref = err != nil
+			refused[m.Path] = ref
+			if errs.CodeOf(err) == errs.PathNotAllowed {
+				linked[m.Path] = true
+			}
 		}
-		kept = append(kept, m)
+		if !ref {
+			kept = append(kept, m)
+		}
 	}
 	res.Matches = kept
 	red := c.Env.RedactorFor(ctx, r.path())

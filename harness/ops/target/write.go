@@ -407,6 +407,12 @@ func readSource(src resolved, p string) (string, string, error) {
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || uint64(st.Dev) != leaf.Dev || st.Ino != leaf.Ino {
 		return "", "", errs.New(errs.ConcurrentModification, "%q changed while it was opened; nothing was written; retry", rel).With("path", rel)
 	}
+	// A hard link is refused: a copy (or a move's copy) would turn another
+	// name's content, a secret's or a file's outside the root, into a plain
+	// file of its own.
+	if err := src.Root.CheckLeafStat(rel, &st); err != nil {
+		return "", "", err
+	}
 	if st.Size > maxCopy {
 		return "", "", errs.New(errs.InvalidArgument, "%q has %d bytes: at most %d are copied", rel, st.Size, maxCopy).With("path", rel)
 	}

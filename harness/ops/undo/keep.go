@@ -9,18 +9,21 @@ import (
 	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/preimage"
 )
 
-// Keep returns the patch.Options.PreImage hook of a write: it stores the
-// pre-image of every file the patch changes in env's pre-image store and
-// names it in r (the first pre-image of a path wins, so a batch that edits
-// a file twice records its state before the batch). A secret path is never
-// stored: the resolver refuses it before, and Keep refuses it again.
-func Keep(env *op.Env, r *op.Receipt) func(patch.PreImage) error {
+// Keep returns the patch.Options.PreImage hook of a write to root: it
+// stores the pre-image of every file the patch changes in env's pre-image
+// store and names it in r (the first pre-image of a path wins, so a batch
+// that edits a file twice records its state before the batch). A secret
+// path or a hard link is never stored (a revert would bring its content
+// back as a plain file): the patch refuses them before, and Keep refuses
+// them again with the same check (root.CheckLeaf).
+func Keep(env *op.Env, root *pathsafe.Root, r *op.Receipt) func(patch.PreImage) error {
 	return func(pi patch.PreImage) error {
-		if pat, secret := env.Deny.Match(pi.Rel); secret {
-			return errs.New(errs.SecretPathDenied, "path %q matches the secret pattern %q: its content is never kept", pi.Rel, pat).With("path", pi.Rel)
+		if err := root.CheckLeaf(pi.Rel, pi.Info); err != nil {
+			return err
 		}
 		for _, have := range r.PreImages {
 			if have.Path == pi.Rel {

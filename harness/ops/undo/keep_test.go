@@ -2,6 +2,7 @@ package undo
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness/errs"
@@ -11,8 +12,8 @@ import (
 	"github.com/harnessd/harnessd/internal/preimage"
 )
 
-// Keep refuses a secret path even if a resolver let one through: its
-// bytes never reach the store.
+// Keep refuses a secret path (by the root's absolute path) and a hard link
+// even if a resolver let one through: their bytes never reach the store.
 func TestKeepNeverStoresASecretPath(t *testing.T) {
 	deny, err := pathsafe.NewDenylist(pathsafe.DefaultSecretPatterns())
 	if err != nil {
@@ -20,16 +21,47 @@ func TestKeepNeverStoresASecretPath(t *testing.T) {
 	}
 	store, _ := preimage.Open(preimage.Config{})
 	env := &op.Env{Deny: deny, PreImages: store}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The root is a credential directory (<tmp>/home/.aws): "credentials"
+	// is a secret by its absolute path.
+	dir := filepath.Join(base, "home", ".aws")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(base, "outside.env")
+	if err := os.WriteFile(outside, []byte("TOKEN=s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(dir, "notes.txt")
+	if err := os.Link(outside, linked); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	root, err := pathsafe.NewRoot(dir, env.DenyFor(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &op.Receipt{}
-	keep := Keep(env, r)
-	for _, p := range []string{".env", "config/.env", "id_rsa", "secrets/prod.pem"} {
-		if _, secret := deny.Match(p); !secret {
-			continue
+	keep := Keep(env, root, r)
+	for _, p := range []string{".env", "config/.env", "id_rsa", "secrets/prod.pem", "credentials"} {
+		if _, secret := root.Deny().Match(p); !secret {
+			t.Fatalf("%s is no secret of %s", p, dir)
 		}
 		err := keep(patch.PreImage{Rel: p, Existed: true, Data: []byte("TOKEN=s3cret"), Mode: 0o600, Digest: preimage.Digest([]byte("TOKEN=s3cret"))})
 		if errs.CodeOf(err) != errs.SecretPathDenied {
 			t.Errorf("%s: %v, want SECRET_PATH_DENIED", p, err)
 		}
+	}
+	// A hard link to a file outside the root is never kept either.
+	fi, err := os.Lstat(linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = keep(patch.PreImage{Rel: "notes.txt", Existed: true, Data: []byte("TOKEN=s3cret\n"), Mode: 0o600, Digest: preimage.Digest([]byte("TOKEN=s3cret\n")), Info: fi})
+	if errs.CodeOf(err) != errs.PathNotAllowed {
+		t.Errorf("hard link: %v, want PATH_NOT_ALLOWED", err)
 	}
 	if st := store.Stats(); st.Count != 0 || len(r.PreImages) != 0 {
 		t.Fatalf("a secret pre-image was kept: %+v %+v", st, r.PreImages)

@@ -264,7 +264,7 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 			if len(ops) == 0 {
 				return nil // every file already is as it was: nothing to write
 			}
-			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: Keep(env, r),
+			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: Keep(env, c.Root, r),
 				MaxOps: len(ops) + 1, MaxBytes: size + 1})
 			if err != nil {
 				return err
