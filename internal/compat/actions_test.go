@@ -57,6 +57,8 @@ type action struct {
 	// retry: a test run, whose outcome may depend on the project's own
 	// flaky tests; it runs once more when the outputs differ.
 	retry bool
+	// needs is a program the action needs on PATH beyond go and git.
+	needs string
 }
 
 func (a action) applies(p project) bool { return a.kind == "" || a.kind == p.Kind }
@@ -64,22 +66,27 @@ func (a action) applies(p project) bool { return a.kind == "" || a.kind == p.Kin
 // actions, in the order an agent would do them: look around, read,
 // search, run a focused test, the suite, then change something.
 var actions = []action{
-	{"ls", "`ls -la`", "", func(e *env) result { return e.command([]string{"ls", "-la"}, false) }, false},
-	{"git-log", "`git log --oneline -5`", "", func(e *env) result { return e.command([]string{"git", "log", "--oneline", "-5"}, false) }, false},
-	{"go-version", "`go version`", "go", func(e *env) result { return e.command([]string{"go", "version"}, false) }, false},
-	{"node-version", "`node --version`", "", func(e *env) result { return e.command([]string{"node", "--version"}, false) }, false},
-	{"go-list", "`go list ./...`", "go", func(e *env) result { return e.command([]string{"go", "list", "./..."}, false) }, false},
-	{"go-vet", "`go vet ./...`", "go", func(e *env) result { return e.command([]string{"go", "vet", "./..."}, true) }, false},
-	{"npm-ls", "`npm ls`", "npm", func(e *env) result { return e.command([]string{"npm", "ls"}, false) }, false},
-	{"grep", "`grep -rn W .`", "", func(e *env) result { return e.command(e.grepArgv(false), true) }, false},
-	{"grep-include", "`grep -rn W --include=*.go .` (`*.js`)", "", func(e *env) result { return e.command(e.grepArgv(true), true) }, false},
-	{"wc", "`wc -l` of 3 files", "", func(e *env) result { return e.command(append([]string{"wc", "-l"}, e.p.Wc...), false) }, false},
-	{"read", "`read_file` of every tracked file", "", (*env).read, false},
-	{"search", "`search` of 2 words", "", (*env).search, false},
-	{"check", "`run_check` focused test", "", func(e *env) result { return e.check(e.p.Check, false) }, true},
-	{"check-v", "`run_check` focused test `-v`", "go", func(e *env) result { return e.check(e.p.checkVArgv(), true) }, true},
-	{"suite", "`job_start` full suite", "", (*env).suite, true},
-	{"commit", "`apply_patch` + `git_stage` + `git_commit`", "", (*env).commit, false},
+	{id: "ls", heading: "`ls -la`", run: cmd([]string{"ls", "-la"}, false)},
+	{id: "git-log", heading: "`git log --oneline -5`", run: cmd([]string{"git", "log", "--oneline", "-5"}, false)},
+	{id: "go-version", heading: "`go version`", kind: "go", run: cmd([]string{"go", "version"}, false)},
+	{id: "node-version", heading: "`node --version`", needs: "node", run: cmd([]string{"node", "--version"}, false)},
+	{id: "go-list", heading: "`go list ./...`", kind: "go", run: cmd([]string{"go", "list", "./..."}, false)},
+	{id: "go-vet", heading: "`go vet ./...`", kind: "go", run: cmd([]string{"go", "vet", "./..."}, true)},
+	{id: "npm-ls", heading: "`npm ls`", kind: "npm", run: cmd([]string{"npm", "ls"}, false)},
+	{id: "grep", heading: "`grep -rn W .`", run: func(e *env) result { return e.command(e.grepArgv(false), true) }},
+	{id: "grep-include", heading: "`grep -rn W --include=*.go .` (`*.js`)", run: func(e *env) result { return e.command(e.grepArgv(true), true) }},
+	{id: "wc", heading: "`wc -l` of 3 files", run: func(e *env) result { return e.command(append([]string{"wc", "-l"}, e.p.Wc...), false) }},
+	{id: "read", heading: "`read_file` of every tracked file", run: (*env).read},
+	{id: "search", heading: "`search` of 2 words", run: (*env).search},
+	{id: "check", heading: "`run_check` focused test", retry: true, run: func(e *env) result { return e.check(e.p.Check, false) }},
+	{id: "check-v", heading: "`run_check` focused test `-v`", kind: "go", retry: true, run: func(e *env) result { return e.check(e.p.checkVArgv(), true) }},
+	{id: "suite", heading: "`job_start` full suite", retry: true, run: (*env).suite},
+	{id: "commit", heading: "`apply_patch` + `git_stage` + `git_commit`", run: (*env).commit},
+}
+
+// cmd is the action of one read-only command.
+func cmd(argv []string, sortLines bool) func(e *env) result {
+	return func(e *env) result { return e.command(argv, sortLines) }
 }
 
 func isAction(id string) bool {

@@ -260,6 +260,14 @@ func runProject(r *row, prep *prepared, dir string) {
 		if !a.applies(p) {
 			continue
 		}
+		if _, err := exec.LookPath(a.needs); a.needs != "" && err != nil {
+			if os.Getenv("CI") != "" {
+				r.errorf("%s × %s: %s is not installed (.ci/run installs it)", p.Name, a.id, a.needs)
+			} else {
+				r.logf("%s × %s: not run: %s is not installed (CI=true makes this a failure)", p.Name, a.id, a.needs)
+			}
+			continue
+		}
 		var res result
 		if reg.isErr {
 			res = result{reason: "repository_register: " + reg.errText()}
