@@ -400,6 +400,12 @@ func TestAttackDenylistExceptions(t *testing.T) {
 	if j.refused() || j.state() != "succeeded" || !strings.Contains(j.output(), marker) {
 		t.Errorf("the suite's job does not see the fixtures: %s", j)
 	}
+	// In a job's own worktree too: it has its repository's exceptions.
+	jw := a.job(t, id, map[string]any{"argv": []string{"sh", "-c", "cat test/key.pem; d=.e; cat test/${d}nv; true"}, "isolation": "worktree"})
+	if jw.refused() || !strings.Contains(jw.output(), marker) {
+		t.Errorf("a worktree job does not see the fixtures: %s", jw)
+	}
+	jw.noLeak(t, envSecret)
 
 	// Beside them everything stays closed, whatever the way in.
 	for _, p := range []string{"test/.env", "other/key.pem"} {
