@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -312,4 +313,52 @@ func gitFiles(ctx context.Context, root string, args ...string) ([]string, error
 // bounded steps.
 func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+func TestManifest(t *testing.T) {
+	c, err := loadCorpus("testdata/corpus.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMods, npms := 0, 0
+	for _, p := range c.Projects {
+		switch p.Kind {
+		case "go":
+			goMods++
+		case "npm":
+			npms++
+		}
+	}
+	if goMods < 10 || npms < 1 {
+		t.Fatalf("the corpus has %d Go modules and %d npm packages, want at least 10 and 1", goMods, npms)
+	}
+	bad := []struct{ name, json, want string }{
+		{"unknown action", `{"projects":[{"name":"a","kind":"go","module":"m","version":"v1","check":["go"],"grep":"x","search":["x"],"wc":["a"],"patch":"a","exceptions":{"tests":"r"}}]}`, "unknown action"},
+		{"both", `{"projects":[{"name":"a","kind":"go","module":"m","version":"v1","check":["go"],"grep":"x","search":["x"],"wc":["a"],"patch":"a","exceptions":{"suite":"r"},"varies":{"suite":"r"}}]}`, "both an exception and varies"},
+		{"kind", `{"projects":[{"name":"a","kind":"pip","module":"m","version":"v1","check":["go"],"grep":"x","search":["x"],"wc":["a"],"patch":"a"}]}`, "kind"},
+		{"repeated", `{"projects":[{"name":"a","kind":"go","module":"m","version":"v1","check":["go"],"grep":"x","search":["x"],"wc":["a"],"patch":"a"},{"name":"a","kind":"go","module":"m","version":"v1","check":["go"],"grep":"x","search":["x"],"wc":["a"],"patch":"a"}]}`, "repeated"},
+		{"missing", `{"projects":[{"name":"a","kind":"go","module":"m","version":"v1"}]}`, "required"},
+		{"unknown field", `{"projects":[{"name":"a","kind":"go","modul":"m"}]}`, "unknown field"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "corpus.json")
+			if err := os.WriteFile(p, []byte(tt.json), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadCorpus(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("loadCorpus = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCommitHelpers(t *testing.T) {
+	if got := uniqueLine("# x\n\nA line that occurs once\nrepeated line\nrepeated line\n"); got != "A line that occurs once" {
+		t.Fatalf("uniqueLine = %q", got)
+	}
+	msg := "compat: a benign edit\n\nbody\n\nHarnessd-Receipt: rcpt_1\nHarnessd-Repo: repo_1\n"
+	if got := stripTrailers(msg); got != "compat: a benign edit\n\nbody" {
+		t.Fatalf("stripTrailers = %q", got)
+	}
 }
