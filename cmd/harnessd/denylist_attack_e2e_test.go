@@ -251,6 +251,35 @@ func TestAttackDenylistHardLinks(t *testing.T) {
 			"operations": []map[string]any{{"op": "replace", "path": "plain.txt", "old_text": "value", "new_text": "VALUE"}}}).mustWork(t)
 		intact("apply_patch")
 	})
+	t.Run("patch_proposal_validate", func(t *testing.T) {
+		// A dry run's verdict must not tell whether old_text occurs in the
+		// hard link's content (PATCH_CONFLICT or valid).
+		verdict := func(old string) string {
+			o := a.tool(t, "patch_proposal_validate", map[string]any{"repo_id": id, "proposals": []map[string]any{{"id": "p",
+				"operations": []map[string]any{{"op": "replace", "path": "notes.txt", "old_text": old, "new_text": "x"}}}}})
+			noLeak(t, o, secret)
+			ps, _ := o.m["proposals"].([]any)
+			if len(ps) != 1 {
+				t.Fatalf("patch_proposal_validate: %s", o)
+			}
+			p, _ := ps[0].(map[string]any)
+			e, _ := p["error"].(map[string]any)
+			code, _ := e["code"].(string)
+			if p["valid"] == true || code != "PATH_NOT_ALLOWED" {
+				t.Errorf("ATTACK WORKED: the proposal on a hard link: valid %v, code %q: %s", p["valid"], code, o)
+			}
+			return code
+		}
+		if verdict(secret[:8]) != verdict("not-in-the-file") {
+			t.Errorf("ATTACK WORKED: the verdicts differ with the content")
+		}
+		// Positive control.
+		o := a.tool(t, "patch_proposal_validate", map[string]any{"repo_id": id, "proposals": []map[string]any{{"id": "p",
+			"operations": []map[string]any{{"op": "replace", "path": "plain.txt", "old_text": "PLAIN", "new_text": "x"}}}}}).mustWork(t)
+		if !strings.Contains(o.raw, `"valid":true`) {
+			t.Errorf("control: %s", o)
+		}
+	})
 	t.Run("apply_patch delete then revert", func(t *testing.T) {
 		o := a.tool(t, "apply_patch", map[string]any{"repo_id": id, "request_id": dlReq("del"), "operations": []map[string]any{{"op": "delete", "path": "notes.txt"}}})
 		refused(t, o, "PATH_NOT_ALLOWED", secret)

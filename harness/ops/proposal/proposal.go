@@ -304,7 +304,9 @@ func resolveProposal(root *pathsafe.Root, p Proposal, shape *proposalShape) reso
 			shape.reads[rel] = true
 		}
 		if _, ok := files[rel]; !ok {
-			d, err := patch.Digest(abs)
+			// Not through a hard link: the dry run would read, and the
+			// digest answer for, another name's content.
+			d, err := patch.DigestChecked(abs, func(fi fs.FileInfo) error { return root.CheckLeaf(rel, fi) })
 			if err != nil && resolveErr == nil {
 				resolveErr = err
 			}
@@ -380,6 +382,9 @@ func (s *sandbox) ResolveWrite(p string) (string, string, error) {
 	if !s.mirrored[rel] {
 		s.mirrored[rel] = true
 		if err := s.mirror(abs, rel); err != nil {
+			if errs.CodeOf(err) == errs.PathNotAllowed {
+				return "", "", err // a hard link: refused, not an I/O error
+			}
 			s.err = errs.Wrap(errs.Internal, err, "dry run: copy %q: %v", rel, err)
 			return "", "", s.err
 		}
@@ -422,6 +427,11 @@ func (s *sandbox) mirror(abs, rel string) error {
 		}
 		if fi.Size() > patch.MaxFileBytes {
 			return errs.New(errs.InvalidArgument, "file %q is larger than %d bytes", rel, patch.MaxFileBytes)
+		}
+		// A hard link's content is another name's: never copied (a dry
+		// run's PATCH_CONFLICT would tell what it holds).
+		if err := s.root.CheckLeaf(rel, fi); err != nil {
+			return err
 		}
 		b, err := os.ReadFile(abs)
 		if err != nil {
@@ -552,7 +562,7 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 					if err != nil {
 						return err
 					}
-					got, err := patch.Digest(abs)
+					got, err := patch.DigestChecked(abs, func(fi fs.FileInfo) error { return root.CheckLeaf(rel, fi) })
 					if err != nil {
 						return err
 					}
