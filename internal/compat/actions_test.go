@@ -75,6 +75,7 @@ var actions = []action{
 	{id: "npm-ls", heading: "`npm ls`", kind: "npm", run: cmd([]string{"npm", "ls"}, false)},
 	{id: "grep", heading: "`grep -rn W .`", run: func(e *env) result { return e.command(e.grepArgv(false), true) }},
 	{id: "grep-include", heading: "`grep -rn W --include=*.go .` (`*.js`)", run: func(e *env) result { return e.command(e.grepArgv(true), true) }},
+	{id: "grep-miss", heading: "`grep -rn` of a word in no file (exit 1)", run: cmd([]string{"grep", "-rn", "compatCorpusNoSuchWord", "."}, false)},
 	{id: "wc", heading: "`wc -l` of 3 files", run: func(e *env) result { return e.command(append([]string{"wc", "-l"}, e.p.Wc...), false) }},
 	{id: "read", heading: "`read_file` of every tracked file", run: (*env).read},
 	{id: "search", heading: "`search` of 2 words", run: (*env).search},
