@@ -137,14 +137,15 @@ func CanonicalDir(dir string) string {
 	return c
 }
 
-// miss is Match on a bound list when no pattern matched the clean rel (lrel
-// is it lower-cased) below the root: "." is the root itself, and the
-// crossing patterns try the suffixes that begin inside the root's path.
-func (b *binding) miss(d *Denylist, clean, lrel string) (string, bool) {
-	if clean == "." {
+// miss is Match on a bound list when no pattern matched the clean,
+// lower-cased lrel below the root (and no exception names it): "." is the
+// root itself, and the crossing patterns try the suffixes that begin
+// inside the root's path.
+func (b *binding) miss(d *Denylist, lrel string) (string, bool) {
+	if lrel == "." {
 		return b.self, b.self != ""
 	}
-	if len(b.cross) == 0 || clean == ".." || strings.HasPrefix(clean, "../") {
+	if len(b.cross) == 0 || lrel == ".." || strings.HasPrefix(lrel, "../") {
 		return "", false
 	}
 	segs := strings.Count(lrel, "/") + 1
@@ -157,12 +158,12 @@ func (b *binding) miss(d *Denylist, clean, lrel string) (string, bool) {
 			if m.kind == kindLiteral {
 				// pat == p.s + "/" + lrel, without building the string.
 				if len(m.pat) == len(p.s)+1+len(lrel) && strings.HasPrefix(m.pat, p.s) && m.pat[len(p.s)] == '/' && strings.HasSuffix(m.pat, lrel) {
-					return d.hit(m.orig, clean)
+					return m.orig, true
 				}
 				continue
 			}
 			if m.match(p.s + "/" + lrel) {
-				return d.hit(m.orig, clean)
+				return m.orig, true
 			}
 		}
 	}
@@ -172,15 +173,21 @@ func (b *binding) miss(d *Denylist, clean, lrel string) (string, bool) {
 // excepted reports whether an exception names the clean rel (never the
 // root itself, nothing outside it).
 func (b *binding) excepted(rel string) bool {
-	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return false
-	}
-	for _, e := range b.except {
-		if strings.HasPrefix(rel, e.prefix) && doublestar.MatchUnvalidated(e.glob, rel) {
+	for i := range b.except {
+		if e := &b.except[i]; strings.HasPrefix(rel, e.prefix) && e.names(rel) {
 			return true
 		}
 	}
 	return false
+}
+
+// names reports whether the exception names the clean rel (never the root
+// itself, nothing outside it).
+func (e *exception) names(rel string) bool {
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return false
+	}
+	return doublestar.MatchUnvalidated(e.glob, rel)
 }
 
 // exception is one exception glob with its literal prefix (the text before

@@ -220,7 +220,9 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 	if needsClean(rel) {
 		rel = strings.TrimPrefix(path.Clean(rel), "/")
 	}
-	clean := rel
+	if b := d.bound; b != nil && b.except != nil && b.excepted(rel) {
+		return "", false // a person's exception: no pattern applies
+	}
 	rel = toLowerASCIIFast(rel)
 	base := rel
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
@@ -231,13 +233,13 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 		m := &d.ms[i]
 		if m.anchored {
 			if m.match(rel) {
-				return d.hit(m.orig, clean)
+				return m.orig, true
 			}
 			continue
 		}
 		if m.segs == 1 {
 			if m.match(base) {
-				return d.hit(m.orig, clean)
+				return m.orig, true
 			}
 			continue
 		}
@@ -245,22 +247,13 @@ func (d *Denylist) Match(rel string) (pattern string, ok bool) {
 			continue
 		}
 		if m.matchSuffixes(rel) {
-			return d.hit(m.orig, clean)
+			return m.orig, true
 		}
 	}
-	if b := d.bound; b != nil && (len(b.cross) > 0 || clean == ".") {
-		return b.miss(d, clean, rel)
+	if b := d.bound; b != nil && (len(b.cross) > 0 || rel == ".") {
+		return b.miss(d, rel)
 	}
 	return "", false
-}
-
-// hit is Match's answer for a pattern that matched the clean rel: on a
-// bound list, an exception of the root still takes the path off.
-func (d *Denylist) hit(pat, clean string) (string, bool) {
-	if b := d.bound; b != nil && b.except != nil && b.excepted(clean) {
-		return "", false
-	}
-	return pat, true
 }
 
 func (m *matcher) match(s string) bool {
