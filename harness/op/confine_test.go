@@ -49,7 +49,7 @@ func TestConfineGitAsAnAttacker(t *testing.T) {
 	}
 	defer sb.Close()
 	env := &Env{Sandbox: sb}
-	start, done, err := env.ConfineGit(context.Background(), filepath.Join(root, "sub"))
+	start, done, err := env.ConfineGit(context.Background(), filepath.Join(root, "sub"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

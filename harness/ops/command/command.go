@@ -229,7 +229,10 @@ func execute(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decis
 	if args.TimeoutMs > 0 {
 		timeout = time.Duration(args.TimeoutMs) * time.Millisecond
 	}
-	argv, err := shieldArgv(args.Argv, env.Deny.Patterns(), closedFiles(ctx, c, args.Argv))
+	// The root's list decides (its exceptions are left out of the closed
+	// files; grep, rg and git cannot re-include one below a pattern, so an
+	// excepted fixture stays out of their recursive reads).
+	argv, err := shieldArgv(args.Argv, c.Root.Deny().Patterns(), closedFiles(ctx, c, args.Argv))
 	if err != nil {
 		return nil, err
 	}

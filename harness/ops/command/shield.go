@@ -81,9 +81,10 @@ func closedFiles(ctx context.Context, c *op.Call, argv []string) []string {
 	if err != nil {
 		return nil
 	}
+	deny := c.Root.Deny() // the root's own list (its exceptions too)
 	var out []string
 	for _, s := range p.Secrets {
-		if _, ok := c.Env.Deny.Match(s); !ok {
+		if _, ok := deny.Match(s); !ok {
 			out = append(out, s)
 		}
 	}
