@@ -78,6 +78,7 @@ func TestCorpus(t *testing.T) {
 	if _, err := buildHarnessd(); err != nil {
 		t.Fatal(err)
 	}
+	allowRoot := hasAllowRoot()
 	// A pool of workers takes the projects in the manifest's order (Go
 	// first: the npm installs finish meanwhile); each project's subtest
 	// then reports what its run found.
@@ -97,7 +98,7 @@ func TestCorpus(t *testing.T) {
 					rows[i].errorf("%s: not run: %s left before go test's -timeout; the corpus took %s so far on this machine", rows[i].p.Name, left.Round(time.Second), time.Since(start).Round(time.Second))
 					continue
 				}
-				runProject(rows[i], preps[i], filepath.Join(work, rows[i].p.Name))
+				runProject(rows[i], preps[i], filepath.Join(work, rows[i].p.Name), allowRoot)
 			}
 		}()
 	}
@@ -203,7 +204,7 @@ func prepareAll(t *testing.T, ps []project, only map[string]bool, work string) [
 
 // runProject takes one prepared project, runs every action both ways and
 // checks the results against the manifest's exceptions.
-func runProject(r *row, prep *prepared, dir string) {
+func runProject(r *row, prep *prepared, dir string, allowRoot bool) {
 	p := r.p
 	start := time.Now()
 	defer func() { r.took = time.Since(start) }()
@@ -242,13 +243,17 @@ func runProject(r *row, prep *prepared, dir string) {
 		return
 	}
 	defer os.RemoveAll(dataDir)
-	if err := writePolicy(dataDir, p, through); err != nil {
-		r.errorf("%v", err)
-		return
-	}
 	// A person grants the corpus's directory as an allowed area
 	// (DESIGN §13): the one option every row needs.
-	h, err := startHarnessd(dataDir, daemonEnv(), append([]string{"--allow-root", filepath.Dir(through)}, p.DaemonArgs...)...)
+	args := p.DaemonArgs
+	if allowRoot {
+		args = append([]string{"--allow-root", filepath.Dir(through)}, args...)
+		if err := writePolicy(dataDir, p, through); err != nil {
+			r.errorf("%v", err)
+			return
+		}
+	}
+	h, err := startHarnessd(dataDir, daemonEnv(), args...)
 	if err != nil {
 		r.errorf("%v", err)
 		return

@@ -128,6 +128,7 @@ before, no online audit after).
 go test -count=1 -run TestCorpus ./internal/compat/                       # the whole corpus (part of make test; skipped under -short)
 HARNESSD_COMPAT_ONLY=zap,minimist go test -count=1 -run TestCorpus -v ./internal/compat/   # some projects
 HARNESSD_COMPAT_WRITE=1 go test -count=1 -run TestCorpus ./internal/compat/  # regenerate this file from one run
+HARNESSD_COMPAT_BIN=/path/to/harnessd go test -count=1 -run TestCorpus -v ./internal/compat/  # measure another build
 `+"```"+`
 
 It needs the Go module proxy and the npm registry (or their caches), `+"`git`"+`,
@@ -137,6 +138,14 @@ skips that project, except under `+"`CI`"+` where it fails.
 A comparison that differs fails the test unless the project's `+"`exceptions`"+`
 in the manifest list it with its reason; a listed exception that has become
 identical fails too (remove it). The goal is no exceptions.
+
+The same suite against the build before issue 28's fixes (commit f159647,
+`+"`HARNESSD_COMPAT_BIN`"+`, 244 comparisons then): 169 / 244 identical, 301
+spurious redactions — `+"`--- PASS: [REDACTED:secret-assignment]`"+` in every
+`+"`-v`"+` check, grep lines of `+"`creds_utils.go`"+` wiped, suites failing on the
+read-only checkout, the missing loopback and the plugin build, `+"`go list`"+`
+without the module cache, `+"`grep --include`"+` neutralised, `+"`node --version`"+`
+refused on the Fast Path, golang-jwt's fixtures refused with no way out.
 
 ## Totals
 
