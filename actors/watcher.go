@@ -62,6 +62,12 @@ type WatchConfig struct {
 	// Passivated, if set, is called (from the checkout's Receive) each
 	// time an idle watcher is stopped; tests wait on it.
 	Passivated func()
+	// Changed, if set, sees every batch of changed paths of a checkout as
+	// the watch reports it (lost: events were lost, anything may have
+	// changed), from the watch's own goroutine, before the watcher does:
+	// the secrets cache learns at once that a secret-named file appeared.
+	// It must not block.
+	Changed func(root string, paths []string, lost bool)
 }
 
 // Defaults of WatchConfig.
@@ -199,7 +205,12 @@ func (a *Watcher) start(ctx actor.Context) {
 		if cfg.Ignored != nil {
 			ignored = cfg.Ignored(root)
 		}
-		p, err := iwatch.Start(root, iwatch.Options{Ignored: ignored, CookieDir: iwatch.CookieDir(cfg.CookieBase, root)}, func(b iwatch.Batch) { sys.Root.Send(self, b) })
+		p, err := iwatch.Start(root, iwatch.Options{Ignored: ignored, CookieDir: iwatch.CookieDir(cfg.CookieBase, root)}, func(b iwatch.Batch) {
+			if cfg.Changed != nil && (len(b.Paths) > 0 || b.Overflow) {
+				cfg.Changed(root, b.Paths, b.Overflow)
+			}
+			sys.Root.Send(self, b)
+		})
 		life.mu.Lock()
 		if life.stopped && p != nil {
 			_ = p.Close()

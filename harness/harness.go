@@ -203,7 +203,8 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.ring,
-		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) }}}); err != nil {
+		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) },
+			Changed: func(root string, paths []string, lost bool) { h.secretsChanged(root, paths, lost) }}}); err != nil {
 		return nil, err
 	}
 	deny, err := pathsafe.NewDenylist(cfg.SecretPatterns)
@@ -373,3 +374,23 @@ func invoke[Out any](ctx context.Context, h *Harness, name string, in any) (Out,
 // API with the human token, the console): roots they register are theirs
 // to grant. who says how ("cli (token 1a2b…)").
 func AsPerson(ctx context.Context, who string) context.Context { return op.AsPerson(ctx, who) }
+
+// secretsChanged marks a checkout's secret set stale when the watch saw a
+// secret-named path appear (or lost events): the next command's ruleset
+// closes the new file, not one a background walk finds seconds later.
+func (h *Harness) secretsChanged(root string, paths []string, lost bool) {
+	if h.secrets == nil || h.env == nil {
+		return
+	}
+	if lost {
+		h.secrets.Stale(root)
+		return
+	}
+	deny := h.env.DenyFor(root)
+	for _, p := range paths {
+		if _, ok := deny.Match(p); ok {
+			h.secrets.Stale(root)
+			return
+		}
+	}
+}

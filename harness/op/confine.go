@@ -26,6 +26,18 @@ type Secrets interface {
 // secretSet returns the secret set of root; a nil Secrets knows none.
 // Within one call (see withSecretMemo) the set is revalidated once.
 func (e *Env) secretSet(ctx context.Context, root string) (secrets.Set, error) {
+	return e.secretSetOf(ctx, root, false)
+}
+
+// freshSecrets is a Secrets that can walk the tree at once (secrets.Cache).
+type freshSecrets interface {
+	Fresh(ctx context.Context, root string) (secrets.Set, error)
+}
+
+// secretSetOf is secretSet; fresh walks the tree first (a root no watcher
+// follows: a secret file created a moment ago is closed to the next
+// command, not to one a background walk sees seconds later).
+func (e *Env) secretSetOf(ctx context.Context, root string, fresh bool) (secrets.Set, error) {
 	if e.Secrets == nil {
 		return secrets.Set{}, nil
 	}
@@ -37,7 +49,13 @@ func (e *Env) secretSet(ctx context.Context, root string) (secrets.Set, error) {
 			return s, nil
 		}
 	}
-	s, err := e.Secrets.Get(ctx, root)
+	var s secrets.Set
+	var err error
+	if f, ok := e.Secrets.(freshSecrets); ok && fresh {
+		s, err = f.Fresh(ctx, root)
+	} else {
+		s, err = e.Secrets.Get(ctx, root)
+	}
 	if err == nil && m != nil {
 		m.sets[root] = s
 	}
@@ -88,7 +106,10 @@ func (e *Env) Policy(ctx context.Context, profile sandbox.Profile, r runtime.Rep
 	root := r.Repo.Root
 	p := sandbox.Policy{Profile: profile, Root: root}
 	p.GitDirs = append(p.GitDirs, gitDirsOutside(root, r.Repo.CommonDir)...)
-	set, err := e.secretSet(ctx, root)
+	// A target has no watcher telling the secrets cache what appeared:
+	// its tree is walked for every command (targets are small by nature;
+	// a repository's watcher marks its set stale instead).
+	set, err := e.secretSetOf(ctx, root, profile == sandbox.Target)
 	if err != nil {
 		return p, errs.Wrap(errs.Internal, err, "find the secret files of %s: %v", root, err)
 	}

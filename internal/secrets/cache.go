@@ -121,6 +121,7 @@ type entry struct {
 	next     *treeScan          // a finished background walk, not yet adopted
 	dirty    bool               // tree changed since the last learning
 	walking  bool               // a background walk runs
+	stale    bool               // the next Get walks synchronously (Stale)
 	walkedAt time.Time          // start of the last walk
 	git      gitLocator         // finds the index, HEAD, ref and config files
 	gitPaths []string           // those files at the last learning
@@ -227,6 +228,19 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 		e.ready = true
 		return e.set, e.pendingHistory(), nil
 	}
+	if e.stale {
+		// Something may have appeared since the last walk (a watcher saw
+		// a secret-named path, or the caller cannot tell): walk now, so
+		// the Set served is the tree's as of this call.
+		t, err := c.scan(ctx, root, e.deny)
+		if err != nil {
+			return e.set, nil, err
+		}
+		if !t.equal(&e.tree) {
+			e.tree, e.dirty = t, true
+		}
+		e.walkedAt, e.next, e.stale = now, nil, false
+	}
 	if e.next != nil {
 		if !e.next.equal(&e.tree) {
 			e.tree, e.dirty = *e.next, true
@@ -240,6 +254,29 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 		return e.set, nil, err
 	}
 	return e.set, e.pendingHistory(), nil
+}
+
+// Stale marks root's Set stale: the next Get walks the tree before it
+// answers (a watcher saw a secret-named path appear).
+func (c *Cache) Stale(root string) {
+	root = filepath.Clean(root)
+	c.mu.Lock()
+	e := c.roots[root]
+	c.mu.Unlock()
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.stale = true
+	e.mu.Unlock()
+}
+
+// Fresh is Get with a walk of the tree first: the Set is the tree's as of
+// this call, not as of the last background walk (for a root no watcher
+// follows: a target). The first Get of a root walks anyway.
+func (c *Cache) Fresh(ctx context.Context, root string) (Set, error) {
+	c.Stale(root)
+	return c.Get(ctx, root)
 }
 
 // pendingHistory returns the channel closed when the first learning of the
