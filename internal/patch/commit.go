@@ -12,7 +12,10 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 
 // Test hooks; nil in production.
@@ -34,8 +37,13 @@ type createdDir struct{ abs, rel string }
 
 // committer carries the state of the commit phase that a rollback needs.
 type committer struct {
-	sync    bool
-	root    string // checkout root, for messages; "" if not known
+	sync bool
+	root string // checkout root, for messages; "" if not known
+	// canon is the root as the resolver canonicalised it ("" when it does
+	// not say): the directories written in are opened beneath it
+	// (pathsafe.DirBeneath), so no symbolic link swapped in since the
+	// paths were resolved can carry a write out of it.
+	canon   string
 	tmp     *temps
 	touched []*file      // files whose target may have changed, in order
 	created []createdDir // directories created, parents first
@@ -45,7 +53,7 @@ type committer struct {
 
 // commit writes the plan to disk, rolling back on any failure.
 func (p *plan) commit(ctx context.Context, o Options) error {
-	c := &committer{sync: !o.NoSync, root: p.root, tmp: newTemps(p.root), dirs: make(map[string]struct{})}
+	c := &committer{sync: !o.NoSync, root: p.root, canon: p.canon, tmp: newTemps(p.root), dirs: make(map[string]struct{})}
 	for _, f := range p.files {
 		if f.unchanged() {
 			continue
@@ -84,7 +92,7 @@ func (c *committer) step(ctx context.Context, o Options, f *file) error {
 	c.touched = append(c.touched, f)
 	c.dirs[dir] = struct{}{}
 	if f.exists {
-		if err := renameFile(c.temp, f.abs); err != nil {
+		if err := c.rename(c.temp, f.abs); err != nil {
 			if isNoSpace(err) {
 				// The rename did not happen: the target is untouched
 				// and needs no restore (which would need space too).
@@ -95,8 +103,64 @@ func (c *committer) step(ctx context.Context, o Options, f *file) error {
 		c.temp = ""
 		return nil
 	}
-	if err := os.Remove(f.abs); err != nil && !isNotExist(err) {
-		return errs.Wrap(errs.Internal, err, "delete %q: %v", f.rel, err)
+	if err := c.remove(f.abs); err != nil && !isNotExist(err) {
+		return coded(err, errs.Internal, "delete %q: %v", f.rel, err)
+	}
+	return nil
+}
+
+// parent opens the directory of abs beneath the canonical root, or
+// returns nil when the root is not known.
+func (c *committer) parent(abs string) (*os.File, error) {
+	if c.canon == "" {
+		return nil, nil
+	}
+	return pathsafe.DirBeneath(c.canon, filepath.Dir(abs))
+}
+
+// rename renames tmp over abs through abs's directory opened beneath the
+// root.
+func (c *committer) rename(tmp, abs string) error {
+	d, err := c.parent(abs)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		defer d.Close()
+	}
+	return renameFile(tmp, d, abs)
+}
+
+// remove removes abs (not a directory) through its directory opened
+// beneath the root.
+func (c *committer) remove(abs string) error {
+	d, err := c.parent(abs)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		return os.Remove(abs)
+	}
+	defer d.Close()
+	if err := unix.Unlinkat(int(d.Fd()), filepath.Base(abs), 0); err != nil {
+		return &os.PathError{Op: "remove", Path: abs, Err: err}
+	}
+	return nil
+}
+
+// mkdir creates the directory abs through its parent opened beneath the
+// root.
+func (c *committer) mkdir(abs string) error {
+	d, err := c.parent(abs)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		return os.Mkdir(abs, 0o755)
+	}
+	defer d.Close()
+	if err := unix.Mkdirat(int(d.Fd()), filepath.Base(abs), 0o755); err != nil {
+		return &os.PathError{Op: "mkdir", Path: abs, Err: err}
 	}
 	return nil
 }
@@ -118,7 +182,10 @@ func (c *committer) mkdirs(dir string, f *file) error {
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
 		d := missing[i]
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := c.mkdir(d); err != nil {
+			if errs.CodeOf(err) == errs.PathOutsideRoot {
+				return err
+			}
 			return ioError(err, c.root, rel, "create parent directories of %q: %v", rel, err)
 		}
 		c.created = append(c.created, createdDir{abs: d, rel: relDir(f, d)})
@@ -150,7 +217,7 @@ func (c *committer) rollback(cause error) error {
 	failed := make(map[string]string)
 	for i := len(c.touched) - 1; i >= 0; i-- {
 		f := c.touched[i]
-		if err := restore(f, c.tmp.dirFor(filepath.Dir(f.abs)), c.sync); err != nil {
+		if err := c.restore(f, c.tmp.dirFor(filepath.Dir(f.abs)), c.sync); err != nil {
 			failed[f.rel] = err.Error()
 		}
 	}
@@ -200,7 +267,7 @@ func relDir(f *file, dir string) string {
 
 // restore puts f's original state back on disk, through a temp file in
 // tmpDir.
-func restore(f *file, tmpDir string, sync bool) error {
+func (c *committer) restore(f *file, tmpDir string, sync bool) error {
 	base := filepath.Base(f.abs)
 	switch {
 	case !f.existed:
@@ -214,7 +281,7 @@ func restore(f *file, tmpDir string, sync bool) error {
 		if fi.IsDir() {
 			return errors.New("a directory now exists where the patch created a file")
 		}
-		if err := os.Remove(f.abs); err != nil && !isNotExist(err) {
+		if err := c.remove(f.abs); err != nil && !isNotExist(err) {
 			return err
 		}
 		return nil
@@ -223,7 +290,7 @@ func restore(f *file, tmpDir string, sync bool) error {
 		if err != nil {
 			return err
 		}
-		if err := renameFile(tmp, f.abs); err != nil {
+		if err := c.rename(tmp, f.abs); err != nil {
 			_ = os.Remove(tmp)
 			return err
 		}
@@ -233,7 +300,7 @@ func restore(f *file, tmpDir string, sync bool) error {
 		if err != nil {
 			return err
 		}
-		if err := renameFile(tmp, f.abs); err != nil {
+		if err := c.rename(tmp, f.abs); err != nil {
 			_ = os.Remove(tmp)
 			return err
 		}

@@ -46,6 +46,7 @@ type file struct {
 // planned content, and the changes to report.
 type plan struct {
 	root    string // checkout root from the first resolved path; "" if not known
+	canon   string // the root as the resolver canonicalised it; "" if it does not say
 	files   []*file
 	changes []Change
 }
@@ -100,6 +101,9 @@ func newPlan(r Resolver, ops []Op, o Options) (*plan, error) {
 	p := &plan{changes: make([]Change, 0, len(ops))}
 	if len(res) > 0 {
 		p.root = rootOf(res[0].abs, res[0].rel)
+		if rp, ok := r.(interface{ Path() string }); ok {
+			p.canon = rp.Path()
+		}
 	}
 	byAbs := make(map[string]*file, len(ops))
 	lc, _ := r.(LeafChecker)

@@ -3,6 +3,7 @@ package patch
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,8 +36,18 @@ var ErrSweepIncomplete = errors.New("patch: temp sweep stopped at its entry limi
 var (
 	// writeData writes a temp file's content.
 	writeData = func(fh *os.File, b []byte) (int, error) { return fh.Write(b) }
-	// renameFile renames a temp file over its target.
-	renameFile = os.Rename
+	// renameFile renames a temp file over its target: through dir (the
+	// target's directory opened beneath the root, DirBeneath) when it is
+	// not nil, so the rename lands where the path was resolved or nowhere.
+	renameFile = func(oldpath string, dir *os.File, newpath string) error {
+		if dir == nil {
+			return os.Rename(oldpath, newpath)
+		}
+		if err := unix.Renameat(unix.AT_FDCWD, oldpath, int(dir.Fd()), filepath.Base(newpath)); err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return nil
+	}
 	// deviceOf returns the device (st_dev) of the file at path.
 	deviceOf = fileDevice
 )

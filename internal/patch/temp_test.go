@@ -234,7 +234,7 @@ func TestNoSpaceIsStorageFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.rename {
-				swap(t, &renameFile, func(string, string) error {
+				swap(t, &renameFile, func(string, *os.File, string) error {
 					return &os.LinkError{Op: "rename", Err: tt.errno}
 				})
 			} else {
