@@ -174,7 +174,7 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 		n := 0
 		for i := range res.Matches {
 			var k int
-			res.Matches[i].Text, k = red.String(res.Matches[i].Text)
+			res.Matches[i].Text, k = red.StringIn(res.Matches[i].Path, res.Matches[i].Text)
 			n += k
 		}
 		if res.Matches == nil {

@@ -213,7 +213,7 @@ func runSearch(ctx context.Context, c *op.Call, r resolved, args SearchArgs) (an
 	n := 0
 	for i := range res.Matches {
 		var k int
-		res.Matches[i].Text, k = red.String(res.Matches[i].Text)
+		res.Matches[i].Text, k = red.StringIn(res.Matches[i].Path, res.Matches[i].Text)
 		n += k
 	}
 	if res.Matches == nil {
