@@ -122,6 +122,8 @@ func startHarnessd(dataDir string, env []string, extra ...string) (*harnessd, er
 	h := &harnessd{dataDir: dataDir, cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	h.cmd.Env = env
 	h.cmd.Stderr = h.stderr
+	// If the test binary dies (go test's -timeout), the daemon goes too.
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := h.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -158,6 +160,7 @@ func startHarnessd(dataDir string, env []string, extra ...string) (*harnessd, er
 	h.token = strings.TrimSpace(string(tok))
 	mc := exec.Command(bin, "mcp", "--data-dir", dataDir, "--log-level", "warn")
 	mc.Env = env
+	mc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "compat-corpus", Version: "v0"}, nil)
 	ctx, cancel := withTimeout(60 * time.Second)
 	defer cancel()
