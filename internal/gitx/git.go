@@ -219,10 +219,8 @@ func versionAtLeast(s string, major, minor int) bool {
 func (g *Git) Cmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	bi := g.resolve()
 	over, overErr := driverOverrides(dir)
-	user := userConfigArgs(gitDirFor(dir))
-	full := make([]string, 0, len(globalArgs)+len(user)+len(over)+len(args))
+	full := make([]string, 0, len(globalArgs)+len(over)+len(args))
 	full = append(full, globalArgs...)
-	full = append(full, user...)
 	full = append(full, over...)
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, bi.path, full...)
@@ -232,7 +230,8 @@ func (g *Git) Cmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
 		cmd.Err = overErr
 	}
 	cmd.Dir = dir
-	cmd.Env = HardenedEnv(os.Environ())
+	// The user's allowlisted globals, at the global scope (userconfig.go).
+	cmd.Env = append(HardenedEnv(os.Environ()), UserConfigEnv())
 	cmd.WaitDelay = waitDelay
 	return cmd
 }

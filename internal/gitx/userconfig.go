@@ -1,14 +1,18 @@
 package gitx
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/bmatcuk/doublestar/v4"
+	"syscall"
 )
 
 // The user's global git configuration (~/.gitconfig, $XDG_CONFIG_HOME/git/
@@ -18,8 +22,10 @@ import (
 // with GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1) and ignores
 // the user's attributes file (core.attributesFile=/dev/null): nothing there
 // can name a filter, a diff program or a hook. harnessd reads the file
-// itself, with the same parser, and passes on only the variables of
-// userAllowlist as -c arguments: the identity commits are made with, the
+// itself, with the same parser, and hands git only the variables of
+// userAllowlist, in a file it writes (GIT_CONFIG_GLOBAL), so they keep the
+// global scope (a repository's own user.email still wins) and their
+// includeIf "gitdir:" conditions: the identity commits are made with, the
 // line-ending settings, the ignore file, safe.directory and the default
 // branch. Each is data git never runs.
 
@@ -57,6 +63,7 @@ func userConfigFiles(getenv func(string) string) []string {
 // at stamps.
 type userConfig struct {
 	files  []string // the top files, for the environment they were found in
+	file   string   // the global file written for git (userGlobalFile), once
 	stamps []fileStamp
 	// vars in the order git would apply them; conditional ones (an
 	// includeIf gitdir: section) carry their condition.
@@ -76,21 +83,109 @@ var (
 	userCache *userConfig
 )
 
-// userConfigArgs returns the -c arguments of the allowlisted variables of
-// the user's global configuration that apply to a repository whose git
-// dir is gitDir ("" = unknown: conditional includes do not apply). It
-// reads the files again only when one changed (a `git config --global`
-// rewrites the file under a new inode: nothing holds the old one).
-func userConfigArgs(gitDir string) []string {
+// UserConfigEnv returns GIT_CONFIG_GLOBAL naming a file harnessd wrote
+// with the allowlisted variables of the user's global configuration (and
+// their includeIf "gitdir:" sections), or GIT_CONFIG_GLOBAL=/dev/null when
+// there are none or the file cannot be written. git reads it at the
+// global scope: the repository's own config still wins, as for the user's
+// git.
+func UserConfigEnv() string {
+	if f := userGlobalFile(); f != "" {
+		return "GIT_CONFIG_GLOBAL=" + f
+	}
+	return "GIT_CONFIG_GLOBAL=/dev/null"
+}
+
+// userGlobalFile writes (once per content) the global config file of the
+// allowlisted variables under a directory of this uid's, and returns its
+// path ("" when there is nothing to write or it cannot be).
+func userGlobalFile() string {
 	uc := loadUserConfig()
-	var out []string
+	userMu.Lock()
+	defer userMu.Unlock()
+	if uc.file != "" || len(uc.vars) == 0 {
+		return uc.file
+	}
+	dir := filepath.Join(os.TempDir(), "harnessd-gitconfig-"+strconv.Itoa(os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedBySelf(fi) {
+		return "" // not ours alone: write nothing there
+	}
+	var main strings.Builder
+	groups := map[string][]userVar{}
+	var order []string
 	for _, v := range uc.vars {
-		if v.cond != "" && !gitdirMatches(v.cond, v.icase, gitDir) {
+		if v.cond == "" {
+			writeVar(&main, v)
 			continue
 		}
-		out = append(out, "-c", v.name+"="+v.value)
+		key := strconv.FormatBool(v.icase) + "\x00" + v.cond
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], v)
 	}
-	return out
+	for _, key := range order {
+		var b strings.Builder
+		for _, v := range groups[key] {
+			writeVar(&b, v)
+		}
+		sub, err := writeOnce(dir, b.String())
+		if err != nil {
+			return ""
+		}
+		g := groups[key][0]
+		kind := "gitdir"
+		if g.icase {
+			kind = "gitdir/i"
+		}
+		fmt.Fprintf(&main, "[includeIf %s]\n\tpath = %s\n", quoteConfig(kind+":"+g.cond), quoteConfig(sub))
+	}
+	f, err := writeOnce(dir, main.String())
+	if err != nil {
+		return ""
+	}
+	uc.file = f
+	return f
+}
+
+// writeVar writes one variable as its own section line.
+func writeVar(b *strings.Builder, v userVar) {
+	section, key, _ := strings.Cut(v.name, ".")
+	fmt.Fprintf(b, "[%s]\n\t%s = %s\n", section, key, quoteConfig(v.value))
+}
+
+// quoteConfig quotes a value for a git config file.
+func quoteConfig(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`, "\b", `\b`)
+	return `"` + r.Replace(v) + `"`
+}
+
+// writeOnce writes content to a file named by its digest in dir (once:
+// the same content is the same file) and returns its path.
+func writeOnce(dir, content string) (string, error) {
+	sum := sha256.Sum256([]byte(content))
+	p := filepath.Join(dir, hex.EncodeToString(sum[:12])+".gitconfig")
+	if b, err := os.ReadFile(p); err == nil && string(b) == content {
+		return p, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".gitconfig-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.WriteString(content)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return "", errors.Join(werr, cerr)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return p, nil
 }
 
 func loadUserConfig() *userConfig {
@@ -179,43 +274,15 @@ func gitdirPattern(pat, including string) string {
 	return pat
 }
 
-// gitdirMatches reports whether gitDir (and its symlink-resolved form)
-// matches an includeIf gitdir pattern.
-func gitdirMatches(pat string, icase bool, gitDir string) bool {
-	if gitDir == "" {
-		return false
-	}
-	cands := []string{gitDir}
-	if r, err := filepath.EvalSymlinks(gitDir); err == nil && r != gitDir {
-		cands = append(cands, r)
-	}
-	for _, c := range cands {
-		p, g := pat, c
-		if icase {
-			p, g = strings.ToLower(p), strings.ToLower(g)
-		}
-		if ok, _ := doublestar.Match(p, g); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// UserConfigArgs returns the -c arguments of the allowlisted variables of
-// the user's global configuration for git run in dir (for a caller that
-// builds its own git command line, with GIT_CONFIG_GLOBAL=/dev/null).
-func UserConfigArgs(dir string) []string { return userConfigArgs(gitDirFor(dir)) }
-
 // UserConfigFiles returns the files harnessd's own git reads outside the
-// repository: the ignore files (core.excludesFile, or git's default
-// $XDG_CONFIG_HOME/git/ignore) that exist, for the sandbox to show it.
+// repository, for the sandbox to show it: the ignore files
+// (core.excludesFile, or git's default $XDG_CONFIG_HOME/git/ignore) that
+// exist, and the directory of the global file harnessd writes.
 func UserConfigFiles() []string {
 	var out []string
 	for _, v := range loadUserConfig().vars {
 		if v.name == "core.excludesfile" {
-			for _, p := range interpolatePath(v.value) {
-				out = append(out, p)
-			}
+			out = append(out, interpolatePath(v.value)...)
 		}
 	}
 	xdg := os.Getenv("XDG_CONFIG_HOME")
@@ -225,12 +292,21 @@ func UserConfigFiles() []string {
 	if xdg != "" {
 		out = append(out, filepath.Join(xdg, "git", "ignore"))
 	}
+	if f := userGlobalFile(); f != "" {
+		out = append(out, filepath.Dir(f)) // the global file and its includes
+	}
 	var exist []string
 	for _, p := range out {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if fi, err := os.Stat(p); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
 			exist = append(exist, p)
 		}
 	}
 	sort.Strings(exist)
 	return exist
+}
+
+// ownedBySelf reports whether fi belongs to this process's uid.
+func ownedBySelf(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

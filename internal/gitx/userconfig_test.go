@@ -127,3 +127,18 @@ func TestUserConfigFollowsTheFile(t *testing.T) {
 		t.Fatalf("in ~/work: ident %q, want the includeIf's email", got)
 	}
 }
+
+// The user's globals keep the global scope: a repository's own identity
+// wins over them, as it does for the user's git.
+func TestUserConfigKeepsTheGlobalScope(t *testing.T) {
+	userHome(t, "[user]\n\tname = Global\n\temail = global@example.com\n")
+	dir := plainRepo(t)
+	gitIn(t, dir, "config", "user.email", "local@example.com")
+	out, _, err := (&Git{}).Run(context.Background(), dir, 0, "var", "GIT_AUTHOR_IDENT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); !strings.HasPrefix(got, "Global <local@example.com>") {
+		t.Fatalf("ident %q, want the global name and the repository's email", got)
+	}
+}

@@ -66,11 +66,11 @@ func gitOutput(ctx context.Context, root string, args ...string) ([]byte, error)
 // gitOutput runs git in root without locks, fsmonitor, pager or prompts,
 // with the caller's GIT_* environment removed and, of the global and
 // system configuration, only what harnessd's own git keeps (the user's
-// ignore file among it: gitx.UserConfigArgs), started as the Searcher says
+// ignore file among it: gitx.UserConfigEnv), started as the Searcher says
 // (confined).
 func (p *plan) gitOutput(ctx context.Context, root string, args ...string) ([]byte, error) {
 	pre := []string{"-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "--no-pager"}
-	args = append(append(pre, gitx.UserConfigArgs(root)...), args...)
+	args = append(pre, args...)
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = root
 	env := make([]string, 0, len(os.Environ())+4)
@@ -80,7 +80,7 @@ func (p *plan) gitOutput(ctx context.Context, root string, args ...string) ([]by
 		}
 		env = append(env, e)
 	}
-	cmd.Env = append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C", "LANG=C")
+	cmd.Env = append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", gitx.UserConfigEnv(), "LC_ALL=C", "LANG=C")
 	var stderr, stdout bytes.Buffer
 	cmd.Stderr, cmd.Stdout = &stderr, &stdout
 	wait, err := p.run(ctx, root, cmd)
