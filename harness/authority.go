@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/authority"
 	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -126,25 +127,25 @@ func (h *Harness) checkGrants(ctx context.Context) {
 		h.lg.Warn("authority: list repositories", zap.Error(err))
 	}
 	for _, r := range repos {
-		why := h.env.Suspension(r.Root, r.Grant)
-		if _, was := h.env.Suspended(r.ID); why != "" && !was {
-			h.lg.Warn("authority: a repository's grant is not covered by the rules: suspended until a person confirms it (harness repo add ROOT)",
-				zap.String("repo_id", r.ID), zap.String("root", r.Root), zap.String("why", why))
-		}
-		h.env.Suspend(r.ID, why)
+		h.checkGrant("repository", r.ID, r.Root, r.Grant, "harness repo add ROOT")
 	}
 	targets, err := h.rt.Targets.List(ctx)
 	if err != nil {
 		h.lg.Warn("authority: list targets", zap.Error(err))
 	}
 	for _, t := range targets {
-		why := h.env.Suspension(t.Root, t.Grant)
-		if _, was := h.env.Suspended(t.TargetID); why != "" && !was {
-			h.lg.Warn("authority: a target's grant is not covered by the rules: suspended until a person confirms it (harness target add ROOT)",
-				zap.String("target_id", t.TargetID), zap.String("root", t.Root), zap.String("why", why))
-		}
-		h.env.Suspend(t.TargetID, why)
+		h.checkGrant("target", t.TargetID, t.Root, t.Grant, "harness target add ROOT")
 	}
+}
+
+// checkGrant suspends (and logs, the first time) or lifts one root.
+func (h *Harness) checkGrant(kind, id, root string, g messages.RootGrant, fix string) {
+	why := h.env.Suspension(root, g)
+	if _, was := h.env.Suspended(id); why != "" && !was {
+		h.lg.Warn("authority: a "+kind+"'s grant is not covered by the rules: suspended until a person confirms it ("+fix+")",
+			zap.String("id", id), zap.String("root", root), zap.String("why", why))
+	}
+	h.env.Suspend(id, why)
 }
 
 // Suspended lists the registered roots whose grant is suspended (id →
