@@ -132,7 +132,7 @@ func systemSecrets() []string {
 // ~/.config, ~/.cache) or holds a hidden directory (the data dir): then
 // only the directory itself. Credential files in them are closed by the
 // caller (envInfo.creds).
-func toolDirs(pathEnv, home string, hidden []string) []string {
+func toolDirs(pathEnv, home string, hidden []string, environ ...string) []string {
 	var out []string
 	add := func(d string) {
 		if d == "" || !filepath.IsAbs(d) {
@@ -156,9 +156,24 @@ func toolDirs(pathEnv, home string, hidden []string) []string {
 			out = append(out, d)
 		}
 	}
+	// Version managers name their own root (a pyenv outside the home, a
+	// CI runner's HOME elsewhere): the tool's whole tree is readable, its
+	// versions with it (credential files are closed by the caller).
+	for _, k := range toolRootVars {
+		if v := envGet(environ, k); v != "" && filepath.IsAbs(v) {
+			add(v)
+		}
+	}
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
+		}
+		// <root>/shims or <root>/bin of a manager that keeps versions/
+		// beside them: the root, wherever it lives.
+		if b := filepath.Base(d); b == "shims" || b == "bin" {
+			if fi, err := os.Stat(filepath.Join(filepath.Dir(d), "versions")); err == nil && fi.IsDir() {
+				add(filepath.Dir(d))
+			}
 		}
 		add(d)
 		real, err := filepath.EvalSymlinks(d)
@@ -191,6 +206,9 @@ func toolDirs(pathEnv, home string, hidden []string) []string {
 	}
 	return out
 }
+
+// toolRootVars name the roots of version managers and toolchains.
+var toolRootVars = []string{"PYENV_ROOT", "RBENV_ROOT", "NODENV_ROOT", "ASDF_DIR", "ASDF_DATA_DIR", "NVM_DIR", "VOLTA_HOME", "CARGO_HOME", "RUSTUP_HOME", "GOROOT", "SDKMAN_DIR"}
 
 // containerDirs are first components of a home that hold unrelated things
 // (state, secrets, other programs' data): a tool below one brings only its

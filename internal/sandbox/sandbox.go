@@ -129,7 +129,7 @@ func New(cfg Config) (*Sandbox, error) {
 	s.env.home = envGet(cfg.Environ, "HOME")
 	s.env.path = envGet(cfg.Environ, "PATH")
 	s.env.creds = authority.CredentialPaths(authority.Env{Home: s.env.home, ConfigHome: envGet(cfg.Environ, "XDG_CONFIG_HOME")})
-	s.env.tools = toolDirs(s.env.path, s.env.home, cfg.Hidden)
+	s.env.tools = toolDirs(s.env.path, s.env.home, cfg.Hidden, cfg.Environ...)
 	s.env.modCache = modCache(cfg.Environ, s.env.home)
 	s.tmp = cfg.TmpRoot
 	if s.tmp == "" {
