@@ -127,7 +127,7 @@ func (d *daemonProc) wait(t *testing.T, timeout time.Duration) error {
 // mcpSession connects the go-sdk MCP client to `harnessd mcp`.
 func mcpSession(t *testing.T, dataDir string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(harnessdBin, "mcp", "--data-dir", dataDir, "--log-level", "warn")
+	cmd := exec.Command(harnessdBin, append([]string{"mcp", "--data-dir", dataDir, "--log-level", "warn"}, withArea(nil)...)...)
 	cl := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -317,7 +317,9 @@ func TestTwoBridgesShareOneDaemon(t *testing.T) {
 }
 
 func mcpSessionNoFatal(t *testing.T, dataDir string) *mcp.ClientSession {
-	cmd := exec.Command(harnessdBin, "mcp", "--data-dir", dataDir, "--log-level", "warn")
+	// The daemon this bridge may start has the tests' temp dir as an
+	// allowed area (withArea).
+	cmd := exec.Command(harnessdBin, append([]string{"mcp", "--data-dir", dataDir, "--log-level", "warn"}, withArea(nil)...)...)
 	cl := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -34,7 +34,7 @@ const humanToken = "human-token-for-tests"
 
 func openHandler(t *testing.T) http.Handler {
 	t.Helper()
-	h, err := harness.Open(context.Background(), harness.Config{InMemory: true})
+	h, err := harness.Open(context.Background(), harness.Config{InMemory: true, AllowRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
