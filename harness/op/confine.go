@@ -238,11 +238,16 @@ func (e *Env) ConfineGit(ctx context.Context, dir string, writable []string) (fu
 		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, nil
 	}
 	root := worktreeTop(dir)
-	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles(),
-		Writable: writable, Metadata: len(writable) > 0}
+	return e.confined(sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles(),
+		Writable: writable, Metadata: len(writable) > 0})
+}
+
+// confined prepares p and returns how to start a command under it and
+// what to call once it ended (harnessd's own processes: git, rg).
+func (e *Env) confined(p sandbox.Policy) (func(*exec.Cmd) error, func(), error) {
 	prep, err := e.Sandbox.Prepare(p)
 	if err != nil || prep == nil {
-		return func(cmd *exec.Cmd) error { return cmd.Start() }, none, err
+		return func(cmd *exec.Cmd) error { return cmd.Start() }, func() {}, err
 	}
 	exited := make(chan struct{})
 	var once sync.Once
@@ -314,26 +319,16 @@ func (e *Env) StartSearch(ctx context.Context, dir string, cmd *exec.Cmd) (func(
 	}
 	p := sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles()}
 	p.Secrets = append(append(append(p.Secrets, set.Files...), set.Dirs...), set.Links...)
-	prep, err := e.Sandbox.Prepare(p)
+	start, done, err := e.confined(p)
 	if err != nil {
 		return nil, err
 	}
-	if prep == nil {
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		return cmd.Wait, nil
-	}
-	exited := make(chan struct{})
-	if err := prep.Start(cmd, exited); err != nil {
-		close(exited)
-		prep.Done()
+	if err := start(cmd); err != nil {
+		done()
 		return nil, err
 	}
 	return func() error {
-		err := cmd.Wait()
-		close(exited)
-		prep.Done()
-		return err
+		defer done()
+		return cmd.Wait()
 	}, nil
 }

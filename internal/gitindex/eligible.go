@@ -239,4 +239,3 @@ func commonDir(gitDir string) string {
 	}
 	return d
 }
-

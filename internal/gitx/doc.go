@@ -9,9 +9,13 @@
 // Two inputs are untrusted. The first is the repository's own configuration
 // (.git/config, config.worktree and files they include), which an agent with
 // write access to the checkout can change. The second is the revisions and
-// paths an agent supplies. The user's global configuration (~/.gitconfig) is
-// trusted and still applies, so credential-free settings such as git-lfs
-// filters installed globally keep working.
+// paths an agent supplies. The user's global configuration (~/.gitconfig)
+// and attributes file are not trusted either (any process of the user can
+// write them): git reads no system config, no user attributes file
+// (core.attributesFile=/dev/null), and as global config only a file
+// harnessd writes with an allowlist of the user's variables (identity,
+// line endings, the ignore file, safe.directory, the default branch; see
+// userconfig.go). Filters installed globally (git-lfs) do not run.
 //
 // # Global flags (every call)
 //
@@ -35,6 +39,9 @@
 //	-c safe.bareRepository=explicit
 //	                               no implicit bare repository (a directory in
 //	                               the work tree that looks like one)
+//	-c core.attributesFile=/dev/null
+//	                               no attributes file of the user
+//	-c core.commentChar=#          --cleanup=strip keeps harnessd's trailers
 //
 // core.untrackedCache keeps its default, which is the faster choice.
 //
@@ -59,7 +66,10 @@
 // contains '=') makes every call fail closed with POLICY_DENIED, and so does
 // a scan that cannot finish: a config file that cannot be read or is not a
 // regular file, more than 64 config files in one repository, a file over 4
-// MiB, more than 256 neutralised names or 64 repositories.
+// MiB, more than 256 neutralised names or 64 repositories. So does a
+// core.worktree naming another directory than the work tree git found
+// (harnessd's git would read and stage files outside the checkout; a
+// submodule's config names its own work tree, which passes).
 //
 // # Git run through a wrapper
 //
@@ -90,7 +100,9 @@
 // GIT_EXEC_PATH, GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT, GIT_EXTERNAL_DIFF,
 // GIT_SSH*, GIT_ASKPASS, ...) is dropped. Then GIT_TERMINAL_PROMPT=0,
 // GIT_OPTIONAL_LOCKS=0 (status never takes index.lock), GIT_PAGER=cat,
-// PAGER=cat, GIT_EDITOR=false, GIT_CONFIG_NOSYSTEM=1, GIT_ATTR_NOSYSTEM=1,
+// PAGER=cat, GIT_EDITOR=false, GIT_CONFIG_NOSYSTEM=1,
+// GIT_CONFIG_GLOBAL=/dev/null (replaced by the file of UserConfigEnv on
+// every call Cmd builds), GIT_ATTR_NOSYSTEM=1,
 // GIT_NO_LAZY_FETCH=1, GIT_PROTOCOL_FROM_USER=0 and LC_ALL=C are set.
 // Stdin is /dev/null.
 //

@@ -18,12 +18,13 @@ import (
 // The user's global git configuration (~/.gitconfig, $XDG_CONFIG_HOME/git/
 // config, or the daemon's GIT_CONFIG_GLOBAL) is a file any process of the
 // user can write, an agent's included when it once reached it. harnessd's
-// own git therefore reads neither it nor the system configuration (git runs
-// with GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1) and ignores
-// the user's attributes file (core.attributesFile=/dev/null): nothing there
-// can name a filter, a diff program or a hook. harnessd reads the file
-// itself, with the same parser, and hands git only the variables of
-// userAllowlist, in a file it writes (GIT_CONFIG_GLOBAL), so they keep the
+// own git therefore reads neither it nor the system configuration
+// (GIT_CONFIG_NOSYSTEM=1, and GIT_CONFIG_GLOBAL names a file harnessd
+// writes) and ignores the user's attributes file
+// (core.attributesFile=/dev/null): nothing there can name a filter, a diff
+// program or a hook. harnessd reads the user's file itself, with the same
+// parser, and hands git only the variables of userAllowlist, in the file it
+// writes (UserConfigEnv), so they keep the
 // global scope (a repository's own user.email still wins) and their
 // includeIf "gitdir:" conditions: the identity commits are made with, the
 // line-ending settings, the ignore file, safe.directory and the default
