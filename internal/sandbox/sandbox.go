@@ -208,6 +208,31 @@ func (s *Sandbox) namespaces(p Profile) bool {
 	return p != Read && p != Target && !s.cfg.NoNamespaces && s.kernel.UserNS && Linked()
 }
 
+// Namespaced reports whether processes of profile p run in namespaces
+// (a mount namespace of their own: copy-on-write checkout and caches,
+// hidden paths absent; a network namespace with loopback).
+func (s *Sandbox) Namespaced(p Profile) bool {
+	return s != nil && s.cfg.Mode != Off && s.namespaces(p)
+}
+
+// Visible returns the directories a process confined by policy p sees:
+// the system directories, the tool directories (PATH and where its
+// programs lead), the root, its git directories, the caches and the
+// policy's other readable and writable paths.
+func (s *Sandbox) Visible(p Policy) []string {
+	out := append([]string(nil), systemReadDirs()...)
+	if s != nil {
+		out = append(out, s.env.tools...)
+	}
+	if p.Root != "" {
+		out = append(out, p.Root)
+	}
+	out = append(out, p.GitDirs...)
+	out = append(out, p.Caches...)
+	out = append(out, p.ReadOnly...)
+	return append(out, p.Writable...)
+}
+
 // Confines reports whether processes of profile p are confined by the
 // kernel: Landlock (or namespaces) keep them from writing outside what
 // the policy allows. The Fast Path then needs no before/after snapshot of

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/harnessd/harnessd/harness/op"
@@ -40,69 +39,31 @@ func Walls(ctx context.Context, env *op.Env, tool string, profile sandbox.Profil
 	return wall.Diagnose(exitCode, output, wallFacts(env, tool, profile, p, dir))
 }
 
-// wallFacts are the facts of policy p of profile as wall judges them.
+// wallFacts are the facts of policy p of profile as wall judges them, as
+// the sandbox says it confines (what it shows, whether in namespaces,
+// where the private tmp lies).
 func wallFacts(env *op.Env, tool string, profile sandbox.Profile, p sandbox.Policy, dir string) wall.Facts {
-	fast := profile == sandbox.Read || profile == sandbox.Target
+	ns := env.Sandbox.Namespaced(profile)
 	f := wall.Facts{
-		Confined: true, Tool: tool, Namespaces: namespaced(env.Sandbox, profile),
+		Confined: true, Tool: tool, Namespaces: ns,
 		Root: p.Root, Dir: dir, Network: p.Network, Secrets: p.Secrets, Hidden: env.Hidden,
-		Home: os.Getenv("HOME"), Exists: exists,
+		Home: os.Getenv("HOME"), Exists: exists, Visible: env.Sandbox.Visible(p),
 	}
 	f.Writable = append(f.Writable, p.Writable...)
 	f.ReadOnly = append(append(f.ReadOnly, p.GitDirs...), p.ReadOnly...)
-	if fast {
-		f.ReadOnly = append(f.ReadOnly, p.Caches...)
-	} else {
+	if ns {
+		// Copy-on-write layers: the caches take writes (dropped later).
 		f.Writable = append(f.Writable, p.Caches...)
+	} else {
+		f.ReadOnly = append(f.ReadOnly, p.Caches...)
 	}
-	f.Visible = visible(p, f.Home)
 	f.Tmp = "/tmp"
-	if !f.Namespaces {
+	if !ns {
 		// The private tmp of a command confined by Landlock alone lies
-		// in the sandbox's tmp root (the default one: a configured root
-		// only narrows what is claimed).
-		f.Tmp = filepath.Join(os.TempDir(), "harnessd-sandbox-"+strconv.Itoa(os.Getuid()))
+		// in the sandbox's tmp root.
+		f.Tmp = env.Sandbox.TmpRoot()
 	}
 	return f
-}
-
-// namespaced reports whether the sandbox confines profile with namespaces.
-func namespaced(s *sandbox.Sandbox, profile sandbox.Profile) bool {
-	for _, l := range s.Status() {
-		if l.Profile == profile {
-			return l.Mode == "namespaces"
-		}
-	}
-	return false
-}
-
-// systemDirs are the system directories the sandbox shows every profile
-// (sandbox.systemReadDirs).
-func systemDirs() []string {
-	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/nix", "/snap", "/var/lib/snapd/snap"}
-}
-
-// visible returns the directories a confined process sees: the system
-// directories, the directories on the daemon's PATH (one under $HOME
-// brings its first component under $HOME, as the sandbox mounts it), the
-// checkout, its git directories and the caches.
-func visible(p sandbox.Policy, home string) []string {
-	out := systemDirs()
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue
-		}
-		d = filepath.Clean(d)
-		if home != "" && strings.HasPrefix(d, home+"/") {
-			d = filepath.Join(home, strings.SplitN(strings.TrimPrefix(d, home+"/"), "/", 2)[0])
-		}
-		out = append(out, d)
-	}
-	out = append(out, p.Root)
-	out = append(out, p.GitDirs...)
-	out = append(out, p.Caches...)
-	out = append(out, p.ReadOnly...)
-	return append(out, p.Writable...)
 }
 
 // exists resolves a program on the daemon's PATH, or an absolute path on

@@ -101,7 +101,7 @@ func TestWallsOfRealFailures(t *testing.T) {
 		}
 	})
 	t.Run("home in a job's mount namespace", func(t *testing.T) {
-		if !namespaced(sb, sandbox.Job) {
+		if !sb.Namespaced(sandbox.Job) {
 			t.Skip("no user namespaces here: " + sandbox.Probe().UserNSReason)
 		}
 		res, got := confinedRun(t, env, wall.ToolJobStart, sandbox.Job, root, nil, "cat", settings)
