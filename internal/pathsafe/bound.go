@@ -2,7 +2,7 @@ package pathsafe
 
 import (
 	"fmt"
-	"path/filepath"
+	"github.com/harnessd/harnessd/internal/authority"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -125,17 +125,9 @@ func selfMatch(d *Denylist, comps []string) string {
 }
 
 // CanonicalDir returns the canonical form of the absolute path dir: clean,
-// with symlinks resolved as far as it exists ("" for a relative path).
-func CanonicalDir(dir string) string {
-	if !filepath.IsAbs(dir) {
-		return ""
-	}
-	c := filepath.Clean(dir)
-	if r, err := filepath.EvalSymlinks(c); err == nil {
-		return r
-	}
-	return c
-}
+// with symlinks resolved as far as it exists ("" for a relative path):
+// authority.Canonical, the one canonicaliser of roots.
+func CanonicalDir(dir string) string { return authority.Canonical(dir) }
 
 // miss is Match on a bound list when no pattern matched the clean,
 // lower-cased lrel below the root (and no exception names it): "." is the
