@@ -95,12 +95,16 @@ func classifyGoBuild(args []string) Result {
 	if !ok {
 		return r
 	}
-	out, hasOut := goFlagValue(args, "o")
-	if hasOut {
-		if !tmpOutput(out) {
-			return result(WorkspaceWrite, "go build -o "+strconv.Quote(out)+" writes outside /tmp and /dev/null")
+	// Every -o counts, not only the last: where Go's flag parsing stops
+	// (at the first operand) is its business, the answer must hold for
+	// any reading of the line.
+	if outs := goFlagValues(args, "o"); len(outs) > 0 {
+		for _, out := range outs {
+			if !tmpOutput(out) {
+				return result(WorkspaceWrite, "go build -o "+strconv.Quote(out)+" writes outside /tmp and /dev/null")
+			}
 		}
-		return result(Readonly, "go build -o "+out+" writes only there and the build cache")
+		return result(Readonly, "go build -o "+outs[len(outs)-1]+" writes only there and the build cache")
 	}
 	pkgs := goPackages(args)
 	seen := map[string]bool{}
@@ -299,9 +303,9 @@ func compilerFlagsSafe(flag, v string) (string, bool) {
 	return "", true
 }
 
-// goFlagValue returns the value of flag name in args (the last one).
-func goFlagValue(args []string, name string) (string, bool) {
-	v, found := "", false
+// goFlagValues returns every value of flag name in args, in order.
+func goFlagValues(args []string, name string) []string {
+	var vs []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -316,14 +320,14 @@ func goFlagValue(args []string, name string) (string, bool) {
 				i++
 				val = args[i]
 			}
-			v, found = val, true
+			vs = append(vs, val)
 			continue
 		}
 		if !attached && !goBool[n] && i+1 < len(args) {
 			i++
 		}
 	}
-	return v, found
+	return vs
 }
 
 // goPackages returns the operands of go build (the arguments that are no

@@ -247,29 +247,43 @@ func TestGoReadonlyProperty(t *testing.T) {
 		if r.Class != Readonly {
 			return
 		}
+		// Walk the words as Go's flag package reads flags: a flag that
+		// takes a value consumes the next word when none is attached (even
+		// one that starts with a dash). Operands don't end the walk: a
+		// readonly answer must hold however the line is read, so every -o
+		// and -mod counts, not only the last.
+		valued := map[string]bool{"o": true, "mod": true, "ldflags": true, "gcflags": true, "tags": true, "f": true,
+			"toolexec": true, "exec": true, "vettool": true, "overlay": true, "modfile": true, "pkgdir": true,
+			"C": true, "buildmode": true, "debug-trace": true, "c": true}
 		for i := 0; i < len(args); i++ {
 			a := args[i]
 			if a == "--" {
 				break
 			}
-			name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			if !strings.HasPrefix(a, "-") {
 				continue
+			}
+			name, value, attached := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if valued[name] && !attached && i+1 < len(args) {
+				i++
+				value = args[i]
 			}
 			switch name {
 			case "toolexec", "exec", "vettool", "overlay", "modfile", "pkgdir", "fix", "C", "buildmode", "debug-trace":
 				if name != "buildmode" || value == "plugin" {
 					t.Fatalf("Argv(%q) is readonly with %s", argv, a)
 				}
-			case "o", "mod", "ldflags", "gcflags":
-				if !attached && i+1 < len(args) {
-					value = args[i+1]
-				}
-				switch {
-				case name == "o" && value != "/dev/null" && !strings.HasPrefix(path.Clean(value), "/tmp"),
-					name == "mod" && value == "mod",
-					(name == "ldflags" || name == "gcflags") && strings.Contains(value, "extld"):
+			case "ldflags", "gcflags":
+				if strings.Contains(value, "extld") {
 					t.Fatalf("Argv(%q) is readonly with %s %s", argv, a, value)
+				}
+			case "o":
+				if value != "/dev/null" && !strings.HasPrefix(path.Clean(value), "/tmp") {
+					t.Fatalf("Argv(%q) is readonly with -o %s", argv, value)
+				}
+			case "mod":
+				if value == "mod" {
+					t.Fatalf("Argv(%q) is readonly with -mod=mod", argv)
 				}
 			}
 		}
