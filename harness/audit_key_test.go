@@ -25,10 +25,10 @@ import (
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/audit"
-	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
+	httpapi "github.com/harnessd/harnessd/surfaces/http"
 )
 
 // lockedBuffer is a log sink safe for the actors' goroutines.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/persistence"
 )
 

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/ops"
@@ -21,6 +21,7 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/check"
 	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
@@ -158,8 +159,8 @@ type Harness struct {
 	gov     *govern.Governor
 	sb      *sandbox.Sandbox
 	secrets *secrets.Cache
-	areas   *areas     // the allowed areas (harness/authority.go)
-	akeys   *auditKeys // the audit chain's HMAC keys (harness/audit_key.go)
+	areas   *areas          // the allowed areas (harness/authority.go)
+	akeys   *audit.KeyFiles // the audit chain's HMAC keys (internal/audit/keyfile.go)
 	env     *op.Env
 	pipe    *op.Pipeline
 	started time.Time
@@ -198,11 +199,11 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		MarksPath: marksPath, Reserve: cfg.StoreReserve}); err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "%v", err)
 	}
-	if h.akeys, err = loadAuditKeys(dataDir, h.store, cfg.Logger); err != nil {
+	if h.akeys, err = audit.LoadKeyFiles(dataDir, h.store, cfg.Logger); err != nil {
 		return nil, err
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.ring,
+		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.Ring(),
 		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) },
 			Changed: func(root string, paths []string, lost bool) { h.secretsChanged(root, paths, lost) }}}); err != nil {
 		return nil, err

@@ -135,7 +135,7 @@ type AuditVerifyResult struct {
 
 // AuditVerify checks the whole hash chain and names the first broken entry.
 // Entries sealed with a key are checked by their HMAC (see
-// AuditVerifyAnchored, harness/audit_key.go).
+// AuditVerifyAnchored, harness/audit.go, internal/audit/keyfile.go).
 func (h *Harness) AuditVerify(ctx context.Context) (*AuditVerifyResult, error) {
 	return h.AuditVerifyAnchored(ctx, nil)
 }

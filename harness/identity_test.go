@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/testutil"

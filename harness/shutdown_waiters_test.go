@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	hrt "github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/testutil"

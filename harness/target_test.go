@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/persistence"
 )

@@ -9,8 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/testutil"
 )

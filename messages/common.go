@@ -1,7 +1,7 @@
 package messages
 
 // Failed answers any request that could not be served. It is the coded
-// error as plain data: Code is one of harness/errs' stable codes, Message
+// error as plain data: Code is one of contract/errs' stable codes, Message
 // names the fix, Details holds small JSON-encodable facts.
 type Failed struct {
 	Code    string

@@ -33,7 +33,7 @@ func (e *DamageError) Error() string {
 	return s
 }
 
-// ErrorCode is the stable code of harness/errs that this error maps to.
+// ErrorCode is the stable code of contract/errs that this error maps to.
 func (e *DamageError) ErrorCode() string { return "STORE_DAMAGED" }
 
 func (e *DamageError) Unwrap() error { return e.cause }

@@ -27,7 +27,7 @@ func (e *FullError) Error() string {
 		"never fails mid-write; free space: writes resume by themselves, reads keep working", e.Dir, bytesText(e.Free), bytesText(e.Reserve))
 }
 
-// ErrorCode is the stable code of harness/errs that this error maps to.
+// ErrorCode is the stable code of contract/errs that this error maps to.
 func (e *FullError) ErrorCode() string { return "STORAGE_FULL" }
 
 func (e *FullError) Unwrap() error { return e.cause }

@@ -24,6 +24,9 @@ const (
 	ChecksName   = "checks"
 	JobsName     = "jobs"
 	RunsName     = "runs"
+	// TargetsName is the repository-free targets: target/<canonical root>
+	// below it, one per granted root.
+	TargetsName = "targets"
 	// DeadlocksName is the deadlock detector: it starts before the registry
 	// (and drains after it), so every checkout can reach it.
 	DeadlocksName = "deadlocks"
@@ -65,6 +68,8 @@ type Deps struct {
 	DeadlocksPID *actor.PID
 	// Watch configures the checkouts' watchers (the live index).
 	Watch actors.WatchConfig
+	// Targets is the published index of granted target roots.
+	Targets *actors.TargetIndex
 }
 
 // RunsOptions configure the runs supervisor (zero fields = the defaults).
@@ -157,6 +162,14 @@ func Runs(d Deps) Child {
 	props := actor.PropsFromProducer(actors.NewRuns(cfg), d.recover(),
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
 	return Child{Name: RunsName, Props: props, Restart: Permanent}
+}
+
+// Targets is the targets actor: target/<canonical root> below it, one per
+// granted root.
+func Targets(d Deps) Child {
+	props := actor.PropsFromProducer(actors.NewTargets(d.Store, d.Targets, d.logger(), d.Now), d.recover(),
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+	return Child{Name: TargetsName, Props: props, Restart: Permanent}
 }
 
 // Boot runs the restore that must happen once per process, before the tree

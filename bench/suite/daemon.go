@@ -18,8 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // modulePath is the harnessd module, whose root holds ./cmd/harnessd.

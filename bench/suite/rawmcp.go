@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // rawSurface is an MCP client of `harnessd mcp` that is not the go-sdk: a

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
 	"github.com/harnessd/harnessd/internal/textsafe"
 )
 

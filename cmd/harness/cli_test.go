@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // apiFake is a daemon on the unix socket of a fresh data dir answering

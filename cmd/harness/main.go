@@ -24,10 +24,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 const (

@@ -14,13 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
-	httpapi "github.com/harnessd/harnessd/internal/server/http"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/surfaces/daemon"
+	httpapi "github.com/harnessd/harnessd/surfaces/http"
 )
 
 // Attacks on what a person reads in a terminal: an agent puts carriage

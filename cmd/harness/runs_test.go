@@ -20,9 +20,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the current output")

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/persistence"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 const storeUsage = `usage: harness store dump [PREFIX] | verify | backup FILE | restore FILE | reset --yes

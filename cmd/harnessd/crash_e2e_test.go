@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // content is the body request round r writes to file f: one token repeated,

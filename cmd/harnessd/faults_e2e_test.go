@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes at a new directory, or skips the

@@ -15,8 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // rpcMsg is any frame `harnessd mcp` writes.

@@ -13,7 +13,7 @@ import (
 
 const initFrame = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}` + "\n"
 
-// The agent's pipes are handed to the daemon (internal/daemon/stdiofds.go);
+// The agent's pipes are handed to the daemon (surfaces/daemon/stdiofds.go);
 // a bridge killed with SIGKILL must still end its session: the daemon
 // closes its copy of the agent's stdout, so the agent sees EOF (a daemon
 // that kept serving a dead bridge's pipes would hold it open forever).

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 type e2eJob struct {

@@ -23,9 +23,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // caller runs one operation: its result, or its error (an *errs.Error for

@@ -24,9 +24,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/logx"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 const usage = `harnessd mediates AI coding agents' work on git repositories.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // SIGTERM while a writing job holds the checkout and patches wait for it

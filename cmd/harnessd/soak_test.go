@@ -17,12 +17,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/client"
-	"github.com/harnessd/harnessd/harness/errs"
-	"github.com/harnessd/harnessd/internal/daemon"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // The soak: HARNESSD_SOAK=5m (`make soak`; SOAK=30s make soak for

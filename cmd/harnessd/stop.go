@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // stopCmd is `harnessd stop`: SIGTERM to the daemon holding the data dir's

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/internal/daemon"
+	"github.com/harnessd/harnessd/surfaces/daemon"
 )
 
 // harnessd stop shuts a running daemon down gracefully and returns once it

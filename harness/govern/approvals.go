@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/jsonx"
 	"github.com/harnessd/harnessd/internal/mediate"

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/loop"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/messages"
 )

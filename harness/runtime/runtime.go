@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/logx"
 	"github.com/harnessd/harnessd/internal/watch"
@@ -127,7 +127,7 @@ func New(cfg Config) (*Runtime, error) {
 	r.Checks = Checks{r: r, pid: child(supervisors.ChecksName)}
 	r.Lanes = Lanes{r: r}
 	r.Runs = Runs{r: r, pid: child(supervisors.RunsName), index: r.runs}
-	r.Targets = newTargets(r, child(TargetsName))
+	r.Targets = newTargets(r, child(supervisors.TargetsName))
 	return r, nil
 }
 
@@ -143,11 +143,12 @@ func (r *Runtime) Start(ctx context.Context, run Runners) error {
 		JobsPID:   r.Jobs.pid, RunsOptions: r.cfg.Runs,
 		DeadlocksPID: supervisors.ChildPID(r.root, supervisors.DeadlocksName),
 		Watch:        r.cfg.Watch,
+		Targets:      r.Targets.index,
 	}
 	if err := supervisors.Boot(d); err != nil {
 		return err
 	}
-	pid, err := r.system.Root.SpawnNamed(supervisors.Props(tree(d, r.Targets.index), r.lg), rootName)
+	pid, err := r.system.Root.SpawnNamed(supervisors.Props(tree(d), r.lg), rootName)
 	if err != nil {
 		return fmt.Errorf("start actor tree: %w", err)
 	}

@@ -10,13 +10,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/messages"
-	"github.com/harnessd/harnessd/supervisors"
 )
-
-// TargetsName is the name of the targets actor below the root.
-const TargetsName = "targets"
 
 // TargetEntry is one grant and the target actor of its root.
 type TargetEntry = actors.TargetEntry
@@ -32,14 +28,6 @@ type Targets struct {
 
 func newTargets(r *Runtime, pid *actor.PID) Targets {
 	return Targets{r: r, pid: pid, index: &actors.TargetIndex{}, seq: &atomic.Uint64{}}
-}
-
-// targetsChild is the targets actor in the tree: target/<canonical root>
-// below it, one per granted root.
-func targetsChild(d supervisors.Deps, index *actors.TargetIndex) supervisors.Child {
-	props := actor.PropsFromProducer(actors.NewTargets(d.Store, index, d.Logger, d.Now), actor.WithReceiverMiddleware(actors.Recover(d.Logger)),
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
-	return supervisors.Child{Name: TargetsName, Props: props, Restart: supervisors.Permanent}
 }
 
 // Register records a grant on a canonical root.

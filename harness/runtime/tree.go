@@ -3,13 +3,12 @@ package runtime
 import (
 	"time"
 
-	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/supervisors"
 )
 
 // tree is harnessd's root supervisor: its children in start order (they are
 // drained in reverse). Reading this literal is reading the actor tree.
-func tree(d supervisors.Deps, targets *actors.TargetIndex) supervisors.Spec {
+func tree(d supervisors.Deps) supervisors.Spec {
 	return supervisors.Spec{
 		Children: []supervisors.Child{
 			supervisors.Ledger(d),    // the request ledger
@@ -20,7 +19,7 @@ func tree(d supervisors.Deps, targets *actors.TargetIndex) supervisors.Spec {
 			supervisors.Checks(d),    // check/<identity>, spawned on demand
 			supervisors.Jobs(d),      // job/<id>, one per live job
 			supervisors.Runs(d),      // run/<id>, one per live run
-			targetsChild(d, targets), // repository-free targets; target/<canonical root> below it, one per granted root
+			supervisors.Targets(d),   // repository-free targets; target/<canonical root> below it, one per granted root
 		},
 		Intensity: 5,
 		Period:    30 * time.Second,

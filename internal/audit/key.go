@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/messages"
 )
 

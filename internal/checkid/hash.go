@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/gitx"
 )
 

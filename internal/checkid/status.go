@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // statusArgs is the one status call ContentRevision makes. --branch gives

@@ -3,7 +3,7 @@ package classify
 import (
 	"strconv"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Class is the kind of effect a command has.

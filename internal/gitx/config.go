@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Repository config scanning: programs named by a repository's own config

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func TestParseSectionHeader(t *testing.T) {

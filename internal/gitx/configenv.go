@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Git run through a wrapper (env git, timeout git, find -exec git, sh -c,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // envPairs decodes ConfigEnv's output, checking its format: COUNT first,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // DefaultDiffBytes is the patch cap of Diff when DiffOptions.MaxBytes is 0.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // diffRepo has one commit and then: an unstaged edit to a.txt, a staged edit

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Git runs a git binary with harnessd's hardening. The zero value is ready to

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/patch"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func TestValidateRev(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // fakeToken is a GitHub-token-shaped secret built at run time.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Visibility says whether a lease is persisted and shown in status.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 type patchArgs struct {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // State is the state of a ledger entry.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func TestVersionQuery(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // tb is the part of testing.TB the helpers use; *rapid.T has it too.

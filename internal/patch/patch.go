@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Op kinds.

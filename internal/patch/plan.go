@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // permBits are the mode bits a patch reads, writes and restores.

@@ -3,7 +3,7 @@ package patch
 import (
 	"os"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // PreImage is the original state of a file a patch changes, handed to

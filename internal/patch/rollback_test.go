@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // threeFileOps touches an existing 0755 file, a new file in new directories,

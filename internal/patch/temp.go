@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // TempDirName is the directory, inside a checkout's git dir, that holds the

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // swap sets *p to v for the rest of the test.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // allowedDevices are absolute paths outside the root that commands may name.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func TestCheckArgv(t *testing.T) {

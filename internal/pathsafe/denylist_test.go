@@ -3,7 +3,7 @@ package pathsafe
 import (
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func TestDefaultDenylist(t *testing.T) {

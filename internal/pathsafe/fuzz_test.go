@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 func FuzzResolve(f *testing.F) {

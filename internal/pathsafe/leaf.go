@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // CheckLeaf decides on the file at rel (slash-separated, relative to the

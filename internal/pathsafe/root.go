@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // MaxPathLen is the longest path (in bytes) the Resolve functions accept.

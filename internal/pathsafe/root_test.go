@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 type resolveFn func(*Root, string) (string, string, error)

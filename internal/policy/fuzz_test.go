@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // FuzzParse checks that Parse never panics, that every error is a coded

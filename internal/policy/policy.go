@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Decision is what a rule says about the operations it matches.

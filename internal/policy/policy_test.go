@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 const examplePolicy = `version: 1

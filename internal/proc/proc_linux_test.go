@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // startWait runs s through Start and Wait and returns the run id too.

@@ -6,7 +6,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Process is a started command. Only Linux is supported.

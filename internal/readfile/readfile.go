@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 

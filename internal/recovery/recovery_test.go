@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -68,7 +68,7 @@ var everyCode = []struct {
 // source, so that a new code fails here until it has its row above.
 func TestEveryCodeIsListed(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, filepath.Join("..", "..", "harness", "errs", "errs.go"), nil, 0)
+	f, err := parser.ParseFile(fset, filepath.Join("..", "..", "contract", "errs", "errs.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

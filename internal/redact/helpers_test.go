@@ -87,7 +87,7 @@ func cleanText(size int) string {
 		"",
 		"import (",
 		"\t\"fmt\"",
-		"\t\"github.com/harnessd/harnessd/harness/errs\"",
+		"\t\"github.com/harnessd/harnessd/contract/errs\"",
 		")",
 		"// Next returns the next token of the input, or EOF.",
 		"func (l *Lexer) Next() (Token, error) {",

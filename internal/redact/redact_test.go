@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 type fixture struct {

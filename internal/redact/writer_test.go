@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"pgregory.net/rapid"
 )
 

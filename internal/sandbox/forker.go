@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Pool limits of the Fast Path's forkers.

@@ -19,7 +19,7 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/authority"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // fatalT is what the fixture helpers need of a *testing.T, *testing.B or

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // maxExcludeGlobs bounds the exclusion globs passed to rg; past it, excluded

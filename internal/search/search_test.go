@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // needlePaths are the fixture files a plain "needle" search must report, in order.

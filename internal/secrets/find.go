@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 

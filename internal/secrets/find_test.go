@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 

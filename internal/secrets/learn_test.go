@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 

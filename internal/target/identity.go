@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 )
 
 // Identity reads the device and inode of a target root (following a

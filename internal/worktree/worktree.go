@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/gitx"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"go.uber.org/goleak"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"pgregory.net/rapid"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 )
 

@@ -3,7 +3,7 @@ package run
 import (
 	"context"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/recovery"
 	"github.com/harnessd/harnessd/internal/runs"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/ops/check"
 	"github.com/harnessd/harnessd/harness/runtime"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/gitx"

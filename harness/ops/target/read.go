@@ -8,7 +8,7 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/search"

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/actors"
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"

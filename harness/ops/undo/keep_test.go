@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"

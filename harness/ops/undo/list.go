@@ -3,7 +3,7 @@ package undo
 import (
 	"time"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/persistence"

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/preimage"

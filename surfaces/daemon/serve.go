@@ -1,0 +1,361 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/telemetry"
+	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/surfaces/console"
+	httpapi "github.com/harnessd/harnessd/surfaces/http"
+	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
+)
+
+// Config configures Serve.
+type Config struct {
+	DataDir string
+	// Listen is an optional loopback TCP address (127.0.0.1:PORT or
+	// [::1]:PORT) guarded by the bearer token in <data-dir>/token.
+	Listen       string
+	ShutdownWait time.Duration
+	// LoopThreshold: identical results before LOOP_DETECTED; 0 = off.
+	LoopThreshold int
+	// PolicyPath is the policy file ("" = <data-dir>/policy.yaml).
+	PolicyPath string
+	// Sandbox is the confinement of spawned processes: "require", "auto"
+	// (the default) or "off".
+	Sandbox string
+	// OTLPEndpoint exports run spans over OTLP/HTTP ("" = off), e.g.
+	// http://127.0.0.1:4318.
+	OTLPEndpoint string
+	// StoreReserve is the free space kept on the data dir's file system
+	// (0 = the default, negative = no check); see harness.Config.
+	StoreReserve int64
+	// NoClientApprovals keeps approvals out of MCP clients' elicitation
+	// (see harness.Config.NoClientApprovals).
+	NoClientApprovals bool
+	// NoLiveIndex turns the live checkout index off (harness.Config.NoLiveIndex).
+	NoLiveIndex bool
+	// AllowRoots are allowed areas (harness.Config.AllowRoots).
+	AllowRoots []string
+	// Ready, if set, is called once the daemon accepts connections.
+	Ready func(Paths)
+}
+
+func (c Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("data dir is empty")
+	}
+	if c.Listen != "" {
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return fmt.Errorf("--listen %q: %v", c.Listen, err)
+		}
+		if port == "" {
+			return fmt.Errorf("--listen %q: no port", c.Listen)
+		}
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("--listen %q: only loopback addresses are allowed (127.0.0.1, [::1], localhost)", c.Listen)
+		}
+	}
+	if c.ShutdownWait < 0 {
+		return fmt.Errorf("--shutdown-wait %s is negative", c.ShutdownWait)
+	}
+	return nil
+}
+
+// Serve runs the daemon until ctx is cancelled, then shuts down in the
+// order documented on the package.
+func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.ShutdownWait == 0 {
+		cfg.ShutdownWait = 10 * time.Second
+	}
+	p := PathsOf(cfg.DataDir)
+	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	release, held, err := lock(p)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	loops := cfg.LoopThreshold
+	if loops <= 0 {
+		loops = -1
+	}
+	// The human credential exists from the first start: people's
+	// endpoints need it on every transport.
+	token, err := ensureToken(p)
+	if err != nil {
+		return err
+	}
+	// Spans leave over OTLP when asked: the exporter sees every run event
+	// after the run actor recorded it, never on the call's own path.
+	var exp *telemetry.Exporter
+	if cfg.OTLPEndpoint != "" {
+		if exp, err = telemetry.New(ctx, telemetry.Options{Endpoint: cfg.OTLPEndpoint, ServiceVersion: harness.VersionString(), Logger: lg.Named("otlp")}); err != nil {
+			return fmt.Errorf("--otlp-endpoint: %w", err)
+		}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = exp.Shutdown(sctx)
+	}()
+	var onEvent func(messages.RunEvent)
+	if exp != nil {
+		onEvent = func(ev messages.RunEvent) {
+			switch {
+			case ev.Type == "span" && ev.Span != nil:
+				exp.Span(*ev.Span)
+			case ev.Type == "end" && ev.State != nil:
+				exp.Run(*ev.State)
+			}
+		}
+		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
+	}
+	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, AllowRoots: cfg.AllowRoots})
+	if err != nil {
+		return err
+	}
+	for _, l := range h.SandboxStatus() {
+		lg.Info("sandbox", zap.String("profile", string(l.Profile)), zap.String("layers", l.String()), zap.Strings("weakened", l.Weakened))
+	}
+	closeHarness := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+		defer cancel()
+		return h.Close(cctx)
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics := httpapi.NewMetrics(reg, h)
+	mcpSrv := mcpserver.New(counted{Backend: mcpserver.Local(h), m: metrics}, harness.VersionString())
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	ui := console.Handler(h, token)
+	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
+
+	// The socket is stale if we hold the lock.
+	_ = os.Remove(p.Socket)
+	unixLn, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", p.Socket, err), closeHarness())
+	}
+	defer os.Remove(p.Socket)
+	if err := os.Chmod(p.Socket, 0o600); err != nil {
+		unixLn.Close()
+		return errors.Join(fmt.Errorf("chmod socket: %w", err), closeHarness())
+	}
+	mcpLn, err := listenMCP(p.MCPSocket, mcpSrv, lg.Named("mcp"))
+	if err != nil {
+		unixLn.Close()
+		return errors.Join(fmt.Errorf("listen on %s: %w", p.MCPSocket, err), closeHarness())
+	}
+	defer os.Remove(p.MCPSocket)
+	listeners := []net.Listener{unixLn}
+	handlers := []http.Handler{handler}
+	if cfg.Listen != "" {
+		tcpLn, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			unixLn.Close()
+			mcpLn.close()
+			return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeHarness())
+		}
+		listeners = append(listeners, tcpLn)
+		handlers = append(handlers, tcpHandler(ui, token, handler))
+	}
+
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	servers := make([]*http.Server, len(listeners))
+	serveErr := make(chan error, len(listeners))
+	for i, ln := range listeners {
+		srv := &http.Server{
+			Handler:           handlers[i],
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(net.Listener) context.Context { return baseCtx },
+			ErrorLog:          zap.NewStdLog(lg.Named("http")),
+		}
+		servers[i] = srv
+		go func(ln net.Listener) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}(ln)
+	}
+	addrs := []string{p.Socket}
+	if cfg.Listen != "" {
+		addrs = append(addrs, listeners[1].Addr().String())
+	}
+	lg.Info("harnessd ready", zap.Strings("listen", addrs), zap.String("data_dir", p.DataDir),
+		zap.Int("pid", os.Getpid()), zap.String("version", harness.VersionString()))
+	// SIGHUP reloads the policy; a bad file keeps the old one in force.
+	// Registered before Ready, so a supervisor may send it at once.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if cfg.Ready != nil {
+		cfg.Ready(p)
+	}
+
+	// The daemon holds its data dir: once the lock file or the store
+	// directory is removed or replaced, writes are refused by the store
+	// and the daemon stops, rather than acknowledge writes that vanish
+	// while a second daemon starts on the same path.
+	lost := make(chan error, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchDataDir(watchCtx, dataDirPoll, func() error {
+		if err := stillHeld(p, held); err != nil {
+			return err
+		}
+		return h.Store().Check()
+	}, lost)
+
+	var runErr error
+wait:
+	for {
+		select {
+		case runErr = <-lost:
+			lg.Error("the data dir is gone or replaced; refusing new work and shutting down", zap.Error(runErr))
+			break wait
+		case <-ctx.Done():
+			lg.Info("shutting down", zap.Duration("shutdown_wait", cfg.ShutdownWait))
+			break wait
+		case runErr = <-serveErr:
+			lg.Error("server failed; shutting down", zap.Error(runErr))
+			break wait
+		case <-hup:
+			if p, err := h.ReloadPolicy(ctx); err != nil {
+				lg.Error("policy reload failed; the previous policy stays in force", zap.Error(err))
+			} else {
+				lg.Info("policy reloaded on SIGHUP", zap.String("digest", p.Digest), zap.Int("rules", p.Rules))
+			}
+		}
+	}
+
+	// 1. Stop accepting; idle connections close, busy ones finish below.
+	mcpLn.ln.Close()
+	shutdownDone := make(chan struct{})
+	sctx, cancelShutdown := context.WithTimeout(context.Background(), cfg.ShutdownWait)
+	defer cancelShutdown()
+	go func() {
+		defer close(shutdownDone)
+		for _, srv := range servers {
+			_ = srv.Shutdown(sctx)
+		}
+	}()
+	// 2. Close the harness: running operations finish, actors drain, store closes.
+	closeErr := closeHarness()
+	// 3. End what is left (MCP sessions and streams) and close the servers.
+	mcpLn.close()
+	cancelBase()
+	cancelShutdown()
+	<-shutdownDone
+	for _, srv := range servers {
+		_ = srv.Close()
+	}
+	if closeErr != nil {
+		lg.Error("close", zap.Error(closeErr))
+	} else {
+		lg.Info("stopped cleanly")
+	}
+	return errors.Join(runErr, closeErr)
+}
+
+// dataDirPoll is how often the daemon checks that it still holds its data
+// dir (a stat of the lock file and of the store directory).
+const dataDirPoll = 250 * time.Millisecond
+
+// watchDataDir runs check every interval until it fails, then sends its
+// error on lost.
+func watchDataDir(ctx context.Context, interval time.Duration, check func() error, lost chan<- error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := check(); err != nil {
+				lost <- err
+				return
+			}
+		}
+	}
+}
+
+// tcpHandler is what the loopback TCP listener serves: the API behind the
+// bearer token, the console behind its own login (a browser cannot send
+// the token as a header), and GET /healthz open, answering only that the
+// daemon is up.
+func tcpHandler(ui http.Handler, token string, api http.Handler) http.Handler {
+	guarded := console.Route(ui, httpapi.RequireToken(token, api))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}
+
+// counted counts the MCP tool calls in the daemon's metrics, beside the
+// JSON API's.
+type counted struct {
+	mcpserver.Backend
+	m *httpapi.Metrics
+}
+
+func (c counted) Exec(ctx context.Context, op string, args json.RawMessage) (any, error) {
+	start := time.Now()
+	out, err := c.Backend.Exec(ctx, op, args)
+	c.m.Observe("mcp", op, err, time.Since(start))
+	return out, err
+}
+
+// Approval and DecideApproval pass the client's approvals on (see
+// mcpserver's elicit.go).
+func (c counted) Approval(ctx context.Context, id string) (*harness.Approval, error) {
+	if a, ok := c.Backend.(interface {
+		Approval(context.Context, string) (*harness.Approval, error)
+	}); ok {
+		return a.Approval(ctx, id)
+	}
+	return nil, errs.New(errs.Unavailable, "approvals in the client are not available")
+}
+
+func (c counted) DecideApproval(ctx context.Context, id string, approve bool, by, reason string) (*harness.Approval, error) {
+	if a, ok := c.Backend.(interface {
+		DecideApproval(context.Context, string, bool, string, string) (*harness.Approval, error)
+	}); ok {
+		return a.DecideApproval(ctx, id, approve, by, reason)
+	}
+	return nil, errs.New(errs.Unavailable, "approvals in the client are not available")
+}
+
+// SessionClosed passes the end of a session on (its run is detached).
+func (c counted) SessionClosed(id string) {
+	if sc, ok := c.Backend.(interface{ SessionClosed(string) }); ok {
+		sc.SessionClosed(id)
+	}
+}
