@@ -8,7 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/harnessd/harnessd/harness/errs"
+	"github.com/harnessd/harnessd/contract/errs"
 	iwatch "github.com/harnessd/harnessd/internal/watch"
 	"github.com/harnessd/harnessd/messages"
 )
