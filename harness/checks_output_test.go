@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/sandbox"
+	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/internal/wall"
 )
 
@@ -244,9 +245,7 @@ rules:
 // real dial of an outside address in the network namespace. An approved
 // network makes the dial's failure no longer the sandbox's.
 func TestRunCheckSandboxHints(t *testing.T) {
-	if !sandbox.Probe().UserNS {
-		t.Skip("no user namespaces here: " + sandbox.Probe().UserNSReason)
-	}
+	testutil.NeedSandbox(t, testutil.UserNS, sandbox.Probe().UserNS, sandbox.Probe().UserNSReason)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go toolchain to build the probe: %v", err)

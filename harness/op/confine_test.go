@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/secrets"
+	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -28,9 +29,7 @@ func TestMain(m *testing.M) {
 // read nothing of the data dir, while the checkout and its git dir stay
 // readable.
 func TestConfineGitAsAnAttacker(t *testing.T) {
-	if sandbox.Probe().LandlockABI == 0 {
-		t.Skip("the kernel has no Landlock")
-	}
+	testutil.NeedSandbox(t, testutil.Landlock, sandbox.Probe().LandlockABI > 0, "the kernel has no Landlock")
 	base := t.TempDir()
 	root, data := filepath.Join(base, "repo"), filepath.Join(base, "data")
 	for _, d := range []string{root + "/.git", data} {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -32,12 +33,12 @@ func testManager(t *testing.T, needControllers bool) *Manager {
 		return m
 	}
 	if needControllers {
-		t.Skipf("cgroup v2 with memory+pids not available: %v", err)
+		testutil.NeedSandbox(t, testutil.Cgroup, false, fmt.Sprintf("cgroup v2 with memory+pids not available: %v", err))
 	}
 	jobs := fmt.Sprintf("harnessd-jobs-test-%d", os.Getpid())
 	km, kerr := detect(config{mount: filepath.Join(DefaultMount, "unified"), procCgroup: "/proc/self/cgroup", jobsName: jobs})
 	if kerr != nil {
-		t.Skipf("cgroup v2 not available (%v); kill-only hierarchy not available either (%v)", err, kerr)
+		testutil.NeedSandbox(t, testutil.Cgroup, false, fmt.Sprintf("cgroup v2 not available (%v); kill-only hierarchy not available either (%v)", err, kerr))
 	}
 	t.Cleanup(func() {
 		if err := km.Cleanup(nil); err != nil {
@@ -459,7 +460,7 @@ func TestPidsMaxContainsForkBomb(t *testing.T) {
 func BenchmarkNewRemove(b *testing.B) {
 	m, err := Detect()
 	if err != nil {
-		b.Skipf("cgroup v2 not available: %v", err)
+		testutil.NeedSandbox(b, testutil.Cgroup, false, fmt.Sprintf("cgroup v2 not available: %v", err))
 	}
 	for i := 0; i < b.N; i++ {
 		g, err := m.New(fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Limits{PidsMax: 100})

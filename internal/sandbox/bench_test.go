@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/internal/testutil"
 )
 
 // BenchmarkStart is the cost of confining a Fast Path command (/bin/true)
@@ -26,9 +28,7 @@ func BenchmarkStart(b *testing.B) {
 		}
 	})
 	b.Run("read-profile", func(b *testing.B) {
-		if Probe().LandlockABI == 0 {
-			b.Skip("the kernel has no Landlock")
-		}
+		testutil.NeedSandbox(b, testutil.Landlock, Probe().LandlockABI > 0, "the kernel has no Landlock")
 		var cost time.Duration
 		for i := 0; i < b.N; i++ {
 			c, err := f.sb.Prepare(pol)

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -110,9 +111,24 @@ func (f *fixture) run(t *testing.T, pol Policy, script string) (string, int) {
 
 func requireLandlock(t *testing.T) {
 	t.Helper()
-	if Probe().LandlockABI == 0 {
-		t.Skip("the kernel has no Landlock")
+	testutil.NeedSandbox(t, testutil.Landlock, Probe().LandlockABI > 0, "the kernel has no Landlock")
+}
+
+// requireNamespaces is for the tests of profile p in namespaces.
+func requireNamespaces(t *testing.T, f *fixture, p Profile) {
+	t.Helper()
+	why := Probe().UserNSReason
+	if why == "" && !Linked() {
+		why = "TestMain does not call Main: the test binary is no launcher"
 	}
+	testutil.NeedSandbox(t, testutil.UserNS, f.sb.namespaces(p), why)
+}
+
+// requireSeccomp is for the attacks only seccomp stops where no namespace
+// hides the target (unix sockets, set-ID modes, the host's name).
+func requireSeccomp(t *testing.T) {
+	t.Helper()
+	testutil.NeedSandbox(t, testutil.Seccomp, Probe().Seccomp, "the kernel cannot load seccomp filters")
 }
 
 // The attacks of a confined command, in each mode that can run here.
@@ -130,8 +146,8 @@ func TestConfinedCommandsAsAnAttacker(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			f := newFixture(t, m.noNS)
-			if !m.noNS && !f.sb.namespaces(m.profile) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			if !m.noNS {
+				requireNamespaces(t, f, m.profile)
 			}
 			pol := f.policy(m.profile)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -195,9 +211,7 @@ func TestConfinedCommandsAsAnAttacker(t *testing.T) {
 func TestNamespacesHideAndReport(t *testing.T) {
 	requireLandlock(t)
 	f := newFixture(t, false)
-	if !f.sb.namespaces(Job) {
-		t.Skip("no user namespaces here: " + Probe().UserNSReason)
-	}
+	requireNamespaces(t, f, Job)
 	pol := f.policy(Job)
 	if out, _ := f.run(t, pol, "ls -a "+filepath.Dir(f.data)+"; ls -a "+f.home); strings.Contains(out, "token") || strings.Contains(out, ".netrc") || strings.Contains(out, "outside") {
 		t.Fatalf("hidden paths are visible: %q", out)
@@ -251,9 +265,7 @@ func TestLandlockOnlyRefusesAWritableCheckoutWithGit(t *testing.T) {
 func TestNamespacePidsCeiling(t *testing.T) {
 	requireLandlock(t)
 	f := newFixture(t, false)
-	if !f.sb.namespaces(Job) {
-		t.Skip("no user namespaces here")
-	}
+	requireNamespaces(t, f, Job)
 	pol := f.policy(Job)
 	pol.PidsMax = 8
 	out, code := f.run(t, pol, "for i in $(seq 50); do sleep 5 & done; wait")
@@ -282,8 +294,8 @@ func TestWorktreeInsideTheHiddenDataDir(t *testing.T) {
 	for _, noNS := range []bool{true, false} {
 		t.Run(fmt.Sprintf("namespaces=%v", !noNS), func(t *testing.T) {
 			f := newFixture(t, noNS)
-			if !noNS && !f.sb.namespaces(Job) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			if !noNS {
+				requireNamespaces(t, f, Job)
 			}
 			wt := filepath.Join(f.data, "worktrees", "job_1")
 			if err := os.MkdirAll(wt, 0o755); err != nil {
@@ -334,9 +346,12 @@ func TestConfinedCommandsCannotReachTheDaemonSocket(t *testing.T) {
 		profile Profile
 	}{{"read", true, Read}, {"landlock job", true, Job}, {"namespaces job", false, Job}} {
 		t.Run(m.name, func(t *testing.T) {
+			if m.noNS {
+				requireSeccomp(t)
+			}
 			f := newFixture(t, m.noNS)
-			if !m.noNS && !f.sb.namespaces(m.profile) {
-				t.Skip("no user namespaces here")
+			if !m.noNS {
+				requireNamespaces(t, f, m.profile)
 			}
 			sock := filepath.Join(f.data, "d.sock")
 			ln, err := net.Listen("unix", sock)

@@ -185,9 +185,7 @@ func TestLoopbackInNamespaces(t *testing.T) {
 	for _, p := range []Profile{Check, Job} {
 		t.Run(string(p), func(t *testing.T) {
 			f := newFixture(t, false)
-			if !f.sb.namespaces(p) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
-			}
+			requireNamespaces(t, f, p)
 			out, code := f.runHelper(t, f.policy(p), "loopback", "")
 			if code != 0 || !strings.Contains(out, "loopback hello") {
 				t.Fatalf("loopback in the sandbox: exit %d %q, want it to work", code, out)
@@ -200,11 +198,12 @@ func TestLoopbackInNamespaces(t *testing.T) {
 // ordinary chmod still works.
 func TestNoSetIDFiles(t *testing.T) {
 	requireLandlock(t)
+	requireSeccomp(t)
 	for _, m := range confinedModes(t, Read, Job) {
 		t.Run(m.name, func(t *testing.T) {
 			f := newFixture(t, m.noNS)
-			if !m.noNS && !f.sb.namespaces(m.profile) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			if !m.noNS {
+				requireNamespaces(t, f, m.profile)
 			}
 			pol := f.policy(m.profile)
 			dir := filepath.Join(f.outside, "w")
@@ -239,6 +238,7 @@ func TestNoSetIDFiles(t *testing.T) {
 // daemon's environment.
 func TestFastPathCannotReachTheHost(t *testing.T) {
 	requireLandlock(t)
+	requireSeccomp(t)
 	for _, p := range []Profile{Read, Target} {
 		t.Run(string(p), func(t *testing.T) {
 			f := newFixture(t, true)
@@ -298,8 +298,8 @@ func TestCheckoutUnderDevShm(t *testing.T) {
 	for _, m := range confinedModes(t, Read, Check) {
 		t.Run(m.name, func(t *testing.T) {
 			f := newFixture(t, m.noNS)
-			if !m.noNS && !f.sb.namespaces(m.profile) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			if !m.noNS {
+				requireNamespaces(t, f, m.profile)
 			}
 			pol := Policy{Profile: m.profile, Root: shm}
 			c, err := f.sb.Prepare(pol)
@@ -324,9 +324,7 @@ func TestCopyOnWriteCheckout(t *testing.T) {
 	for _, p := range []Profile{Check, Job} {
 		t.Run(string(p), func(t *testing.T) {
 			f := newFixture(t, false)
-			if !f.sb.namespaces(p) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
-			}
+			requireNamespaces(t, f, p)
 			out, code := f.run(t, f.policy(p), "mkdir -p src/testdata && echo golden > src/testdata/out.golden && cat src/testdata/out.golden && "+
 				"echo changed > src/a.txt && cat src/a.txt && echo x > .git/marker; cat .env | wc -c; rm -f .env; echo done")
 			if code != 0 || !strings.Contains(out, "golden") || !strings.Contains(out, "changed") || !strings.Contains(out, "done") {
@@ -358,8 +356,8 @@ func TestCachesWithoutCredentials(t *testing.T) {
 	for _, m := range confinedModes(t, Read, Job) {
 		t.Run(m.name, func(t *testing.T) {
 			f := newFixture(t, m.noNS)
-			if !m.noNS && !f.sb.namespaces(m.profile) {
-				t.Skip("no user namespaces here: " + Probe().UserNSReason)
+			if !m.noNS {
+				requireNamespaces(t, f, m.profile)
 			}
 			cargo := filepath.Join(f.home, ".cargo")
 			for _, d := range []string{cargo + "/bin", cargo + "/registry"} {

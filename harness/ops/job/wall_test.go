@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/secrets"
+	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/internal/wall"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -57,9 +58,7 @@ func confinedRun(t *testing.T, env *op.Env, tool string, profile sandbox.Profile
 // secret file) and the mount namespace of a job ($HOME outside the
 // caches).
 func TestWallsOfRealFailures(t *testing.T) {
-	if sandbox.Probe().LandlockABI == 0 {
-		t.Skip("the kernel has no Landlock")
-	}
+	testutil.NeedSandbox(t, testutil.Landlock, sandbox.Probe().LandlockABI > 0, "the kernel has no Landlock")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	if err := os.MkdirAll(filepath.Join(home, ".config", "app"), 0o755); err != nil {
@@ -101,9 +100,7 @@ func TestWallsOfRealFailures(t *testing.T) {
 		}
 	})
 	t.Run("home in a job's mount namespace", func(t *testing.T) {
-		if !sb.Namespaced(sandbox.Job) {
-			t.Skip("no user namespaces here: " + sandbox.Probe().UserNSReason)
-		}
+		testutil.NeedSandbox(t, testutil.UserNS, sb.Namespaced(sandbox.Job), sandbox.Probe().UserNSReason)
 		res, got := confinedRun(t, env, wall.ToolJobStart, sandbox.Job, root, nil, "cat", settings)
 		if len(got) != 1 || got[0].Layer != wall.MountNamespace || got[0].What != settings || !strings.Contains(got[0].Fix, "tool caches") {
 			t.Fatalf("exit %d, stderr %q: got %+v, want the mount namespace on %s", res.ExitCode, res.Stderr.Text, got, settings)
