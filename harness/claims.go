@@ -34,11 +34,11 @@ const (
 // RunClaim records a claim about a stage of a run, with its evidence; it
 // stays claimed until RunVerify finds every piece of its evidence verified.
 func (h *Harness) RunClaim(ctx context.Context, a RunClaimArgs) (*RunClaimResult, error) {
-	return invoke[*RunClaimResult](ctx, h, "run_claim", a)
+	return call(ctx, h, h.handles.RunClaim, a)
 }
 
 // RunVerify verifies the claims of a stage of a run against the checkout
 // now and records the stage as verified or claimed with its blockers.
 func (h *Harness) RunVerify(ctx context.Context, a RunVerifyArgs) (*RunVerifyResult, error) {
-	return invoke[*RunVerifyResult](ctx, h, "run_verify", a)
+	return call(ctx, h, h.handles.RunVerify, a)
 }

@@ -15,5 +15,5 @@ type (
 // ContextAssemble assembles what to read first in a repository, within a
 // token budget.
 func (h *Harness) ContextAssemble(ctx context.Context, args ContextArgs) (*ContextResult, error) {
-	return invoke[*ContextResult](ctx, h, "context_assemble", args)
+	return call(ctx, h, h.handles.ContextAssemble, args)
 }

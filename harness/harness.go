@@ -163,6 +163,7 @@ type Harness struct {
 	akeys   *audit.KeyFiles // the audit chain's HMAC keys (internal/audit/keyfile.go)
 	env     *op.Env
 	pipe    *op.Pipeline
+	handles *handles // the typed operations of the methods (methods.go)
 	started time.Time
 
 	closeOnce sync.Once
@@ -256,6 +257,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	}
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(ops.Registry(), h.env)
+	h.handles = newHandles(h.pipe.Registry())
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err
 	}
@@ -361,14 +363,15 @@ func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage)
 	return h.pipe.Call(ctx, name, args)
 }
 
-// invoke runs an operation with typed input through the pipeline. The
-// typed methods are the embedding program's own calls: a person's, for
-// what they grant (servers run agents' calls through CallOp).
-func invoke[Out any](ctx context.Context, h *Harness, name string, in any) (Out, error) {
+// call runs one of the facade's typed operations (h.handles) through the
+// pipeline. The typed methods are the embedding program's own calls: a
+// person's, for what they grant (servers run agents' calls through
+// CallOp).
+func call[In, Out any](ctx context.Context, h *Harness, o op.Handle[In, Out], in In) (Out, error) {
 	if _, ok := op.PersonFrom(ctx); !ok {
 		ctx = op.AsPerson(ctx, "embedding")
 	}
-	return op.Invoke[Out](ctx, h.pipe, name, in)
+	return o.Call(ctx, h.pipe, in)
 }
 
 // AsPerson returns ctx for calls a person makes through CallOp (the HTTP

@@ -19,5 +19,5 @@ type (
 // CommitVerify checks a commit's Harnessd- trailers against harnessd's
 // records (receipt, audit log, runs, approvals, policy).
 func (h *Harness) CommitVerify(ctx context.Context, args CommitVerifyArgs) (*CommitVerifyResult, error) {
-	return invoke[*CommitVerifyResult](ctx, h, "commit_verify", args)
+	return call(ctx, h, h.handles.CommitVerify, args)
 }

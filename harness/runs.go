@@ -46,48 +46,48 @@ func WithRun(ctx context.Context, id string) context.Context {
 
 // RunStart starts a run.
 func (h *Harness) RunStart(ctx context.Context, a RunStartArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_start", a)
+	return call(ctx, h, h.handles.RunStart, a)
 }
 
 // RunObserve adds an observation to a run.
 func (h *Harness) RunObserve(ctx context.Context, a RunObserveArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_observe", a)
+	return call(ctx, h, h.handles.RunObserve, a)
 }
 
 // RunStage records a stage of a run.
 func (h *Harness) RunStage(ctx context.Context, a RunStageArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_stage", a)
+	return call(ctx, h, h.handles.RunStage, a)
 }
 
 // RunStatus returns a run's state (and spans with IncludeSpans).
 func (h *Harness) RunStatus(ctx context.Context, a RunStatusArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_status", a)
+	return call(ctx, h, h.handles.RunStatus, a)
 }
 
 // RunList lists runs, newest first.
 func (h *Harness) RunList(ctx context.Context, a RunListArgs) (*RunListResult, error) {
-	return invoke[*RunListResult](ctx, h, "run_list", a)
+	return call(ctx, h, h.handles.RunList, a)
 }
 
 // RunEnd ends a run.
 func (h *Harness) RunEnd(ctx context.Context, a RunEndArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_end", a)
+	return call(ctx, h, h.handles.RunEnd, a)
 }
 
 // RunResume binds a run to the caller's session.
 func (h *Harness) RunResume(ctx context.Context, a RunResumeArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_resume", a)
+	return call(ctx, h, h.handles.RunResume, a)
 }
 
 // RunEscalate raises a run's tier (direct < bounded_work < campaign).
 func (h *Harness) RunEscalate(ctx context.Context, a RunEscalateArgs) (*RunStateResult, error) {
-	return invoke[*RunStateResult](ctx, h, "run_escalate", a)
+	return call(ctx, h, h.handles.RunEscalate, a)
 }
 
 // RunAssess assesses a run's failure (default: its latest failed call)
 // and answers a recovery plan.
 func (h *Harness) RunAssess(ctx context.Context, a RunAssessArgs) (*RunAssessResult, error) {
-	return invoke[*RunAssessResult](ctx, h, "run_assess", a)
+	return call(ctx, h, h.handles.RunAssess, a)
 }
 
 // SessionClosed tells the runs that an MCP session went away: its run can

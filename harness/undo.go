@@ -38,18 +38,18 @@ func openPreImages(cfg Config) (*preimage.Store, error) {
 // Revert undoes one write (its receipt) from its pre-images; see
 // docs/undo.md.
 func (h *Harness) Revert(ctx context.Context, args RevertArgs) (*MutationResult, error) {
-	return invoke[*MutationResult](ctx, h, "revert", args)
+	return call(ctx, h, h.handles.Revert, args)
 }
 
 // RunRevert undoes a run's writes after a span, newest first.
 func (h *Harness) RunRevert(ctx context.Context, args RunRevertArgs) (*MutationResult, error) {
-	return invoke[*MutationResult](ctx, h, "run_revert", args)
+	return call(ctx, h, h.handles.RunRevert, args)
 }
 
 // ReceiptList lists receipts, newest first, with whether each can be
 // reverted on its own.
 func (h *Harness) ReceiptList(ctx context.Context, args ReceiptListArgs) (*ReceiptListResult, error) {
-	return invoke[*ReceiptListResult](ctx, h, "receipt_list", args)
+	return call(ctx, h, h.handles.ReceiptList, args)
 }
 
 // PreImageStats are the count and total size of the kept pre-images.

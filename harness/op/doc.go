@@ -9,7 +9,8 @@
 //
 // # The pipeline
 //
-// Pipeline.Call (JSON) and Pipeline.Invoke (typed) run:
+// Pipeline.Call (JSON, by name) and Handle.Call (typed, resolved once by
+// HandleOf) run:
 //  1. decode: strict JSON against the schema (INVALID_ARGUMENT otherwise);
 //  2. resolve: the repo_id, through the registry's published index, and the
 //     repository's path checker;

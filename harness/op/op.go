@@ -48,6 +48,7 @@ type Op struct {
 	step         *jsonschema.Schema
 	stepResolved *jsonschema.Resolved
 	inType       reflect.Type
+	outType      reflect.Type
 	approval     []int // index of the input's ApprovalID field, nil = none
 	draw         runs.Draw
 	noRun        bool
@@ -156,6 +157,7 @@ func Def[In any](s Spec[In]) Op {
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
 		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly,
 		InputSchema: schema, OutputSchema: out, resolved: resolved, step: step, stepResolved: stepResolved, inType: reflect.TypeFor[In](),
+		outType: reflect.TypeOf(s.Output),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
 			if strip {

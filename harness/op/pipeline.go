@@ -84,7 +84,8 @@ func (p *Pipeline) Close(ctx context.Context) bool {
 // Closed reports whether Close has begun.
 func (p *Pipeline) Closed() bool { return p.closed.Load() }
 
-// Call runs the named operation with raw JSON arguments.
+// Call runs the named operation with raw JSON arguments. The facade runs
+// its typed input through a Handle instead (handle.go).
 func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (any, error) {
 	o, ok := p.reg.Lookup(name)
 	if !ok {
@@ -95,32 +96,6 @@ func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (
 		return nil, err
 	}
 	return p.run(ctx, o, in, raw, runIDOf(raw))
-}
-
-// Invoke runs the named operation with its typed input (the facade).
-func (p *Pipeline) Invoke(ctx context.Context, name string, in any) (any, error) {
-	o, ok := p.reg.Lookup(name)
-	if !ok {
-		return nil, errs.New(errs.NotFound, "unknown operation %q", name).With("operation", name)
-	}
-	if reflect.TypeOf(in) != o.inType {
-		return nil, errs.New(errs.Internal, "%s takes %s, not %T", name, o.inType, in)
-	}
-	return p.run(ctx, o, in, nil, "")
-}
-
-// Invoke runs an operation through p and returns its typed result.
-func Invoke[Out any](ctx context.Context, p *Pipeline, name string, in any) (Out, error) {
-	var zero Out
-	v, err := p.Invoke(ctx, name, in)
-	if err != nil {
-		return zero, err
-	}
-	out, ok := v.(Out)
-	if !ok {
-		return zero, errs.New(errs.Internal, "%s returned %T, not %T", name, v, zero)
-	}
-	return out, nil
 }
 
 // run runs the pipeline; an error's message and string details pass the
