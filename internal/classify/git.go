@@ -1,26 +1,10 @@
 package classify
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
-
-// gitReadonly lists git subcommands that only read the repository. Their
-// options are still checked against gitDenied.
-var gitReadonly = map[string]string{}
-
-func init() {
-	for _, s := range []string{
-		"status", "diff", "log", "show", "rev-parse", "ls-files", "ls-tree", "cat-file", "blame",
-		"annotate", "describe", "shortlog", "grep", "merge-base", "rev-list", "name-rev",
-		"show-ref", "for-each-ref", "whatchanged", "count-objects", "check-ignore", "check-attr",
-		"check-mailmap", "check-ref-format", "show-branch", "cherry", "range-diff", "diff-tree",
-		"diff-index", "diff-files", "var", "version", "verify-pack", "patch-id", "merge-tree",
-		"show-index", "get-tar-commit-id", "column", "stripspace",
-	} {
-		gitReadonly[s] = "git " + s + " only reads"
-	}
-}
 
 // gitDenied lists long options that make git write files, run programs or
 // leave the repository. git accepts unambiguous abbreviations, so prefixes of
@@ -50,7 +34,7 @@ func gitDeniedOption(a string) (string, bool) {
 
 func gitOptionNotAllowed(opt string) string { return "git option " + opt + " is not allowed" }
 
-func classifyGit(_ string, args []string, depth int) Result {
+func classifyGit(_ string, args []string, _ int) Result {
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
 		a := args[i]
@@ -79,7 +63,7 @@ func classifyGit(_ string, args []string, depth int) Result {
 		return result(Readonly, "git without a subcommand prints help")
 	}
 	sub, rest := args[i], args[i+1:]
-	r := gitSubcommand(sub, rest, depth)
+	r := gitSubcommand(sub, rest)
 	for _, a := range rest {
 		if a == "--" {
 			break
@@ -91,234 +75,332 @@ func classifyGit(_ string, args []string, depth int) Result {
 	return r
 }
 
-func gitSubcommand(sub string, rest []string, _ int) Result {
-	if why, ok := gitReadonly[sub]; ok {
-		switch sub {
-		case "grep":
-			for _, a := range rest {
-				if a == "--" {
-					break
-				}
-				if isShort(a) && strings.Contains(a, "O") {
-					return result(Unknown, "git grep -O opens files in a pager program")
-				}
-			}
-		case "diff", "log", "show", "whatchanged", "diff-tree", "diff-index", "diff-files":
-			for _, a := range rest {
-				if a == "--" {
-					break
-				}
-				if a == "-o" || (strings.HasPrefix(a, "-o") && !strings.HasPrefix(a, "--")) {
-					return result(Unknown, gitOptionNotAllowed("-o"))
-				}
-			}
-		}
-		return result(Readonly, why)
+// gitSubcommand classifies a git subcommand by its row in gitSubcommands.
+func gitSubcommand(sub string, rest []string) Result {
+	s, ok := gitSubcommands[sub]
+	if !ok {
+		return result(Unknown, "git "+strconv.Quote(sub)+" is not a known subcommand")
 	}
-	has := func(names ...string) bool { return gitHas(rest, names...) }
-	ws := func(why string) Result { return result(WorkspaceWrite, why) }
-	net := func(why string) Result { return remote(why) }
-	switch sub {
-	case "branch":
-		return gitBranch(rest)
-	case "tag":
-		return gitTag(rest)
-	case "remote":
-		return gitRemote(rest)
-	case "config":
-		return gitConfig(rest)
-	case "reflog":
-		op, _ := firstOperand(rest)
-		switch op {
-		case "expire", "delete", "drop":
-			return result(Destructive, "git reflog "+op+" deletes reflog entries")
+	if s.parse != nil {
+		return s.parse(rest)
+	}
+	op := ""
+	if s.needsOp {
+		op, _ = firstOperand(rest)
+	}
+	for _, r := range s.rules {
+		if arg, ok := r.holds(rest, op); ok {
+			return r.then.result(op, arg)
 		}
-		return result(Readonly, "git reflog only reads")
-	case "symbolic-ref":
-		if has("-d", "--delete") {
-			return result(Destructive, "git symbolic-ref --delete deletes a symbolic ref")
-		}
-		if gitOperands(rest, "m") >= 2 {
-			return ws("git symbolic-ref with two arguments updates a ref")
-		}
-		return result(Readonly, "git symbolic-ref only reads")
-	case "worktree":
-		op, _ := firstOperand(rest)
-		switch op {
-		case "list":
-			return result(Readonly, "git worktree list only reads")
-		case "remove":
-			if has("-f", "--force") || gitShortHas(rest, 'f') {
-				return result(Destructive, "git worktree remove --force discards changes")
-			}
-		}
-		return ws("git worktree " + op + " changes worktrees")
-	case "stash":
-		op, _ := firstOperand(rest)
-		switch op {
-		case "list", "show":
-			return result(Readonly, "git stash "+op+" only reads")
-		case "drop", "clear":
-			return result(Destructive, "git stash "+op+" deletes stashed changes")
-		}
-		return ws("git stash changes the working tree")
-	case "push":
-		return gitPush(rest)
-	case "fetch", "pull", "clone", "ls-remote", "send-email", "request-pull", "fetch-pack",
-		"send-pack", "svn", "p4":
-		return net("git " + sub + " uses the network")
-	case "submodule":
-		op, _ := firstOperand(rest)
-		switch op {
-		case "", "status", "summary":
-			return result(Readonly, "git submodule "+op+" only reads")
-		case "foreach":
-			return result(Shell, "git submodule foreach runs shell commands")
-		case "update", "add":
-			return net("git submodule " + op + " uses the network")
-		}
-		return ws("git submodule " + op + " changes submodules")
-	case "lfs":
-		op, _ := firstOperand(rest)
-		switch op {
-		case "ls-files", "status", "env", "version":
-			return result(Readonly, "git lfs "+op+" only reads")
-		case "push", "pull", "fetch", "clone":
-			return net("git lfs " + op + " uses the network")
-		}
-		return ws("git lfs " + op + " changes the repository")
-	case "archive":
-		if gitHasPrefix(rest, "--remote") {
-			return net("git archive --remote uses the network")
-		}
-		if has("-o") {
-			return ws("git archive -o writes a file")
-		}
-		return result(Readonly, "git archive writes the archive to standard output")
-	case "help":
-		for _, a := range rest {
-			switch a {
-			case "-a", "--all", "-g", "--guides", "-c", "--config", "--verbose":
-			default:
-				return result(Unknown, "git help opens a manual page viewer")
-			}
-		}
-		return result(Readonly, "git help only prints")
-	case "fsck":
-		if gitHasPrefix(rest, "--lost-found") {
-			return ws("git fsck --lost-found writes files")
-		}
-		return result(Readonly, "git fsck only reads")
-	case "hash-object":
-		if has("-w") || gitShortHas(rest, 'w') {
-			return ws("git hash-object -w writes objects")
-		}
-		return result(Readonly, "git hash-object only reads")
-	case "notes":
-		op, _ := firstOperand(rest)
-		if op == "list" || op == "show" || op == "" {
-			return result(Readonly, "git notes "+op+" only reads")
-		}
-		return ws("git notes " + op + " changes notes")
-	case "apply":
-		if !has("--apply") && (has("--check", "--stat", "--numstat", "--summary")) {
-			return result(Readonly, "git apply --check only reads")
-		}
-		return ws("git apply changes files")
-	case "reset":
-		for _, a := range rest {
-			if a == "--" {
-				break
-			}
-			if strings.HasPrefix(a, "--") {
-				name, _ := longName(a)
-				if abbrevOf(name, "hard", 2) || abbrevOf(name, "merge", 2) {
-					return result(Destructive, "git reset --"+name+" discards uncommitted changes")
-				}
-			}
-		}
-		return ws("git reset moves HEAD or the index")
-	case "clean":
-		force := has("--force") || gitShortHas(rest, 'f')
-		dry := has("--dry-run") || gitShortHas(rest, 'n')
-		switch {
-		case dry && !force:
-			return result(Readonly, "git clean -n only lists files")
-		case has("--interactive") || gitShortHas(rest, 'i'):
-			return result(Unknown, "git clean -i is interactive")
-		}
-		return result(Destructive, "git clean -f deletes untracked files")
-	case "checkout":
-		if has("--force") || gitShortHas(rest, 'f') {
-			return result(Destructive, "git checkout --force discards local changes")
-		}
-		if p, ok := gitAllPathspec(rest); ok {
-			return result(Destructive, "git checkout "+p+" discards uncommitted changes")
-		}
-		return ws("git checkout changes the working tree")
-	case "switch":
-		if has("--force", "--discard-changes") || gitShortHas(rest, 'f') {
-			return result(Destructive, "git switch --discard-changes discards local changes")
-		}
-		return ws("git switch changes the working tree")
-	case "restore":
-		staged := has("--staged") || gitShortHas(rest, 'S')
-		worktree := has("--worktree") || gitShortHas(rest, 'W')
-		if p, ok := gitAllPathspec(rest); ok && (!staged || worktree) {
-			return result(Destructive, "git restore "+p+" discards uncommitted changes")
-		}
-		return ws("git restore changes files")
-	case "rm":
-		if (has("--force") || gitShortHas(rest, 'f')) && !has("--cached") {
-			return result(Destructive, "git rm --force discards uncommitted changes")
-		}
-		return ws("git rm removes files")
-	case "rebase":
-		for _, a := range rest {
-			if a == "-x" || strings.HasPrefix(a, "-x") && !strings.HasPrefix(a, "--") {
-				return result(Unknown, "git rebase -x runs commands")
-			}
-		}
-		if has("-i", "--interactive") {
-			return result(Unknown, "git rebase -i runs an editor")
-		}
-		return ws("git rebase rewrites commits")
-	case "bisect":
-		if op, _ := firstOperand(rest); op == "run" {
-			return result(Unknown, "git bisect run runs commands")
-		}
-		return ws("git bisect changes the working tree")
-	case "gc":
-		for _, a := range rest {
-			if a == "--prune=now" || a == "--prune=all" {
-				return result(Destructive, "git gc "+a+" deletes unreachable objects")
-			}
-		}
-		return ws("git gc repacks the repository")
-	case "prune":
-		if has("-n", "--dry-run") {
-			return result(Readonly, "git prune -n only lists objects")
-		}
-		return result(Destructive, "git prune deletes unreachable objects")
-	case "update-ref":
-		if has("-d") {
-			return result(Destructive, "git update-ref -d deletes a ref")
-		}
-		if has("--stdin") {
-			return result(Unknown, "git update-ref --stdin reads ref updates from its input")
-		}
-		return ws("git update-ref updates a ref")
-	case "filter-branch", "filter-repo":
-		return result(Destructive, "git "+sub+" rewrites history")
-	case "difftool", "mergetool", "instaweb", "daemon", "web--browse", "credential", "shell":
-		return result(Unknown, "git "+sub+" runs other programs")
-	case "add", "commit", "merge", "cherry-pick", "revert", "am", "init", "mv", "format-patch",
+	}
+	return s.otherwise.result(op, "")
+}
+
+// The git subcommands are data, as git's own parse-options tables are: each
+// row names the subcommands it describes, the rules tried in order (every
+// condition of a rule holds: its verdict decides) and the verdict when no
+// rule holds. The five whose options need a parser of their own (branch, tag,
+// remote, config, push) name it instead. One interpreter (gitSubcommand,
+// gitRule.holds, gitCond.match) reads every row.
+var gitSubcommands = gitTable(
+	// Subcommands that only read. Their options are still checked against
+	// gitDenied.
+	gitSub{names: []string{
+		"status", "rev-parse", "ls-files", "ls-tree", "cat-file", "blame",
+		"annotate", "describe", "shortlog", "merge-base", "rev-list", "name-rev",
+		"show-ref", "for-each-ref", "count-objects", "check-ignore", "check-attr",
+		"check-mailmap", "check-ref-format", "show-branch", "cherry", "range-diff",
+		"var", "version", "verify-pack", "patch-id", "merge-tree",
+		"show-index", "get-tar-commit-id", "column", "stripspace",
+	}, otherwise: readonly("git $sub only reads")},
+	gitSub{names: []string{"grep"}, rules: []gitRule{
+		when(unknown("git grep -O opens files in a pager program"), flag("O")),
+	}, otherwise: readonly("git $sub only reads")},
+	gitSub{names: []string{"diff", "log", "show", "whatchanged", "diff-tree", "diff-index", "diff-files"}, rules: []gitRule{
+		when(unknown(gitOptionNotAllowed("-o")), prefix("-o")),
+	}, otherwise: readonly("git $sub only reads")},
+
+	gitSub{names: []string{"branch"}, parse: gitBranch},
+	gitSub{names: []string{"tag"}, parse: gitTag},
+	gitSub{names: []string{"remote"}, parse: gitRemote},
+	gitSub{names: []string{"config"}, parse: gitConfig},
+	gitSub{names: []string{"push"}, parse: gitPush},
+
+	gitSub{names: []string{"reflog"}, rules: []gitRule{
+		when(destroys("git reflog $op deletes reflog entries"), operand("expire", "delete", "drop")),
+	}, otherwise: readonly("git reflog only reads")},
+	gitSub{names: []string{"symbolic-ref"}, rules: []gitRule{
+		when(destroys("git symbolic-ref --delete deletes a symbolic ref"), arg("-d", "--delete")),
+		when(writes("git symbolic-ref with two arguments updates a ref"), operands("m", 2)),
+	}, otherwise: readonly("git symbolic-ref only reads")},
+	gitSub{names: []string{"worktree"}, rules: []gitRule{
+		when(readonly("git worktree list only reads"), operand("list")),
+		when(destroys("git worktree remove --force discards changes"), operand("remove"), flag("f", "--force")),
+	}, otherwise: writes("git worktree $op changes worktrees")},
+	gitSub{names: []string{"stash"}, rules: []gitRule{
+		when(readonly("git stash $op only reads"), operand("list", "show")),
+		when(destroys("git stash $op deletes stashed changes"), operand("drop", "clear")),
+	}, otherwise: writes("git stash changes the working tree")},
+	gitSub{names: []string{
+		"fetch", "pull", "clone", "ls-remote", "send-email", "request-pull", "fetch-pack",
+		"send-pack", "svn", "p4",
+	}, otherwise: network("git $sub uses the network")},
+	gitSub{names: []string{"submodule"}, rules: []gitRule{
+		when(readonly("git submodule $op only reads"), operand("", "status", "summary")),
+		when(shell("git submodule foreach runs shell commands"), operand("foreach")),
+		when(network("git submodule $op uses the network"), operand("update", "add")),
+	}, otherwise: writes("git submodule $op changes submodules")},
+	gitSub{names: []string{"lfs"}, rules: []gitRule{
+		when(readonly("git lfs $op only reads"), operand("ls-files", "status", "env", "version")),
+		when(network("git lfs $op uses the network"), operand("push", "pull", "fetch", "clone")),
+	}, otherwise: writes("git lfs $op changes the repository")},
+	gitSub{names: []string{"archive"}, rules: []gitRule{
+		when(network("git archive --remote uses the network"), prefix("--remote")),
+		when(writes("git archive -o writes a file"), arg("-o")),
+	}, otherwise: readonly("git archive writes the archive to standard output")},
+	gitSub{names: []string{"help"}, rules: []gitRule{
+		when(unknown("git help opens a manual page viewer"), outside("-a", "--all", "-g", "--guides", "-c", "--config", "--verbose")),
+	}, otherwise: readonly("git help only prints")},
+	gitSub{names: []string{"fsck"}, rules: []gitRule{
+		when(writes("git fsck --lost-found writes files"), prefix("--lost-found")),
+	}, otherwise: readonly("git fsck only reads")},
+	gitSub{names: []string{"hash-object"}, rules: []gitRule{
+		when(writes("git hash-object -w writes objects"), flag("w")),
+	}, otherwise: readonly("git hash-object only reads")},
+	gitSub{names: []string{"notes"}, rules: []gitRule{
+		when(readonly("git notes $op only reads"), operand("list", "show", "")),
+	}, otherwise: writes("git notes $op changes notes")},
+	gitSub{names: []string{"apply"}, rules: []gitRule{
+		when(readonly("git apply --check only reads"), not(arg("--apply")), arg("--check", "--stat", "--numstat", "--summary")),
+	}, otherwise: writes("git apply changes files")},
+	gitSub{names: []string{"reset"}, rules: []gitRule{
+		when(destroys("git reset $arg discards uncommitted changes"), abbrev(2, "hard", "merge")),
+	}, otherwise: writes("git reset moves HEAD or the index")},
+	gitSub{names: []string{"clean"}, rules: []gitRule{
+		when(readonly("git clean -n only lists files"), flag("n", "--dry-run"), not(flag("f", "--force"))),
+		when(unknown("git clean -i is interactive"), flag("i", "--interactive")),
+	}, otherwise: destroys("git clean -f deletes untracked files")},
+	gitSub{names: []string{"checkout"}, rules: []gitRule{
+		when(destroys("git checkout --force discards local changes"), flag("f", "--force")),
+		when(destroys("git checkout $arg discards uncommitted changes"), wholeTree()),
+	}, otherwise: writes("git checkout changes the working tree")},
+	gitSub{names: []string{"switch"}, rules: []gitRule{
+		when(destroys("git switch --discard-changes discards local changes"), flag("f", "--force", "--discard-changes")),
+	}, otherwise: writes("git switch changes the working tree")},
+	gitSub{names: []string{"restore"}, rules: []gitRule{
+		when(destroys("git restore $arg discards uncommitted changes"), wholeTree(), not(flag("S", "--staged"))),
+		when(destroys("git restore $arg discards uncommitted changes"), wholeTree(), flag("W", "--worktree")),
+	}, otherwise: writes("git restore changes files")},
+	gitSub{names: []string{"rm"}, rules: []gitRule{
+		when(destroys("git rm --force discards uncommitted changes"), flag("f", "--force"), not(arg("--cached"))),
+	}, otherwise: writes("git rm removes files")},
+	gitSub{names: []string{"rebase"}, rules: []gitRule{
+		when(unknown("git rebase -x runs commands"), anywhere(prefix("-x"))),
+		when(unknown("git rebase -i runs an editor"), arg("-i", "--interactive")),
+	}, otherwise: writes("git rebase rewrites commits")},
+	gitSub{names: []string{"bisect"}, rules: []gitRule{
+		when(unknown("git bisect run runs commands"), operand("run")),
+	}, otherwise: writes("git bisect changes the working tree")},
+	gitSub{names: []string{"gc"}, rules: []gitRule{
+		when(destroys("git gc $arg deletes unreachable objects"), anywhere(arg("--prune=now", "--prune=all"))),
+	}, otherwise: writes("git gc repacks the repository")},
+	gitSub{names: []string{"prune"}, rules: []gitRule{
+		when(readonly("git prune -n only lists objects"), arg("-n", "--dry-run")),
+	}, otherwise: destroys("git prune deletes unreachable objects")},
+	gitSub{names: []string{"update-ref"}, rules: []gitRule{
+		when(destroys("git update-ref -d deletes a ref"), arg("-d")),
+		when(unknown("git update-ref --stdin reads ref updates from its input"), arg("--stdin")),
+	}, otherwise: writes("git update-ref updates a ref")},
+	gitSub{names: []string{"filter-branch", "filter-repo"}, otherwise: destroys("git $sub rewrites history")},
+	gitSub{names: []string{"difftool", "mergetool", "instaweb", "daemon", "web--browse", "credential", "shell"},
+		otherwise: unknown("git $sub runs other programs")},
+	gitSub{names: []string{
+		"add", "commit", "merge", "cherry-pick", "revert", "am", "init", "mv", "format-patch",
 		"update-index", "read-tree", "write-tree", "commit-tree", "mktag", "mktree", "replace",
 		"sparse-checkout", "maintenance", "pack-refs", "repack", "checkout-index", "merge-file",
-		"rerere", "unpack-objects", "index-pack", "prune-packed", "multi-pack-index", "commit-graph":
-		return ws("git " + sub + " changes the repository")
+		"rerere", "unpack-objects", "index-pack", "prune-packed", "multi-pack-index", "commit-graph",
+	}, otherwise: writes("git $sub changes the repository")},
+)
+
+// gitSub is one row of gitSubcommands.
+type gitSub struct {
+	names     []string
+	rules     []gitRule             // the first that holds decides
+	otherwise gitVerdict            // when none holds
+	parse     func([]string) Result // a parser of its own instead of rules
+	needsOp   bool                  // a rule or reason reads the first operand (set by gitTable)
+}
+
+// gitRule decides with then when every condition in all holds.
+type gitRule struct {
+	all  []gitCond
+	then gitVerdict
+}
+
+func when(then gitVerdict, all ...gitCond) gitRule { return gitRule{all: all, then: then} }
+
+// holds reports whether every condition holds, and the argument the first
+// one that names an argument matched ("$arg" in the verdict's reason).
+func (r gitRule) holds(args []string, op string) (string, bool) {
+	matched := ""
+	for _, c := range r.all {
+		a, ok := c.match(args, op)
+		if !ok {
+			return "", false
+		}
+		if matched == "" {
+			matched = a
+		}
 	}
-	return result(Unknown, "git "+strconv.Quote(sub)+" is not a known subcommand")
+	return matched, true
+}
+
+// gitVerdict is a class and its reason. In the reason "$sub" is the
+// subcommand (filled in by gitTable), "$op" its first operand and "$arg" the
+// argument the rule matched.
+type gitVerdict struct {
+	class Class
+	why   string
+}
+
+func readonly(why string) gitVerdict { return gitVerdict{Readonly, why} }
+func writes(why string) gitVerdict   { return gitVerdict{WorkspaceWrite, why} }
+func destroys(why string) gitVerdict { return gitVerdict{Destructive, why} }
+func network(why string) gitVerdict  { return gitVerdict{Remote, why} }
+func shell(why string) gitVerdict    { return gitVerdict{Shell, why} }
+func unknown(why string) gitVerdict  { return gitVerdict{Unknown, why} }
+
+func (v gitVerdict) result(op, arg string) Result {
+	why := v.why
+	if strings.IndexByte(why, '$') >= 0 {
+		why = strings.ReplaceAll(strings.ReplaceAll(why, "$op", op), "$arg", arg)
+	}
+	if v.class == Remote {
+		return remote(why)
+	}
+	return result(v.class, why)
+}
+
+// gitTable indexes the rows by subcommand, with "$sub" in their reasons
+// filled in. A subcommand in two rows is a broken table: it panics.
+func gitTable(rows ...gitSub) map[string]*gitSub {
+	m := make(map[string]*gitSub)
+	for _, row := range rows {
+		for _, name := range row.names {
+			if _, dup := m[name]; dup {
+				panic("classify: git subcommand " + name + " is in two rows of gitSubcommands")
+			}
+			s := row
+			s.names = []string{name}
+			s.otherwise.why = strings.ReplaceAll(s.otherwise.why, "$sub", name)
+			s.needsOp = strings.Contains(s.otherwise.why, "$op")
+			s.rules = make([]gitRule, len(row.rules))
+			for i, r := range row.rules {
+				r.then.why = strings.ReplaceAll(r.then.why, "$sub", name)
+				s.needsOp = s.needsOp || strings.Contains(r.then.why, "$op") ||
+					slices.ContainsFunc(r.all, func(c gitCond) bool { return c.kind == condOperand })
+				s.rules[i] = r
+			}
+			m[name] = &s
+		}
+	}
+	return m
+}
+
+// gitCond is a condition on a subcommand's arguments. Unless it is
+// everywhere, only the arguments before "--" count.
+type gitCond struct {
+	kind       gitCondKind
+	words      []string
+	letters    string // flag: the short options; operands: the short options that take a value
+	min        int    // abbrev: the shortest abbreviation; operands: the count
+	everywhere bool   // past "--" too
+	negate     bool
+}
+
+type gitCondKind uint8
+
+const (
+	condArg       gitCondKind = iota // an argument is one of words
+	condFlag                         // an argument is one of words, or a short-option cluster holds one of letters
+	condPrefix                       // an argument starts with one of words
+	condAbbrev                       // a long option abbreviates one of words, at least min letters ("$arg" is --name)
+	condOperand                      // the first operand is one of words ("" when there is none)
+	condOperands                     // at least min operands
+	condWholeTree                    // a pathspec covers the whole tree
+	condOutside                      // an argument is none of words
+)
+
+func arg(words ...string) gitCond { return gitCond{kind: condArg, words: words} }
+func flag(letters string, words ...string) gitCond {
+	return gitCond{kind: condFlag, letters: letters, words: words}
+}
+func prefix(words ...string) gitCond { return gitCond{kind: condPrefix, words: words} }
+func abbrev(min int, words ...string) gitCond {
+	return gitCond{kind: condAbbrev, min: min, words: words}
+}
+func operand(words ...string) gitCond { return gitCond{kind: condOperand, words: words} }
+func operands(withArg string, n int) gitCond {
+	return gitCond{kind: condOperands, letters: withArg, min: n}
+}
+func wholeTree() gitCond { return gitCond{kind: condWholeTree, everywhere: true} }
+func outside(words ...string) gitCond {
+	return gitCond{kind: condOutside, words: words, everywhere: true}
+}
+func anywhere(c gitCond) gitCond { c.everywhere = true; return c }
+func not(c gitCond) gitCond      { c.negate = !c.negate; return c }
+
+// gitWholeTree lists the pathspecs that cover the whole tree.
+var gitWholeTree = []string{".", "./", ":/", ":/.", ":(top)", "*", "..", "../", ":", ":/*", "./*"}
+
+// match reports whether c holds for args, and the argument it matched.
+func (c gitCond) match(args []string, op string) (string, bool) {
+	a, ok := c.find(args, op)
+	if c.negate {
+		return "", !ok
+	}
+	return a, ok
+}
+
+func (c gitCond) find(args []string, op string) (string, bool) {
+	switch c.kind {
+	case condOperand:
+		return op, slices.Contains(c.words, op)
+	case condOperands:
+		return "", gitOperands(args, c.letters) >= c.min
+	}
+	for _, a := range args {
+		if a == "--" && !c.everywhere {
+			break
+		}
+		if m, ok := c.one(a); ok {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// one tests a single argument.
+func (c gitCond) one(a string) (string, bool) {
+	switch c.kind {
+	case condArg:
+		return a, slices.Contains(c.words, a)
+	case condFlag:
+		return a, slices.Contains(c.words, a) || isShort(a) && strings.ContainsAny(a[1:], c.letters)
+	case condPrefix:
+		return a, slices.ContainsFunc(c.words, func(w string) bool { return strings.HasPrefix(a, w) })
+	case condAbbrev:
+		if !strings.HasPrefix(a, "--") {
+			return "", false
+		}
+		name, _ := longName(a)
+		return "--" + name, slices.ContainsFunc(c.words, func(w string) bool { return abbrevOf(name, w, c.min) })
+	case condWholeTree:
+		return a, slices.Contains(gitWholeTree, a)
+	case condOutside:
+		return a, !slices.Contains(c.words, a)
+	}
+	return "", false
 }
 
 // gitHas reports whether any argument before "--" is exactly one of names.
@@ -331,31 +413,6 @@ func gitHas(args []string, names ...string) bool {
 			if a == n {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func gitHasPrefix(args []string, prefix string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if strings.HasPrefix(a, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
-// gitShortHas reports whether a short-option cluster before "--" holds c.
-func gitShortHas(args []string, c byte) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if isShort(a) && strings.IndexByte(a[1:], c) >= 0 {
-			return true
 		}
 	}
 	return false
@@ -382,17 +439,6 @@ func gitOperands(args []string, withArg string) int {
 		n++
 	}
 	return n
-}
-
-// gitAllPathspec finds a pathspec that covers the whole tree ("." and friends).
-func gitAllPathspec(args []string) (string, bool) {
-	for _, a := range args {
-		switch a {
-		case ".", "./", ":/", ":/.", ":(top)", "*", "..", "../", ":", ":/*", "./*":
-			return a, true
-		}
-	}
-	return "", false
 }
 
 func gitBranch(args []string) Result {
