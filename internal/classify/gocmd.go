@@ -198,6 +198,13 @@ func goFlags(sub string, args []string) (Result, bool) {
 		}
 		name, value, attached := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
 		takesValue := !goBool[name] && !(sub == "vet" && vetAnalyzerFlag(name))
+		if !attached && !takesValue && sub == "vet" && i+1 < len(args) && strings.HasPrefix(args[i+1], "-") {
+			// A switch vet may not know (-f) could take the next word as
+			// its value ("--", "-tags"): the line read that way must pass too.
+			if r, ok := goFlags(sub, args[i+2:]); !ok {
+				return r, false
+			}
+		}
 		if !attached && takesValue {
 			if i+1 < len(args) {
 				i++

@@ -83,6 +83,11 @@ func TestToolchainCommands(t *testing.T) {
 		{argv: []string{"go", "vet", "-vettool=./x", "."}, want: Unknown, reason: "-vettool"},
 		{argv: []string{"go", "vet", "-vettool", "./x", "."}, want: Unknown},
 		{argv: []string{"go", "vet", "--vettool=./x", "."}, want: Unknown},
+		// rapid: a switch vet may not know (-f) could take the next word
+		// as its value, and -toolexec be a flag.
+		{argv: []string{"go", "vet", "-f", "--", "-toolexec"}, want: Unknown, reason: "-toolexec"},
+		{argv: []string{"go", "vet", "-f", "-tags", "-toolexec"}, want: Unknown, reason: "-toolexec"},
+		{argv: []string{"go", "vet", "-printf", "-json", "--", "./..."}, want: Readonly},
 		{argv: []string{"go", "vet", "-toolexec=./x", "."}, want: Unknown},
 		{argv: []string{"go", "vet", "-fix", "."}, want: WorkspaceWrite},
 		{argv: []string{"go", "vet", "-overlay", "o.json", "."}, want: Unknown},
