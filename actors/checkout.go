@@ -2,6 +2,8 @@ package actors
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -19,7 +21,15 @@ import (
 // and issues fencing tokens that never go back, also across kill -9 (the
 // high-water mark of each key is persisted with sync before a grant).
 //
-// Mailbox order is the synchronisation: no lock guards the table.
+// It keeps only the overlap index (lease.Table: which keys are leased by
+// whom, the newest token of each): every granted lease is an actor of its
+// own (Lease, a child) that keeps its TTL, renewals and expiry. The
+// checkout hands a lease's Renew, Fence and Release to its actor (a Fence
+// only once the lease's tokens are still the newest), and frees the keys
+// when the actor reports that the lease ended. The expiry a MUTATION_BUSY,
+// ListLeases or LeaseHistory names is asked of the lease actors.
+//
+// Mailbox order is the synchronisation: no lock guards the index.
 //
 // When harnessd begins shutting down (LeaseDrain) the checkout answers its
 // queued requests UNAVAILABLE at once, with nothing_written in the details
@@ -27,6 +37,10 @@ import (
 // and refuses every later request that would have to wait; holders finish.
 // It also remembers the last maxEnded leases that ended, so a reader can
 // ask who held the checkout while it ran (LeaseHistory).
+//
+// A store that cannot be read at start leaves the checkout broken rather
+// than panicking into a restart loop (a restart reads the same store): it
+// logs the error once and answers every lease request with it.
 type Checkout struct {
 	repo  messages.Repository
 	store *persistence.Store
@@ -36,10 +50,15 @@ type Checkout struct {
 	table    *lease.Table
 	reserved map[lease.Key]uint64  // persisted fencing reservation per key
 	pids     map[string]*actor.PID // lease id -> lease actor
-	waiters  []*waiter
-	seq      uint64
+	waiters  waiters[leaseWait]
 	runs     map[string]string // lease id -> the run it was taken for (leases of runs only)
 
+	// broken is the error the store gave at restore: every lease request
+	// is answered with it.
+	broken error
+	// stopping is set once the checkout stops or restarts: its lease
+	// actors stop with it, and their leases are not lost for that.
+	stopping bool
 	// draining is set once harnessd began shutting down: no request waits.
 	draining bool
 	// ended holds the last maxEnded leases that ended, oldest first; the
@@ -63,13 +82,12 @@ type Checkout struct {
 	watchSent uint64
 }
 
-type waiter struct {
-	seq    uint64
+// leaseWait is an Acquire queued until its keys are free.
+type leaseWait struct {
 	req    lease.Request
 	run    string    // the run of the request ("" = none)
 	since  time.Time // when it started waiting
-	sender *actor.PID
-	timer  *time.Timer
+	notify bool      // Acquire.NotifyLost: its sender owns the lease
 }
 
 // fenceBlock is how many fencing tokens one persisted reservation covers.
@@ -94,8 +112,9 @@ func errShuttingDown() error {
 		With(DetailNothingWritten, true)
 }
 
-// waitExpired tells the checkout that a queued Acquire ran out of time.
-type waitExpired struct{ seq uint64 }
+// describeWait bounds how long the checkout waits for a lease actor to
+// describe its lease (then the index's record stands in).
+const describeWait = 5 * time.Second
 
 // CheckoutConfig holds a checkout's optional dependencies.
 type CheckoutConfig struct {
@@ -124,6 +143,9 @@ func NewCheckoutWith(repo messages.Repository, store *persistence.Store, lg *zap
 
 // Receive dispatches the checkout's messages.
 func (a *Checkout) Receive(ctx actor.Context) {
+	if a.broken != nil && a.refuse(ctx) {
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.lg.With(zap.String("actor", "checkout"), zap.String("checkout_id", a.repo.CheckoutID))
@@ -131,26 +153,31 @@ func (a *Checkout) Receive(ctx actor.Context) {
 	case messages.Acquire:
 		a.acquire(ctx, m)
 	case messages.Renew:
-		r, err := a.renew(ctx, m)
-		reply(ctx, r, err)
-	case messages.Release:
-		reply(ctx, a.release(ctx, m.LeaseID), nil)
-	case messages.Fence:
-		reply(ctx, messages.Fenced{}, a.fence(m.LeaseID))
-	case leaseSync:
-		if l, ok := a.table.Get(m.id); ok {
-			ctx.Respond(messages.LeaseTouched{Expires: l.Expires})
+		if pid := a.leaseActor(m.LeaseID); pid != nil {
+			ctx.Forward(pid)
+			return
 		}
-	case messages.LeaseExpired:
-		a.expire(ctx, m.Now)
+		reply(ctx, nil, errs.New(errs.LeaseLost, "lease %s is not held (released, expired or never granted)", m.LeaseID).With("lease_id", m.LeaseID))
+	case messages.Release:
+		if pid := a.leaseActor(m.LeaseID); pid != nil {
+			ctx.Forward(pid)
+			return
+		}
+		reply(ctx, messages.Released{}, nil)
+	case messages.Fence:
+		a.fence(ctx, m.LeaseID)
+	case leaseEnded:
+		a.leaseEnded(ctx, m)
 	case messages.LeaseTick:
-		a.expire(ctx, m.Now)
+		for _, pid := range a.pids {
+			ctx.Send(pid, m)
+		}
 	case waitExpired:
-		a.waitExpired(ctx, m.seq)
+		a.waitExpired(ctx, m)
 	case messages.ListLeases:
-		ctx.Respond(messages.LeaseList{Leases: a.list()})
+		a.gather(ctx, func(st map[string]leaseState) { ctx.Respond(messages.LeaseList{Leases: a.list(st)}) })
 	case messages.LeaseHistory:
-		ctx.Respond(a.history(m.Since))
+		a.gather(ctx, func(st map[string]leaseState) { ctx.Respond(a.history(m.Since, st)) })
 	case messages.LeaseDrain:
 		ctx.Respond(messages.LeaseDrained{Refused: a.drain(ctx)})
 	case messages.DeadlockBreak:
@@ -175,19 +202,32 @@ func (a *Checkout) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if m.Who.Equal(a.watcher) {
 			a.watcher, a.watchSent = nil, 0
+			return
 		}
+		a.leaseActorStopped(ctx, m.Who)
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted instance reloads the fencing marks and durable
-		// leases; its waiters are answered now rather than left to time out
-		// (and withdrawn from the deadlock detector).
-		for _, w := range a.waiters {
-			w.timer.Stop()
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "checkout %s is stopping; retry — nothing was written", a.repo.CheckoutID).
-				With(DetailNothingWritten, true)))
-		}
-		a.waiters = nil
+		// leases (its lease actors stop with it); its waiters are answered
+		// now rather than left to time out (and withdrawn from the
+		// deadlock detector).
+		a.stopping = true
+		a.waiters.answerAll(ctx, func(leaseWait) any {
+			return Failure(errs.New(errs.Unavailable, "checkout %s is stopping; retry — nothing was written", a.repo.CheckoutID).
+				With(DetailNothingWritten, true))
+		})
 		a.reportWaits(ctx)
 	}
+}
+
+// refuse answers a lease request of a broken checkout with the store's
+// error, and reports whether the message was one.
+func (a *Checkout) refuse(ctx actor.Context) bool {
+	switch ctx.Message().(type) {
+	case messages.Acquire, messages.Renew, messages.Release, messages.Fence, messages.ListLeases, messages.LeaseHistory:
+		reply(ctx, nil, a.broken)
+		return true
+	}
+	return false
 }
 
 // watcherPID returns the watcher child, spawning it if none is alive.
@@ -199,54 +239,91 @@ func (a *Checkout) watcherPID(ctx actor.Context) *actor.PID {
 	return a.watcher
 }
 
-// restore loads the fencing high-water marks and the durable leases.
+// restore loads the fencing high-water marks and the durable leases still
+// live, and starts an actor for each of those. A store error leaves the
+// checkout broken (see Checkout), logged here once.
 func (a *Checkout) restore(ctx actor.Context) {
-	hw := map[lease.Key]uint64{}
-	err := a.store.Scan(persistence.FencePrefix(a.repo.CheckoutID), func(key []byte, decode func(any) error) error {
-		var tok uint64
-		if err := decode(&tok); err != nil {
-			return err
-		}
-		hw[lease.Key(key[len(persistence.FencePrefix(a.repo.CheckoutID)):])] = tok
-		return nil
-	})
+	a.pids = map[string]*actor.PID{}
+	a.runs = map[string]string{}
+	a.ended, a.endedFrom = nil, a.now()
+	hw, durable, err := a.load()
 	if err != nil {
-		panic("checkout: restore fencing marks: " + err.Error())
+		a.broken = storeError(a.repo.CheckoutID, err)
+		a.lg.Error("checkout cannot read its leases from the store; it refuses every lease request until harnessd restarts with a readable store",
+			zap.Error(err))
+		return
 	}
 	a.table = lease.NewTable(hw)
 	a.table.SetFloor(a.store.FenceFloor()) // tokens stay above a reset or restored store's
 	a.reserved = hw
-	a.pids = map[string]*actor.PID{}
-	a.runs = map[string]string{}
-	a.waiters = nil
-	a.reported = false
-	a.draining = false
-	a.ended, a.endedFrom = nil, a.now()
+	now := a.now()
+	for _, li := range durable {
+		l := fromInfo(li)
+		if l.Live(now) {
+			a.table.Restore(l)
+		}
+		if _, ok := a.table.Get(li.ID); !ok {
+			// Expired while harnessd was down (nothing is left to end
+			// it), or malformed, or overtaken by a later grant: it ended
+			// before this instance.
+			if err := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, li.ID)); err != nil {
+				a.lg.Warn("delete ended durable lease", zap.String("lease_id", li.ID), zap.Error(err))
+			}
+			continue
+		}
+		if li.RunID != "" {
+			a.runs[li.ID] = li.RunID
+		}
+	}
+	for _, l := range a.table.Leases() {
+		if err := a.spawnLease(ctx, a.info(l), nil); err != nil {
+			a.lg.Error("start the actor of a restored lease; the lease is lost", zap.String("lease_id", l.ID), zap.Error(err))
+			a.table.Release(l.ID)
+			delete(a.runs, l.ID)
+		}
+	}
+}
+
+// load reads the checkout's fencing high-water marks and durable leases.
+func (a *Checkout) load() (map[lease.Key]uint64, []messages.LeaseInfo, error) {
+	hw := map[lease.Key]uint64{}
+	prefix := persistence.FencePrefix(a.repo.CheckoutID)
+	err := a.store.Scan(prefix, func(key []byte, decode func(any) error) error {
+		var tok uint64
+		if err := decode(&tok); err != nil {
+			return fmt.Errorf("fencing mark %s: %w", key, err)
+		}
+		hw[lease.Key(key[len(prefix):])] = tok
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read fencing marks: %w", err)
+	}
 	var durable []messages.LeaseInfo
-	err = a.store.Scan(persistence.LeasePrefix(a.repo.CheckoutID), func(_ []byte, decode func(any) error) error {
+	err = a.store.Scan(persistence.LeasePrefix(a.repo.CheckoutID), func(key []byte, decode func(any) error) error {
 		var li messages.LeaseInfo
 		if err := decode(&li); err != nil {
-			return err
+			return fmt.Errorf("durable lease %s: %w", key, err)
 		}
 		durable = append(durable, li)
 		return nil
 	})
 	if err != nil {
-		panic("checkout: restore durable leases: " + err.Error())
+		return nil, nil, fmt.Errorf("read durable leases: %w", err)
 	}
-	now := a.now()
-	for _, li := range durable {
-		a.table.Restore(fromInfo(li))
-		if li.RunID != "" {
-			a.runs[li.ID] = li.RunID
-		}
+	return hw, durable, nil
+}
+
+// storeError is what a checkout whose store could not be read answers: the
+// store's own code when it has one (STORE_DAMAGED, ...), else UNAVAILABLE,
+// with the fix.
+func storeError(checkout string, err error) error {
+	code := errs.CodeOf(err)
+	if code == errs.Internal {
+		code = errs.Unavailable
 	}
-	for _, l := range a.table.Expire(now) {
-		a.forget(ctx, l, expiredWhileDown)
-	}
-	for _, l := range a.table.Leases() {
-		a.spawnLease(ctx, a.info(l))
-	}
+	return errs.Wrap(code, err, "checkout %s could not read its leases from the store (%v), so it grants, renews and fences nothing: "+
+		"check the store with `harness store verify`, then restart harnessd", checkout, err)
 }
 
 func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
@@ -255,15 +332,20 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 		reply(ctx, nil, err)
 		return
 	}
-	if w := a.blockingWaiter(req.Keys); w != nil && m.Wait <= 0 {
-		reply(ctx, nil, errs.New(errs.MutationBusy, "resource is queued for another %s", w.req.Operation).
-			With("holder_operation", w.req.Operation).With("holder_owner", w.req.Owner).With("queued", true))
+	queued := a.blockingWaiter(req.Keys)
+	if queued != nil && m.Wait <= 0 {
+		reply(ctx, nil, errs.New(errs.MutationBusy, "resource is queued for another %s", queued.req.req.Operation).
+			With("holder_operation", queued.req.req.Operation).With("holder_owner", queued.req.req.Owner).With("queued", true))
 		return
 	}
-	if a.blockingWaiter(req.Keys) == nil {
-		info, err := a.grant(ctx, req, m.RunID)
-		if err == nil || errs.CodeOf(err) != errs.MutationBusy || m.Wait <= 0 {
-			reply(ctx, messages.Acquired{Lease: info}, err)
+	if queued == nil {
+		info, err := a.grant(ctx, req, m.RunID, ownerOf(ctx.Sender(), m.NotifyLost))
+		switch {
+		case err == nil:
+			ctx.Respond(messages.Acquired{Lease: info})
+			return
+		case errs.CodeOf(err) != errs.MutationBusy || m.Wait <= 0:
+			a.answerBusy(ctx, ctx.Sender(), err)
 			return
 		}
 	}
@@ -273,12 +355,17 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 		reply(ctx, nil, errShuttingDown())
 		return
 	}
-	a.seq++
-	seq, self, sys := a.seq, ctx.Self(), ctx.ActorSystem()
-	w := &waiter{seq: seq, req: req, run: m.RunID, since: a.now(), sender: ctx.Sender()}
-	w.timer = time.AfterFunc(m.Wait, func() { sys.Root.Send(self, waitExpired{seq: seq}) })
-	a.waiters = append(a.waiters, w)
+	a.waiters.add(ctx, leaseWait{req: req, run: m.RunID, since: a.now(), notify: m.NotifyLost}, m.Wait)
 	a.reportWaits(ctx)
+}
+
+// ownerOf is the actor a lease tells of its loss: the requester, when it
+// asked.
+func ownerOf(sender *actor.PID, notify bool) *actor.PID {
+	if notify {
+		return sender
+	}
+	return nil
 }
 
 func (a *Checkout) request(m messages.Acquire) (lease.Request, error) {
@@ -302,22 +389,19 @@ func (a *Checkout) request(m messages.Acquire) (lease.Request, error) {
 
 // blockingWaiter returns the first queued waiter whose keys overlap keys:
 // a newcomer never overtakes a waiter it conflicts with.
-func (a *Checkout) blockingWaiter(keys []lease.Key) *waiter {
-	for _, w := range a.waiters {
-		for _, k := range keys {
-			for _, wk := range w.req.Keys {
-				if lease.Overlaps(k, wk) {
-					return w
-				}
-			}
+func (a *Checkout) blockingWaiter(keys []lease.Key) *waiter[leaseWait] {
+	for _, w := range a.waiters.items() {
+		if overlapAny(keys, w.req.req.Keys) {
+			return w
 		}
 	}
 	return nil
 }
 
 // grant prepares a lease, persists the new high-water marks (and the lease
-// itself when durable) with sync, and only then commits and answers.
-func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string) (messages.LeaseInfo, error) {
+// itself when durable) with sync, commits it and starts its actor; only
+// then does the caller answer. owner is told if the lease is lost.
+func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string, owner *actor.PID) (messages.LeaseInfo, error) {
 	now := a.now()
 	l, err := a.table.Prepare(req, now)
 	if err != nil {
@@ -354,127 +438,175 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string) (mess
 	if _, ok := a.table.Get(l.ID); !ok {
 		return messages.LeaseInfo{}, errs.New(errs.Internal, "lease %s was not committed", l.ID)
 	}
+	if err := a.spawnLease(ctx, info, owner); err != nil {
+		// No actor would ever end it: take it back.
+		a.table.Release(l.ID)
+		if l.Visibility == lease.Durable {
+			if derr := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, l.ID)); derr != nil {
+				a.lg.Warn("delete durable lease", zap.String("lease_id", l.ID), zap.Error(derr))
+			}
+		}
+		return messages.LeaseInfo{}, errs.Wrap(errs.Internal, err, "start the actor of lease %s: %v", l.ID, err)
+	}
 	if run != "" {
 		a.runs[l.ID] = run
 	}
-	a.spawnLease(ctx, info)
 	return info, nil
 }
 
-func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo) {
-	prod := NewLease(info, a.now)
+// spawnLease starts the actor that holds a granted (or restored) lease.
+func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo, owner *actor.PID) error {
+	prod := NewLease(info, LeaseConfig{Store: a.store, Logger: a.lg, Now: a.now, Owner: owner})
 	if a.leaseWrap != nil {
 		prod = a.leaseWrap(prod)
 	}
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg))), "lease-"+info.ID)
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(prod, actor.WithReceiverMiddleware(Recover(a.lg))), LeaseName(info.ID))
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
-		a.lg.Error("spawn lease actor", zap.String("lease_id", info.ID), zap.Error(err))
-		return
+		return err
 	}
 	a.pids[info.ID] = pid
-}
-
-func (a *Checkout) renew(ctx actor.Context, m messages.Renew) (messages.Renewed, error) {
-	l, err := a.table.Renew(m.LeaseID, a.now())
-	if err != nil {
-		return messages.Renewed{}, err
-	}
-	if pid := a.pids[l.ID]; pid != nil {
-		ctx.Send(pid, messages.LeaseTouched{Expires: l.Expires})
-	}
-	if l.Visibility == lease.Durable {
-		if err := a.store.Put(persistence.LeaseKey(a.repo.CheckoutID, l.ID), a.info(l)); err != nil {
-			a.lg.Warn("persist renewed durable lease", zap.String("lease_id", l.ID), zap.Error(err))
-		}
-	}
-	return messages.Renewed{Expires: l.Expires}, nil
-}
-
-func (a *Checkout) release(ctx actor.Context, id string) messages.Released {
-	l, ok := a.table.Release(id)
-	if ok {
-		a.forget(ctx, l, "")
-		a.serveWaiters(ctx)
-	}
-	return messages.Released{Known: ok}
-}
-
-func (a *Checkout) fence(id string) error {
-	l, ok := a.table.Get(id)
-	now := a.now()
-	if !ok || !l.Live(now) {
-		return errs.New(errs.LeaseLost, "lease %s is no longer held (expired or released); nothing was written after the loss", id).With("lease_id", id)
-	}
-	for k, tok := range l.Tokens {
-		if !a.table.CurrentAt(k, tok, now) {
-			return errs.New(errs.LeaseLost, "fencing token %d of %s is stale", tok, k).With("lease_id", id).With("key", string(k))
-		}
-	}
 	return nil
 }
 
-func (a *Checkout) expire(ctx actor.Context, now time.Time) {
-	expired := a.table.Expire(now)
-	for _, l := range expired {
-		a.lg.Warn("lease lost: not renewed before it expired",
-			zap.String("lease_id", l.ID), zap.String("operation", l.Operation), zap.String("owner", l.Owner))
-		a.forget(ctx, l, "expired")
+// leaseActor returns the actor of a lease the index records, or nil.
+func (a *Checkout) leaseActor(id string) *actor.PID {
+	if _, ok := a.table.Get(id); !ok {
+		return nil
 	}
-	if len(expired) > 0 {
+	return a.pids[id]
+}
+
+// fence answers LEASE_LOST for a lease the index no longer records or whose
+// tokens are no longer the newest, and hands the rest to the lease's actor,
+// which answers from its expiry.
+func (a *Checkout) fence(ctx actor.Context, id string) {
+	l, ok := a.table.Get(id)
+	pid := a.pids[id]
+	if !ok || pid == nil {
+		reply(ctx, nil, errs.New(errs.LeaseLost, "lease %s is no longer held (expired or released); nothing was written after the loss", id).With("lease_id", id))
+		return
+	}
+	for k, tok := range l.Tokens {
+		if !a.table.Current(k, tok) {
+			reply(ctx, nil, errs.New(errs.LeaseLost, "fencing token %d of %s is stale", tok, k).With("lease_id", id).With("key", string(k)))
+			return
+		}
+	}
+	ctx.Forward(pid)
+}
+
+// leaseEnded frees the keys of a lease whose actor reports its end,
+// remembers it (LeaseHistory), stops the actor once it has answered what
+// was handed to it, and serves the waiters.
+func (a *Checkout) leaseEnded(ctx actor.Context, m leaseEnded) {
+	pid, ok := a.pids[m.info.ID]
+	if !ok {
+		return
+	}
+	a.table.Release(m.info.ID)
+	a.remember(m.info, m.at)
+	delete(a.runs, m.info.ID)
+	delete(a.pids, m.info.ID)
+	ctx.Poison(pid)
+	a.serveWaiters(ctx)
+}
+
+// leaseActorStopped handles a lease actor that stopped while its lease was
+// recorded (its supervisor gave up restarting it): no actor is left to end
+// the lease, so it is lost now, and its owner learns it on its next
+// renewal or fence.
+func (a *Checkout) leaseActorStopped(ctx actor.Context, who *actor.PID) {
+	if a.stopping {
+		return
+	}
+	for id, pid := range a.pids {
+		if !pid.Equal(who) {
+			continue
+		}
+		l, _ := a.table.Get(id)
+		a.lg.Error("lease actor stopped while its lease was held; the lease is lost", zap.String("lease_id", id))
+		a.table.Release(id)
+		a.remember(a.info(l), a.now())
+		delete(a.runs, id)
+		delete(a.pids, id)
+		if l.Visibility == lease.Durable {
+			if err := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, id)); err != nil {
+				a.lg.Warn("delete durable lease", zap.String("lease_id", id), zap.Error(err))
+			}
+		}
 		a.serveWaiters(ctx)
+		return
 	}
 }
 
-// expiredWhileDown is the reason forget is given for a durable lease that
-// expired while harnessd was down: it ended before this instance.
-const expiredWhileDown = "expired while harnessd was down"
-
-// forget stops a lease's actor and deletes its durable record; a lease
-// that ends now is remembered as ended (LeaseHistory).
-func (a *Checkout) forget(ctx actor.Context, l lease.Lease, reason string) {
-	if reason != expiredWhileDown {
-		a.remember(a.info(l), a.now())
+// answerBusy sends err to to. A MUTATION_BUSY naming a lease is sent with
+// that lease's current expiry, asked of its actor (the index records the
+// one it was granted with, before any renewal).
+func (a *Checkout) answerBusy(ctx actor.Context, to *actor.PID, err error) {
+	if to == nil {
+		return
 	}
-	delete(a.runs, l.ID)
-	if pid := a.pids[l.ID]; pid != nil {
-		ctx.Stop(pid)
-		delete(a.pids, l.ID)
+	e := errs.From(err)
+	id, _ := e.Details["lease_id"].(string)
+	l, recorded := a.table.Get(id)
+	pid := a.pids[id]
+	if e.Code != errs.MutationBusy || !recorded || pid == nil {
+		ctx.Send(to, Failure(err))
+		return
 	}
-	if l.Visibility == lease.Durable {
-		if err := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, l.ID)); err != nil {
-			a.lg.Warn("delete durable lease", zap.String("lease_id", l.ID), zap.Error(err))
+	held, _ := e.Details["held_key"].(string)
+	wanted, _ := e.Details["requested_key"].(string)
+	ctx.ReenterAfter(ctx.RequestFuture(pid, leaseDescribe{}, describeWait), func(res any, ferr error) {
+		if s, ok := res.(leaseState); ok && ferr == nil {
+			l.Expires = s.info.Expires
 		}
+		ctx.Send(to, Failure(lease.Busy(l, lease.Key(held), lease.Key(wanted))))
+	})
+}
+
+// gather asks the actor of every recorded lease for its lease and calls
+// done, in the checkout, once all answered; a lease whose actor did not
+// answer within describeWait is described as the index records it.
+func (a *Checkout) gather(ctx actor.Context, done func(map[string]leaseState)) {
+	states := make(map[string]leaseState, len(a.pids))
+	left := len(a.pids)
+	if left == 0 {
+		done(states)
+		return
+	}
+	for id, pid := range a.pids {
+		ctx.ReenterAfter(ctx.RequestFuture(pid, leaseDescribe{}, describeWait), func(res any, err error) {
+			if s, ok := res.(leaseState); ok && err == nil {
+				states[id] = s
+			} else if l, ok := a.table.Get(id); ok {
+				states[id] = leaseState{info: a.info(l)}
+			}
+			if left--; left == 0 {
+				done(states)
+			}
+		})
 	}
 }
 
 // serveWaiters grants queued requests in order; a waiter that is still
 // blocked keeps its place and blocks later waiters that overlap it.
 func (a *Checkout) serveWaiters(ctx actor.Context) {
-	var keep []*waiter
-	for _, w := range a.waiters {
-		blocked := false
-		for _, earlier := range keep {
-			if overlapAny(w.req.Keys, earlier.req.Keys) {
-				blocked = true
-				break
-			}
-		}
+	var kept []*waiter[leaseWait]
+	for _, w := range a.waiters.items() {
+		blocked := slices.ContainsFunc(kept, func(e *waiter[leaseWait]) bool { return overlapAny(w.req.req.Keys, e.req.req.Keys) })
 		if !blocked {
-			info, err := a.grant(ctx, w.req, w.run)
+			info, err := a.grant(ctx, w.req.req, w.req.run, ownerOf(w.sender, w.req.notify))
 			if err == nil {
-				w.timer.Stop()
-				ctx.Send(w.sender, messages.Acquired{Lease: info})
+				a.waiters.answer(ctx, w, messages.Acquired{Lease: info})
 				continue
 			}
 			if errs.CodeOf(err) != errs.MutationBusy {
-				w.timer.Stop()
-				ctx.Send(w.sender, Failure(err))
+				a.waiters.answer(ctx, w, Failure(err))
 				continue
 			}
 		}
-		keep = append(keep, w)
+		kept = append(kept, w)
 	}
-	a.waiters = keep
 	a.reportWaits(ctx)
 }
 
@@ -489,20 +621,19 @@ func overlapAny(a, b []lease.Key) bool {
 	return false
 }
 
-func (a *Checkout) waitExpired(ctx actor.Context, seq uint64) {
-	for i, w := range a.waiters {
-		if w.seq != seq {
-			continue
-		}
-		a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
-		_, err := a.table.Prepare(w.req, a.now())
-		if err == nil {
-			err = errs.New(errs.MutationBusy, "resource still busy after waiting")
-		}
-		ctx.Send(w.sender, Failure(err))
-		a.serveWaiters(ctx)
+// waitExpired answers a queued Acquire that ran out of time MUTATION_BUSY,
+// naming what still blocks it.
+func (a *Checkout) waitExpired(ctx actor.Context, m waitExpired) {
+	w, ok := a.waiters.expired(m)
+	if !ok {
 		return
 	}
+	_, err := a.table.Prepare(w.req.req, a.now())
+	if err == nil {
+		err = errs.New(errs.MutationBusy, "resource still busy after waiting")
+	}
+	a.answerBusy(ctx, w.sender, err)
+	a.serveWaiters(ctx)
 }
 
 // drain answers every queued request UNAVAILABLE (nothing was written) and
@@ -510,12 +641,7 @@ func (a *Checkout) waitExpired(ctx actor.Context, seq uint64) {
 // shutting down. It returns how many it answered.
 func (a *Checkout) drain(ctx actor.Context) int {
 	a.draining = true
-	n := len(a.waiters)
-	for _, w := range a.waiters {
-		w.timer.Stop()
-		ctx.Send(w.sender, Failure(errShuttingDown()))
-	}
-	a.waiters = nil
+	n := a.waiters.answerAll(ctx, func(leaseWait) any { return Failure(errShuttingDown()) })
 	if n > 0 {
 		a.lg.Info("shutting down: lease waiters answered at once", zap.Int("waiters", n))
 		a.reportWaits(ctx)
@@ -534,28 +660,43 @@ func (a *Checkout) remember(info messages.LeaseInfo, end time.Time) {
 }
 
 // history returns every lease held at some moment since since: those that
-// ended since then and the live ones, oldest grant first.
-func (a *Checkout) history(since time.Time) messages.LeaseHeld {
+// ended since then and those held, as their actors describe them (st),
+// oldest grant first.
+func (a *Checkout) history(since time.Time, st map[string]leaseState) messages.LeaseHeld {
 	out := messages.LeaseHeld{Complete: !a.endedFrom.After(since)}
+	known := map[string]bool{}
 	for _, h := range a.ended {
+		known[h.ID] = true
 		if !h.Ended.Before(since) {
 			out.Leases = append(out.Leases, h)
 		}
 	}
-	for _, l := range a.table.Leases() {
-		out.Leases = append(out.Leases, messages.HeldLease{LeaseInfo: a.info(l)})
+	// Ended (their actors answered before the checkout heard) before held,
+	// each by id, as the memory of ended leases lists them before the index.
+	var ended, held []messages.HeldLease
+	for _, id := range slices.Sorted(maps.Keys(st)) {
+		s := st[id]
+		switch {
+		case known[id]:
+		case s.ended.IsZero():
+			held = append(held, messages.HeldLease{LeaseInfo: s.info})
+		case !s.ended.Before(since):
+			ended = append(ended, messages.HeldLease{LeaseInfo: s.info, Ended: s.ended})
+		}
 	}
+	out.Leases = append(append(out.Leases, ended...), held...)
 	slices.SortStableFunc(out.Leases, func(x, y messages.HeldLease) int { return x.Granted.Compare(y.Granted) })
 	return out
 }
 
-func (a *Checkout) list() []messages.LeaseInfo {
-	ls := a.table.Leases()
-	out := make([]messages.LeaseInfo, 0, len(ls))
+// list returns the leases held and live now, as their actors describe them
+// (st), by id.
+func (a *Checkout) list(st map[string]leaseState) []messages.LeaseInfo {
+	out := make([]messages.LeaseInfo, 0, len(st))
 	now := a.now()
-	for _, l := range ls {
-		if l.Live(now) {
-			out = append(out, a.info(l))
+	for _, id := range slices.Sorted(maps.Keys(st)) {
+		if s := st[id]; s.ended.IsZero() && now.Before(s.info.Expires) {
+			out = append(out, s.info)
 		}
 	}
 	return out

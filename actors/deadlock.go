@@ -185,7 +185,7 @@ func (a *Checkout) waitID(seq uint64) string {
 // and are blocked by another run, when there are any or when it holds
 // earlier ones: a checkout without waiters of runs sends nothing.
 func (a *Checkout) reportWaits(ctx actor.Context) {
-	if a.deadlocks == nil || (len(a.waiters) == 0 && !a.reported) {
+	if a.deadlocks == nil || (a.waiters.size() == 0 && !a.reported) {
 		return
 	}
 	ws := a.waitReport()
@@ -197,24 +197,25 @@ func (a *Checkout) reportWaits(ctx actor.Context) {
 }
 
 // waitReport lists the waiters of runs with the runs that block them. A
-// waiter is blocked by the live leases that overlap its keys and, since it
+// waiter is blocked by the held leases that overlap its keys and, since it
 // may not overtake them, by whatever blocks the waiters queued ahead of it
 // that overlap it. Leases without a run, and those of the waiter's own run,
 // are no holders.
 func (a *Checkout) waitReport() []messages.DeadlockWait {
-	if !slices.ContainsFunc(a.waiters, func(w *waiter) bool { return w.run != "" }) {
+	queue := a.waiters.items()
+	if !slices.ContainsFunc(queue, func(w *waiter[leaseWait]) bool { return w.req.run != "" }) {
 		return nil
 	}
-	now := a.now()
 	var held []lease.Lease
 	for _, l := range a.table.Leases() {
-		if a.runs[l.ID] != "" && l.Live(now) {
+		if a.runs[l.ID] != "" {
 			held = append(held, l)
 		}
 	}
-	blockers := make([]map[string][]string, len(a.waiters)) // per waiter: run -> held keys
+	blockers := make([]map[string][]string, len(queue)) // per waiter: run -> held keys
 	var out []messages.DeadlockWait
-	for i, w := range a.waiters {
+	for i, lw := range queue {
+		w := lw.req
 		b := map[string][]string{}
 		for _, l := range held {
 			for _, hk := range l.Keys {
@@ -224,7 +225,7 @@ func (a *Checkout) waitReport() []messages.DeadlockWait {
 			}
 		}
 		for j := range i {
-			if overlapAny(w.req.Keys, a.waiters[j].req.Keys) {
+			if overlapAny(w.req.Keys, queue[j].req.req.Keys) {
 				for run, keys := range blockers[j] {
 					b[run] = append(b[run], keys...)
 				}
@@ -250,7 +251,7 @@ func (a *Checkout) waitReport() []messages.DeadlockWait {
 		for k, key := range w.req.Keys {
 			keys[k] = string(key)
 		}
-		out = append(out, messages.DeadlockWait{ID: a.waitID(w.seq), RunID: w.run, Owner: w.req.Owner, Operation: w.req.Operation,
+		out = append(out, messages.DeadlockWait{ID: a.waitID(lw.id), RunID: w.run, Owner: w.req.Owner, Operation: w.req.Operation,
 			CheckoutID: a.repo.CheckoutID, Keys: keys, Since: w.since, Holders: hs})
 	}
 	return out
@@ -258,13 +259,11 @@ func (a *Checkout) waitReport() []messages.DeadlockWait {
 
 // breakWait fails the waiter the detector chose with DEADLOCK.
 func (a *Checkout) breakWait(ctx actor.Context, m messages.DeadlockBreak) {
-	for i, w := range a.waiters {
-		if a.waitID(w.seq) != m.WaitID {
+	for _, w := range a.waiters.items() {
+		if a.waitID(w.id) != m.WaitID {
 			continue
 		}
-		a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
-		w.timer.Stop()
-		ctx.Send(w.sender, Failure(DeadlockError(m.Cycle)))
+		a.waiters.answer(ctx, w, Failure(DeadlockError(m.Cycle)))
 		// Waiters queued behind it may go now; the report withdraws it.
 		a.serveWaiters(ctx)
 		return

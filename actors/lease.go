@@ -4,33 +4,88 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
-// Lease owns the clock of one granted lease. Its checkout (the parent)
-// tells it of renewals; when a renewal does not come before the lease
-// expires, it tells the checkout, which frees the claim (the checkout's
-// table is the authority: a premature notice frees nothing). The owner then
-// learns of the loss (LEASE_LOST) on its next renewal or fence check.
+// Lease is one granted lease, held by its own actor (lease-<id>, a child of
+// its checkout): its TTL, its renewals, its expiry, and its end. The
+// checkout grants it and keeps only the overlap index (which keys are
+// leased by whom, the fencing tokens); it hands the lease's Renew, Fence
+// and Release to this actor, which answers them from its lease.Held.
 //
-// The expiry clock is a tick the actor owns, not protoactor's receive
-// timeout (whose handler races with the actor stopping): a timer that only
-// sends LeaseTick{Now} into the mailbox, with the time of the injected
-// clock, and is armed again after each tick (no goroutine waits meanwhile).
-// A restarted instance asks its checkout for the lease's current expiry,
-// since its producer knows only the grant.
+// The lease ends when its owner releases it, or when it is not renewed
+// before it expires. Either way the actor deletes its durable record, tells
+// an owner that asked (messages.LeaseLost, on expiry) to abort, and tells
+// its checkout (leaseEnded), which frees the keys in its index and stops
+// the actor. Until the checkout has been told, the keys stay taken: an
+// expired lease is never overtaken before its holder knows it ended.
+//
+// The expiry clock is a timer the actor owns, not protoactor's receive
+// timeout (whose handler races with the actor stopping; see
+// checkActor.armIdle): it only sends leaseTick{Now} into the mailbox, with
+// the time of the injected clock, and is armed again after each tick (no
+// goroutine waits meanwhile). A restarted instance gets what its
+// predecessor knew (the renewed expiry, the owner) handed over on
+// Restarting: its producer knows only the grant.
 type Lease struct {
-	info    messages.LeaseInfo
-	expires time.Time
-	now     func() time.Time
-	fired   bool
-	timer   *time.Timer
+	cfg   LeaseConfig
+	info  messages.LeaseInfo // as granted: the checkout and run it belongs to
+	held  lease.Held
+	owner *actor.PID // told LeaseLost on expiry; nil = nobody asked
+	lg    *zap.Logger
+	timer *time.Timer
 }
 
-// leaseSync asks the checkout for the current expiry of a lease; it answers
-// LeaseTouched when it still holds the lease.
-type leaseSync struct{ id string }
+// LeaseConfig holds what a lease actor needs besides its grant.
+type LeaseConfig struct {
+	// Store holds a durable lease's record: its actor rewrites it on each
+	// renewal and deletes it when the lease ends.
+	Store  *persistence.Store
+	Logger *zap.Logger
+	// Now is the clock; nil = time.Now.
+	Now func() time.Time
+	// Owner is the actor to tell LeaseLost (Acquire.NotifyLost); nil =
+	// none yet (a Renew with NotifyLost names it).
+	Owner *actor.PID
+}
+
+type (
+	// leaseTick is the lease's own timer firing; by tells a tick of this
+	// instance's timer from one its predecessor armed before a restart.
+	leaseTick struct {
+		now time.Time
+		by  *Lease
+	}
+	// leaseHandover carries what a restarting lease actor knew to its
+	// successor (sent to itself on Restarting).
+	leaseHandover struct {
+		held  lease.Held
+		owner *actor.PID
+	}
+	// leaseDescribe asks a lease actor for its lease; answered leaseState.
+	leaseDescribe struct{}
+	// leaseState describes a lease as its actor holds it: the renewed
+	// expiry, and when it ended (zero while held).
+	leaseState struct {
+		info  messages.LeaseInfo
+		ended time.Time
+	}
+	// leaseEnded tells the checkout that a lease ended at at (released, or
+	// expired when expired is set); info is the lease as its actor last
+	// held it.
+	leaseEnded struct {
+		info    messages.LeaseInfo
+		expired bool
+		at      time.Time
+	}
+)
+
+// LeaseName is the name of a lease's actor under its checkout.
+func LeaseName(id string) string { return "lease-" + id }
 
 // leaseTickEvery is how often a lease looks at its clock: a tenth of the
 // TTL, between 50 ms and 1 s.
@@ -38,38 +93,129 @@ func leaseTickEvery(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, 50*time.Millisecond), time.Second)
 }
 
-// NewLease returns the producer of a lease actor.
-func NewLease(info messages.LeaseInfo, now func() time.Time) actor.Producer {
-	if now == nil {
-		now = time.Now
+// NewLease returns the producer of the actor of a lease granted as info.
+func NewLease(info messages.LeaseInfo, cfg LeaseConfig) actor.Producer {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return func() actor.Actor { return &Lease{info: info, expires: info.Expires, now: now} }
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return func() actor.Actor {
+		return &Lease{cfg: cfg, info: info, held: lease.Hold(fromInfo(info)), owner: cfg.Owner}
+	}
 }
 
 // Receive dispatches the lease's messages.
 func (a *Lease) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.arm(ctx)
-		if p := ctx.Parent(); p != nil {
-			ctx.Request(p, leaseSync{id: a.info.ID})
+		a.lg = a.cfg.Logger.With(zap.String("actor", "lease"), zap.String("lease_id", a.held.ID))
+		if a.held.Holding() {
+			a.arm(ctx)
 		}
-	case messages.LeaseTouched:
-		a.expires = m.Expires
+	case leaseHandover:
+		a.held.Adopt(m.held)
+		if a.owner == nil {
+			a.owner = m.owner
+		}
+		if !a.held.Holding() {
+			a.disarm()
+		}
+	case messages.Renew:
+		r, err := a.renew(ctx, m)
+		reply(ctx, r, err)
+	case messages.Fence:
+		reply(ctx, messages.Fenced{}, a.held.Fence(a.cfg.Now()))
+	case messages.Release:
+		reply(ctx, messages.Released{Known: a.release(ctx)}, nil)
 	case messages.LeaseTick:
 		a.check(ctx, m.Now)
+	case leaseTick:
+		if m.by == a {
+			a.check(ctx, m.now)
+		}
+	case leaseDescribe:
+		ctx.Respond(leaseState{info: a.current(), ended: a.held.Ended})
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting:
 		a.disarm()
+		ctx.Send(ctx.Self(), leaseHandover{held: a.held, owner: a.owner})
+	case *actor.Stopping:
+		a.disarm()
+	}
+}
+
+// current describes the lease as held now.
+func (a *Lease) current() messages.LeaseInfo {
+	info := toInfo(a.info.CheckoutID, a.held.Lease)
+	info.RunID = a.info.RunID
+	return info
+}
+
+func (a *Lease) renew(ctx actor.Context, m messages.Renew) (messages.Renewed, error) {
+	exp, err := a.held.Renew(a.cfg.Now())
+	if err != nil {
+		return messages.Renewed{}, err
+	}
+	if m.NotifyLost && ctx.Sender() != nil {
+		a.owner = ctx.Sender()
+	}
+	if a.held.Visibility == lease.Durable {
+		if err := a.cfg.Store.Put(persistence.LeaseKey(a.info.CheckoutID, a.held.ID), a.current()); err != nil {
+			a.lg.Warn("persist renewed durable lease", zap.Error(err))
+		}
+	}
+	return messages.Renewed{Expires: exp}, nil
+}
+
+func (a *Lease) release(ctx actor.Context) bool {
+	if !a.held.Release(a.cfg.Now()) {
+		return false
+	}
+	a.end(ctx)
+	return true
+}
+
+// check ends the lease when it expired at now, else waits for the next
+// tick.
+func (a *Lease) check(ctx actor.Context, now time.Time) {
+	if a.held.Expire(now) {
+		a.lg.Warn("lease lost: not renewed before it expired",
+			zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner), zap.Time("expired", a.held.Expires))
+		a.end(ctx)
+		return
+	}
+	if a.held.Holding() {
+		a.arm(ctx)
+	}
+}
+
+// end follows the lease's end: the durable record goes, an owner that
+// asked hears of an expiry, and the checkout is told (it frees the keys
+// and stops this actor).
+func (a *Lease) end(ctx actor.Context) {
+	a.disarm()
+	if a.held.Visibility == lease.Durable {
+		if err := a.cfg.Store.DeleteSync(persistence.LeaseKey(a.info.CheckoutID, a.held.ID)); err != nil {
+			a.lg.Warn("delete durable lease", zap.Error(err))
+		}
+	}
+	expired := a.held.End == lease.Expired
+	if expired && a.owner != nil {
+		ctx.Send(a.owner, messages.LeaseLost{LeaseID: a.held.ID, Expired: a.held.Expires})
+	}
+	if p := ctx.Parent(); p != nil {
+		ctx.Send(p, leaseEnded{info: a.current(), expired: expired, at: a.held.Ended})
 	}
 }
 
 // arm schedules the next tick.
 func (a *Lease) arm(ctx actor.Context) {
 	a.disarm()
-	root, self, clock := ctx.ActorSystem().Root, ctx.Self(), a.now
-	a.timer = time.AfterFunc(leaseTickEvery(a.info.TTL), func() { root.Send(self, messages.LeaseTick{Now: clock()}) })
+	root, self, clock, by := ctx.ActorSystem().Root, ctx.Self(), a.cfg.Now, a
+	a.timer = time.AfterFunc(leaseTickEvery(a.held.TTL), func() { root.Send(self, leaseTick{now: clock(), by: by}) })
 }
 
 func (a *Lease) disarm() {
@@ -77,17 +223,4 @@ func (a *Lease) disarm() {
 		a.timer.Stop()
 		a.timer = nil
 	}
-}
-
-func (a *Lease) check(ctx actor.Context, now time.Time) {
-	if a.fired {
-		return
-	}
-	if now.Before(a.expires) {
-		a.arm(ctx)
-		return
-	}
-	a.fired = true
-	a.disarm()
-	ctx.Send(ctx.Parent(), messages.LeaseExpired{LeaseID: a.info.ID, Now: now})
 }

@@ -22,7 +22,8 @@ type LeaseInfo struct {
 
 // Acquire asks a checkout for a write lease over Keys. When a key is busy
 // it fails at once with MUTATION_BUSY, or, with Wait > 0, waits in mailbox
-// order up to Wait for the holders to go.
+// order up to Wait for the holders to go. The granted lease gets an actor
+// of its own (lease-<id>, a child of the checkout) that keeps its TTL.
 type Acquire struct {
 	Owner      string
 	Operation  string
@@ -33,25 +34,40 @@ type Acquire struct {
 	// RunID is the run the request belongs to ("" = none): a waiting
 	// request of a run takes part in deadlock detection (messages/deadlock.go).
 	RunID string
+	// NotifyLost says the requester is an actor that wants LeaseLost when
+	// the lease expires before its Release, so it aborts its work at once
+	// rather than at its next renewal.
+	NotifyLost bool
 }
 
 // Acquired answers Acquire.
 type Acquired struct{ Lease LeaseInfo }
 
-// Renew extends a lease by its TTL.
-type Renew struct{ LeaseID string }
+// Renew extends a lease by its TTL. Sent to the checkout, which hands it
+// to the lease's actor; that actor answers.
+type Renew struct {
+	LeaseID string
+	// NotifyLost: as in Acquire; a lease restored at boot learns its owner
+	// from the first renewal that asks.
+	NotifyLost bool
+}
 
 // Renewed answers Renew.
 type Renewed struct{ Expires time.Time }
 
 // Release gives a lease back. Releasing an unknown lease is not an error.
+// The checkout hands it to the lease's actor, which answers once the
+// checkout has been told (a request sent after Released finds the keys
+// free).
 type Release struct{ LeaseID string }
 
 // Released answers Release.
 type Released struct{ Known bool }
 
 // Fence asks whether a lease's tokens are still the newest for their keys
-// and the lease is live: every write site asks before it writes.
+// and the lease is live: every write site asks before it writes. The
+// checkout checks the tokens and hands it to the lease's actor, which
+// checks the expiry and answers.
 type Fence struct{ LeaseID string }
 
 // Fenced answers Fence when the lease may still write.
@@ -63,18 +79,19 @@ type ListLeases struct{}
 // LeaseList answers ListLeases, sorted by ID.
 type LeaseList struct{ Leases []LeaseInfo }
 
-// LeaseTick makes a lease (or checkout) check expiry at Now. Production
-// uses the actor's receive timeout; tests send ticks with a chosen time.
+// LeaseTick makes a lease actor check its expiry at Now; sent to a
+// checkout, it goes to every lease actor of the checkout. A lease actor's
+// own timer ticks it with the time of its clock; tests send ticks with a
+// chosen time.
 type LeaseTick struct{ Now time.Time }
 
-// LeaseExpired tells a checkout that a lease actor saw its lease expire.
-type LeaseExpired struct {
+// LeaseLost tells the owner that asked for it (Acquire.NotifyLost) that its
+// lease expired at Expired before it was renewed: another lease may hold
+// its keys by now, so the owner aborts its work.
+type LeaseLost struct {
 	LeaseID string
-	Now     time.Time
+	Expired time.Time
 }
-
-// LeaseTouched tells a lease actor its lease was renewed until Expires.
-type LeaseTouched struct{ Expires time.Time }
 
 // LeaseDrain tells a checkout that harnessd is shutting down: every queued
 // Acquire is answered UNAVAILABLE at once (nothing of it was written; the

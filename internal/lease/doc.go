@@ -1,20 +1,33 @@
-// Package lease is the pure, single-threaded lease arbiter of a checkout: it
-// grants exclusive write leases over resource keys, detects overlap, and issues
-// strictly increasing fencing tokens per key.
+// Package lease is the pure, single-threaded lease logic of a checkout, in
+// two parts that two kinds of actor own:
 //
-// A Table does no I/O, starts no goroutines and takes no locks; one actor owns
-// it and passes the current time into every call. Granting is two-phase so
-// that fencing tokens survive kill -9:
+//   - Table, the overlap index the checkout keeps: it grants exclusive write
+//     leases over resource keys, refuses overlapping ones, and issues
+//     strictly increasing fencing tokens per key. A recorded lease holds its
+//     keys until it is released; the Table has no clock.
+//   - Held, one granted lease as its own actor keeps it: its TTL, its
+//     renewals, and its end (released, or expired when not renewed in
+//     time). When a Held ends, its actor tells the checkout, which releases
+//     it from the Table; until then its keys stay taken, so a lease the
+//     Table still records may be expired but is never overtaken.
 //
-//  1. Prepare validates the request, finds any live overlapping lease and
-//     computes the next token of every key, without changing the Table.
+// Neither does I/O, starts goroutines or takes locks; the actor that owns one
+// passes the current time into every call that needs it. Granting is
+// two-phase so that fencing tokens survive kill -9:
+//
+//  1. Prepare validates the request, finds any recorded overlapping lease
+//     and computes the next token of every key, without changing the Table.
 //  2. The owner persists the new high-water marks (Lease.Tokens, or
 //     HighWaterWith) with sync, and the lease itself if it is durable.
 //  3. Commit records the lease and raises the in-memory high-water marks.
-//  4. Only then does the owner reply to the requester.
+//  4. Only then does the owner reply to the requester (and start the
+//     lease's own actor, which holds it as a Held).
 //
-// At boot the owner calls NewTable with the persisted high-water marks,
-// Restore for each persisted durable lease, and Expire(now) before serving.
+// A write site fences twice over: the Table's Current (its token is still
+// the newest of its key) and the Held's Fence (the lease is still live).
+//
+// At boot the owner calls NewTable with the persisted high-water marks and
+// Restore for each persisted durable lease still live at that time.
 //
 // # Resource keys
 //

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -24,24 +25,23 @@ var universe = []Key{
 	WorkspaceKey("b"),
 }
 
-// model is what the property test expects the table to hold.
+// model is what the property test expects. Since the lease's own actor took
+// its clock over, the test drives the pair the actors drive: the Table (the
+// checkout's overlap index) and one Held per granted lease (each lease
+// actor), releasing a lease from the Table when its Held ends, as the
+// checkout does when a lease actor reports its end.
 type model struct {
 	tb       *Table
+	held     map[string]*Held // the lease actors of the recorded leases
 	clock    time.Time
-	seen     time.Time                 // latest time the current table has observed
-	leases   map[string]Lease          // recorded leases (live or awaiting Expire)
+	leases   map[string]Lease          // recorded leases, Expires as renewed
 	lastTok  map[Key]uint64            // newest token issued per key, across restarts
 	holderOf map[Key]map[uint64]string // key -> token -> lease id that got it
 	ids      map[string]bool           // every id ever issued
 }
 
-func (m *model) touch() { m.seen = m.clock }
-
-func (m *model) liveOverlap(keys []Key, now time.Time) bool {
+func (m *model) recordedOverlap(keys []Key) bool {
 	for _, l := range m.leases {
-		if !l.Live(now) {
-			continue
-		}
 		if _, _, ok := overlapAny(l.Keys, keys); ok {
 			return true
 		}
@@ -63,10 +63,20 @@ func (m *model) pickID(t *rapid.T) string {
 	return rapid.SampledFrom(ids).Draw(t, "id")
 }
 
+// end releases id from the table once its holder ended it.
+func (m *model) end(t *rapid.T, id string) {
+	if _, ok := m.tb.Release(id); !ok {
+		t.Fatalf("Release(%s) of an ended lease = false, want true", id)
+	}
+	delete(m.held, id)
+	delete(m.leases, id)
+}
+
 func TestTableProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := &model{
 			tb:       NewTable(nil),
+			held:     map[string]*Held{},
 			clock:    t0,
 			leases:   map[string]Lease{},
 			lastTok:  map[Key]uint64{},
@@ -79,9 +89,10 @@ func TestTableProperties(t *testing.T) {
 				ttl := rapid.SampledFrom([]time.Duration{0, MinTTL, 10 * time.Second, MaxTTL}).Draw(t, "ttl")
 				vis := rapid.SampledFrom([]Visibility{Ephemeral, Durable}).Draw(t, "vis")
 				r := Request{Owner: "o", Operation: "op", Keys: keys, TTL: ttl, Visibility: vis}
-				m.touch()
-				blocked := m.liveOverlap(keys, m.clock)
-				if b := m.tb.Check(r, m.clock); (b != nil) != blocked {
+				// A recorded lease blocks until its holder ended it, also
+				// past its expiry: the index never overtakes a holder.
+				blocked := m.recordedOverlap(keys)
+				if b := m.tb.Check(r); (b != nil) != blocked {
 					t.Fatalf("Check blocker %v, model blocked %v", b, blocked)
 				}
 				l, err := m.tb.Prepare(r, m.clock)
@@ -106,6 +117,8 @@ func TestTableProperties(t *testing.T) {
 				if _, ok := m.tb.Get(l.ID); !ok {
 					t.Fatalf("Commit did not record %s", l.ID)
 				}
+				h := Hold(l)
+				m.held[l.ID] = &h
 				m.ids[l.ID] = true
 				m.leases[l.ID] = l
 				for _, k := range l.Keys {
@@ -118,14 +131,24 @@ func TestTableProperties(t *testing.T) {
 			},
 			"renew": func(t *rapid.T) {
 				id := m.pickID(t)
-				m.touch()
 				l, ok := m.leases[id]
-				got, err := m.tb.Renew(id, m.clock)
-				if ok && l.Live(m.clock) {
+				if !ok {
+					return // no holder to ask: the checkout answers LEASE_LOST itself
+				}
+				got, err := m.held[id].Renew(m.clock)
+				if l.Live(m.clock) {
 					if err != nil {
 						t.Fatalf("Renew(%s) = %v, want nil", id, err)
 					}
-					m.leases[id] = got
+					want := m.clock.Add(l.TTL)
+					if l.Expires.After(want) {
+						want = l.Expires
+					}
+					if !got.Equal(want) {
+						t.Fatalf("Renew(%s) until %v, want %v", id, got, want)
+					}
+					l.Expires = got
+					m.leases[id] = l
 					return
 				}
 				if errs.CodeOf(err) != errs.LeaseLost {
@@ -135,23 +158,34 @@ func TestTableProperties(t *testing.T) {
 			"release": func(t *rapid.T) {
 				id := m.pickID(t)
 				_, want := m.leases[id]
+				if h := m.held[id]; h != nil {
+					if !h.Release(m.clock) {
+						t.Fatalf("holder of %s: Release = false, want true", id)
+					}
+				}
 				if _, ok := m.tb.Release(id); ok != want {
 					t.Fatalf("Release(%s) = %v, want %v", id, ok, want)
 				}
+				delete(m.held, id)
 				delete(m.leases, id)
 			},
 			"expire": func(t *rapid.T) {
-				m.touch()
-				got := m.tb.Expire(m.clock)
+				// Every lease actor ticks at the same time.
 				want := 0
-				for id, l := range m.leases {
+				for _, l := range m.leases {
 					if !l.Live(m.clock) {
 						want++
-						delete(m.leases, id)
 					}
 				}
-				if len(got) != want {
-					t.Fatalf("Expire removed %d leases, want %d", len(got), want)
+				got := 0
+				for _, id := range sortedIDs(m.held) {
+					if m.held[id].Expire(m.clock) {
+						got++
+						m.end(t, id)
+					}
+				}
+				if got != want {
+					t.Fatalf("holders expired %d leases, want %d", got, want)
 				}
 			},
 			"advance": func(t *rapid.T) {
@@ -159,27 +193,26 @@ func TestTableProperties(t *testing.T) {
 				m.clock = m.clock.Add(time.Duration(d))
 			},
 			"restart": func(t *rapid.T) {
-				old := m.tb
-				m.tb = NewTable(old.HighWater())
+				// The durable leases come back as their holders last
+				// persisted them (each renewal); those expired meanwhile
+				// are not restored.
+				old, holders := m.tb, m.held
+				m.tb, m.held = NewTable(old.HighWater()), map[string]*Held{}
 				for _, l := range old.Leases() {
-					if l.Visibility == Durable {
-						m.tb.Restore(l)
-					} else {
+					cur := holders[l.ID].Lease
+					if l.Visibility != Durable || !cur.Live(m.clock) {
 						delete(m.leases, l.ID)
+						continue
 					}
-				}
-				m.tb.Expire(m.clock)
-				m.touch()
-				for id, l := range m.leases {
-					if !l.Live(m.clock) {
-						delete(m.leases, id)
-					}
+					m.tb.Restore(cur)
+					h := Hold(cur)
+					m.held[l.ID] = &h
 				}
 			},
 			"": func(t *rapid.T) {
 				ls := m.tb.Leases()
-				if len(ls) != len(m.leases) {
-					t.Fatalf("table has %d leases, model %d", len(ls), len(m.leases))
+				if len(ls) != len(m.leases) || len(m.held) != len(m.leases) {
+					t.Fatalf("table has %d leases and %d holders, model %d", len(ls), len(m.held), len(m.leases))
 				}
 				for i, a := range ls {
 					if i > 0 && ls[i-1].ID >= a.ID {
@@ -189,10 +222,8 @@ func TestTableProperties(t *testing.T) {
 						t.Fatalf("table has lease %s the model does not", a.ID)
 					}
 					for _, b := range ls[i+1:] {
-						if a.Live(m.clock) && b.Live(m.clock) {
-							if x, y, ok := overlapAny(a.Keys, b.Keys); ok {
-								t.Fatalf("live leases %s and %s overlap on %s / %s", a.ID, b.ID, x, y)
-							}
+						if x, y, ok := overlapAny(a.Keys, b.Keys); ok {
+							t.Fatalf("recorded leases %s and %s overlap on %s / %s", a.ID, b.ID, x, y)
 						}
 					}
 				}
@@ -205,15 +236,27 @@ func TestTableProperties(t *testing.T) {
 						id, issued := m.holderOf[k][tok]
 						l, recorded := m.leases[id]
 						newest := issued && tok == m.lastTok[k] && recorded
-						if want := newest && l.Live(m.seen); m.tb.Current(k, tok) != want {
-							t.Fatalf("Current(%s, %d) = %v, want %v", k, tok, !want, want)
+						if m.tb.Current(k, tok) != newest {
+							t.Fatalf("Current(%s, %d) = %v, want %v", k, tok, !newest, newest)
 						}
-						if want := newest && l.Live(m.clock); m.tb.CurrentAt(k, tok, m.clock) != want {
-							t.Fatalf("CurrentAt(%s, %d) = %v, want %v", k, tok, !want, want)
+						// A write site's whole check: the index's token and
+						// the holder's liveness.
+						fenced := m.tb.Current(k, tok) && m.held[id].Fence(m.clock) == nil
+						if want := newest && l.Live(m.clock); fenced != want {
+							t.Fatalf("fence of (%s, %d) = %v, want %v", k, tok, fenced, want)
 						}
 					}
 				}
 			},
 		})
 	})
+}
+
+func sortedIDs(m map[string]*Held) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -17,10 +17,10 @@ type Visibility string
 
 // The lease visibilities.
 const (
-	// Ephemeral leases (Fast Path) live only in the owning actor: not
+	// Ephemeral leases (Fast Path) live only in the owning actors: not
 	// persisted, no events. They are lost on restart.
 	Ephemeral Visibility = "ephemeral"
-	// Durable leases (jobs) are persisted by the owner, visible in status,
+	// Durable leases (jobs) are persisted by the owners, visible in status,
 	// and restored at boot with Table.Restore.
 	Durable Visibility = "durable"
 )
@@ -49,8 +49,9 @@ type Request struct {
 // duplicates; Tokens holds the fencing token of each key. Treat a Lease as an
 // immutable value: Commit and Restore keep its Keys and Tokens without copying
 // (the Table decides on its own parsed copy, so changing them later corrupts
-// only what Get and Leases report), and Get, Leases, Renew and Check return
-// deep copies.
+// only what Get and Leases report), and Get, Leases and Check return deep
+// copies. Expires is the expiry the lease was granted (or restored) with; a
+// Held moves it with each renewal, the Table never looks at it.
 type Lease struct {
 	ID         string         `json:"id"`
 	Owner      string         `json:"owner"`
@@ -74,14 +75,17 @@ func (l Lease) clone() Lease {
 	return l
 }
 
-// Table is the lease state of one checkout (or several; keys of different
-// checkouts never overlap). It is not safe for concurrent use: one actor owns
-// it. The zero value is not usable; call NewTable.
+// Table is the overlap index of one checkout (or several; keys of different
+// checkouts never overlap): which keys are leased by which lease, and the
+// newest fencing token of each key. A recorded lease holds its keys until
+// it is released: the Table has no clock, because the lease's own holder
+// (a Held, in its actor) decides when it expires and then releases it here.
+// It is not safe for concurrent use: one actor owns it. The zero value is
+// not usable; call NewTable.
 type Table struct {
 	leases    map[string]*entry
 	highWater map[Key]uint64 // newest token ever issued (or restored) per key
 	holder    map[Key]string // id of the lease that holds highWater[key]
-	now       time.Time      // latest time passed to any method
 	prepared  []parsedKey    // keys of the last Prepare, so Commit need not re-validate
 	floor     uint64         // every new token is above it (a store reset or restore)
 }
@@ -122,26 +126,17 @@ func NewTable(highWater map[Key]uint64) *Table {
 	return t
 }
 
-// observe records now as the latest known time, which Current uses.
-func (t *Table) observe(now time.Time) {
-	if now.After(t.now) {
-		t.now = now
-	}
-}
-
-// Check returns a copy of a live lease that blocks req at now, or nil if req's
-// keys overlap no live lease. Leases are not reentrant: a lease of the same
-// owner blocks too. Expired leases never block, even before Expire removes
-// them. Check does not validate req; Prepare does.
-func (t *Table) Check(req Request, now time.Time) (blocker *Lease) {
-	t.observe(now)
+// Check returns a copy of a recorded lease that blocks req, or nil if req's
+// keys overlap no recorded lease. Leases are not reentrant: a lease of the
+// same owner blocks too. Check does not validate req; Prepare does.
+func (t *Table) Check(req Request) (blocker *Lease) {
 	ps := make([]parsedKey, 0, len(req.Keys))
 	for _, k := range req.Keys {
 		if p, ok := split(k); ok {
 			ps = append(ps, parsedKey{key: k, p: p})
 		}
 	}
-	b, _, _ := t.blocker(ps, now)
+	b, _, _ := t.blocker(ps)
 	if b == nil {
 		return nil
 	}
@@ -149,11 +144,11 @@ func (t *Table) Check(req Request, now time.Time) (blocker *Lease) {
 	return &c
 }
 
-// blocker returns the live lease with the smallest ID that overlaps keys at
-// now, with the held and requested keys that overlap.
-func (t *Table) blocker(keys []parsedKey, now time.Time) (b *Lease, held, wanted Key) {
+// blocker returns the recorded lease with the smallest ID that overlaps
+// keys, with the held and requested keys that overlap.
+func (t *Table) blocker(keys []parsedKey) (b *Lease, held, wanted Key) {
 	for id, e := range t.leases {
-		if !e.Live(now) || (b != nil && id >= b.ID) {
+		if b != nil && id >= b.ID {
 			continue
 		}
 	scan:
@@ -183,14 +178,13 @@ func overlapAny(a, b []Key) (Key, Key, bool) {
 
 // Prepare validates req and returns the lease that Commit would record,
 // without changing the Table: each key gets the token high-water+1, the lease
-// is granted at now and expires TTL later.
+// is granted at now and expires TTL later (unless its holder renews it).
 //
 // Errors: errs.InvalidArgument for a bad TTL, visibility or key, or no keys;
-// errs.MutationBusy when a live lease overlaps, with details holder_operation,
-// holder_owner, lease_id, expires_at (RFC 3339, UTC), held_key and
-// requested_key.
+// errs.MutationBusy when a recorded lease overlaps, with details
+// holder_operation, holder_owner, lease_id, expires_at (RFC 3339, UTC: the
+// blocker's Expires as recorded; see Busy), held_key and requested_key.
 func (t *Table) Prepare(req Request, now time.Time) (Lease, error) {
-	t.observe(now)
 	ttl := req.TTL
 	if ttl == 0 {
 		ttl = DefaultTTL
@@ -210,8 +204,8 @@ func (t *Table) Prepare(req Request, now time.Time) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	if b, held, wanted := t.blocker(ps, now); b != nil {
-		return Lease{}, busy(b, held, wanted)
+	if b, held, wanted := t.blocker(ps); b != nil {
+		return Lease{}, Busy(*b, held, wanted)
 	}
 	tokens := make(map[Key]uint64, len(keys))
 	for i, k := range keys {
@@ -264,8 +258,10 @@ func normalizeKeys(keys []Key) ([]Key, []parsedKey, error) {
 	return out, ps, nil
 }
 
-// busy builds the MUTATION_BUSY error for a request blocked by b.
-func busy(b *Lease, held, wanted Key) error {
+// Busy builds the MUTATION_BUSY error for a request of wanted blocked by
+// b's held key. The owner of the Table calls it again with b's current
+// expiry (the Table knows only the recorded one) before it answers.
+func Busy(b Lease, held, wanted Key) *errs.Error {
 	exp := b.Expires.UTC().Format(time.RFC3339Nano)
 	op := b.Operation
 	if op == "" {
@@ -334,10 +330,9 @@ func (t *Table) HighWaterWith(l Lease) map[Key]uint64 {
 //
 // Commit is a compare-and-set: if l is malformed, or became stale after
 // Prepare (a token is no longer above the high-water mark, or an overlapping
-// lease live at l.Granted was committed meanwhile), the lease is not recorded
-// — its tokens are never Current and Renew reports LEASE_LOST — though valid
-// marks are still raised, since they may have been persisted. Get tells
-// whether Commit recorded it.
+// lease was committed meanwhile), the lease is not recorded — its tokens are
+// never Current — though valid marks are still raised, since they may have
+// been persisted. Get tells whether Commit recorded it.
 func (t *Table) Commit(l Lease) {
 	ps, ok := t.wellFormed(l)
 	if !ok {
@@ -357,7 +352,7 @@ func (t *Table) Commit(l Lease) {
 	if _, dup := t.leases[l.ID]; dup {
 		return
 	}
-	if b, _, _ := t.blocker(ps, l.Granted); b != nil {
+	if b, _, _ := t.blocker(ps); b != nil {
 		return
 	}
 	t.insert(l, ps)
@@ -432,32 +427,13 @@ func (t *Table) remove(id string) (*Lease, bool) {
 	return &e.Lease, true
 }
 
-// Get returns a copy of the recorded lease with id, live or not yet expired
-// by Expire.
+// Get returns a copy of the recorded lease with id.
 func (t *Table) Get(id string) (Lease, bool) {
 	l, ok := t.leases[id]
 	if !ok {
 		return Lease{}, false
 	}
 	return l.clone(), true
-}
-
-// Renew extends the lease to now+TTL and returns a copy. An unknown lease, or
-// one that expired at or before now, gives errs.LeaseLost: the owner must
-// abort, because another lease may already hold its keys.
-func (t *Table) Renew(id string, now time.Time) (Lease, error) {
-	t.observe(now)
-	l, ok := t.leases[id]
-	if !ok {
-		return Lease{}, errs.New(errs.LeaseLost, "lease %s is not held (released, expired or never granted)", clip(id)).With("lease_id", id)
-	}
-	if !l.Live(now) {
-		return Lease{}, errs.New(errs.LeaseLost, "lease %s expired at %s", id, l.Expires.UTC().Format(time.RFC3339Nano)).With("lease_id", id)
-	}
-	if exp := now.Add(l.TTL); exp.After(l.Expires) {
-		l.Expires = exp
-	}
-	return l.clone(), nil
 }
 
 // Release removes the lease and returns it, or false if it is not recorded.
@@ -469,32 +445,11 @@ func (t *Table) Release(id string) (Lease, bool) {
 	return *l, true
 }
 
-// Expire removes every lease that expired at or before now and returns them,
-// sorted by ID. The owner tells their holders to abort.
-func (t *Table) Expire(now time.Time) []Lease {
-	t.observe(now)
-	var out []Lease
-	for _, e := range t.leases {
-		if !e.Live(now) {
-			out = append(out, e.Lease)
-		}
-	}
-	slices.SortFunc(out, byID)
-	for _, l := range out {
-		t.remove(l.ID)
-	}
-	return out
-}
-
-// Current is the fencing check a write site makes before it writes: it
-// reports whether token is the newest issued for key and the lease holding it
-// is still recorded and not expired at the latest time the Table has seen.
-// Use CurrentAt when the time is at hand.
-func (t *Table) Current(key Key, token uint64) bool { return t.CurrentAt(key, token, t.now) }
-
-// CurrentAt is Current with an explicit time: the holding lease must be live
-// at now. It does not change the Table.
-func (t *Table) CurrentAt(key Key, token uint64, now time.Time) bool {
+// Current is the fencing check of the index: it reports whether token is
+// the newest issued for key and the lease holding it is still recorded.
+// Whether that lease is still live is its holder's to say (Held.Fence): a
+// write site needs both.
+func (t *Table) Current(key Key, token uint64) bool {
 	if token == 0 || t.highWater[key] != token {
 		return false
 	}
@@ -503,11 +458,10 @@ func (t *Table) CurrentAt(key Key, token uint64, now time.Time) bool {
 		return false
 	}
 	e, ok := t.leases[id]
-	return ok && e.token(key) == token && e.Live(now)
+	return ok && e.token(key) == token
 }
 
-// Leases returns copies of all recorded leases, including expired ones not yet
-// removed by Expire, sorted by ID.
+// Leases returns copies of all recorded leases, sorted by ID.
 func (t *Table) Leases() []Lease {
 	out := make([]Lease, 0, len(t.leases))
 	for _, l := range t.leases {
@@ -528,10 +482,11 @@ func byID(a, b Lease) int {
 }
 
 // Restore re-inserts a persisted durable lease at boot, after NewTable and
-// before serving; call Expire(now) once all are restored. Its tokens should be
-// at or below the restored high-water marks; a token above is taken as issued
-// and raises the mark, so fencing never goes back. The lease holds a key only
-// if its token is that key's high-water mark.
+// before serving; restore only leases still live at boot (Lease.Live), since
+// an expired one has no holder left to release it. Its tokens should be at or
+// below the restored high-water marks; a token above is taken as issued and
+// raises the mark, so fencing never goes back. The lease holds a key only if
+// its token is that key's high-water mark.
 //
 // Malformed leases (see Commit) and ids already present are ignored. If the
 // lease overlaps a recorded one, the one granted later wins: the arbiter

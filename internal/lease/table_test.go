@@ -124,7 +124,9 @@ func TestPrepareBusy(t *testing.T) {
 		{"head held, ref wanted", []Key{GitHeadKey(co)}, t0, []Key{GitRefKey(co, "refs/heads/main")}, t0, true},
 		{"disjoint paths", []Key{PathKey(co, "a.go")}, t0, []Key{PathKey(co, "b.go")}, t0, false},
 		{"other checkout", []Key{WorkspaceKey(co)}, t0, []Key{WorkspaceKey("c2")}, t0, false},
-		{"expired at exactly Expires", []Key{WorkspaceKey(co)}, t0, []Key{WorkspaceKey(co)}, t0.Add(DefaultTTL), false},
+		// The index has no clock: a recorded lease blocks until released,
+		// also past its expiry (its holder ends it: TestHeldExpiry).
+		{"recorded past its expiry", []Key{WorkspaceKey(co)}, t0, []Key{WorkspaceKey(co)}, t0.Add(DefaultTTL), true},
 		{"live one ns before", []Key{WorkspaceKey(co)}, t0, []Key{WorkspaceKey(co)}, t0.Add(DefaultTTL - 1), true},
 	}
 	for _, tt := range tests {
@@ -132,7 +134,7 @@ func TestPrepareBusy(t *testing.T) {
 			tb := NewTable(nil)
 			h := grant(t, tb, Request{Owner: "job-7", Operation: "git_commit", Keys: tt.held}, tt.heldAt)
 			_, err := tb.Prepare(req(tt.want...), tt.at)
-			blocker := tb.Check(req(tt.want...), tt.at)
+			blocker := tb.Check(req(tt.want...))
 			if !tt.wantBusy {
 				if err != nil || blocker != nil {
 					t.Fatalf("got err %v blocker %v, want grantable", err, blocker)
@@ -243,47 +245,10 @@ func TestCommit(t *testing.T) {
 	})
 }
 
-func TestRenewReleaseExpire(t *testing.T) {
+// Renewal and expiry belong to the lease's holder: TestHeldRenew and
+// TestHeldExpiry in held_test.go.
+func TestRelease(t *testing.T) {
 	k := WorkspaceKey(co)
-	tests := []struct {
-		name      string
-		renewAt   time.Duration // after grant; <0 means release first
-		wantErr   errs.Code
-		wantUntil time.Duration
-	}{
-		{"renew early", 10 * time.Second, "", 40 * time.Second},
-		{"renew just before expiry", DefaultTTL - time.Nanosecond, "", 2*DefaultTTL - time.Nanosecond},
-		{"renew at expiry", DefaultTTL, errs.LeaseLost, 0},
-		{"renew after expiry", time.Hour, errs.LeaseLost, 0},
-		{"renew after release", -1, errs.LeaseLost, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tb := NewTable(nil)
-			l := grant(t, tb, req(k), t0)
-			at := t0.Add(tt.renewAt)
-			if tt.renewAt < 0 {
-				if _, ok := tb.Release(l.ID); !ok {
-					t.Fatalf("Release = false, want true")
-				}
-				at = t0
-			}
-			got, err := tb.Renew(l.ID, at)
-			if errs.CodeOf(err) != tt.wantErr {
-				t.Fatalf("got err %v, want code %q", err, tt.wantErr)
-			}
-			if tt.wantErr == "" && !got.Expires.Equal(t0.Add(tt.wantUntil)) {
-				t.Fatalf("got expires %v, want %v", got.Expires, t0.Add(tt.wantUntil))
-			}
-		})
-	}
-
-	t.Run("renew unknown", func(t *testing.T) {
-		_, err := NewTable(nil).Renew("l-1-nope", t0)
-		if errs.CodeOf(err) != errs.LeaseLost {
-			t.Fatalf("got %v, want %s", err, errs.LeaseLost)
-		}
-	})
 	t.Run("release twice", func(t *testing.T) {
 		tb := NewTable(nil)
 		l := grant(t, tb, req(k), t0)
@@ -301,16 +266,15 @@ func TestRenewReleaseExpire(t *testing.T) {
 			t.Fatalf("got token %d, want 2", n.Tokens[k])
 		}
 	})
-	t.Run("expire", func(t *testing.T) {
+	t.Run("release of the expired one leaves the other", func(t *testing.T) {
 		tb := NewTable(nil)
 		a := grant(t, tb, Request{Keys: []Key{PathKey(co, "a")}, TTL: 5 * time.Second}, t0)
 		b := grant(t, tb, Request{Keys: []Key{PathKey(co, "b")}, TTL: 10 * time.Second}, t0)
-		if got := tb.Expire(t0.Add(4 * time.Second)); len(got) != 0 {
-			t.Fatalf("expired %d leases at +4s, want 0", len(got))
-		}
-		got := tb.Expire(t0.Add(5 * time.Second))
-		if len(got) != 1 || got[0].ID != a.ID {
-			t.Fatalf("expired %v at +5s, want [%s]", got, a.ID)
+		ha, hb := Hold(a), Hold(b)
+		for _, h := range []*Held{&ha, &hb} {
+			if h.Expire(t0.Add(5 * time.Second)) {
+				tb.Release(h.ID)
+			}
 		}
 		if _, ok := tb.Get(a.ID); ok {
 			t.Fatalf("expired lease still recorded")
@@ -321,6 +285,9 @@ func TestRenewReleaseExpire(t *testing.T) {
 	})
 }
 
+// TestCurrent checks the fencing check a write site makes: the index's
+// Current (the token is the newest of its key, its lease recorded) and the
+// holder's Fence (the lease is live at the time given; zero = not asked).
 func TestCurrent(t *testing.T) {
 	k := PathKey(co, "a.go")
 	other := PathKey(co, "b.go")
@@ -329,7 +296,7 @@ func TestCurrent(t *testing.T) {
 		setup func(tb *Table)
 		key   Key
 		token uint64
-		at    time.Time // zero: use Current
+		at    time.Time // zero: only the index's Current
 		want  bool
 	}{
 		{"newest live", func(tb *Table) {}, k, 1, time.Time{}, true},
@@ -337,9 +304,9 @@ func TestCurrent(t *testing.T) {
 		{"zero token", func(tb *Table) {}, k, 0, time.Time{}, false},
 		{"other key", func(tb *Table) {}, other, 1, time.Time{}, false},
 		{"after release", func(tb *Table) { tb.Release(tb.Leases()[0].ID) }, k, 1, time.Time{}, false},
-		{"expired, not removed, time seen", func(tb *Table) { tb.Check(req(other), t0.Add(time.Hour)) }, k, 1, time.Time{}, false},
-		{"CurrentAt before expiry", func(tb *Table) {}, k, 1, t0.Add(DefaultTTL - 1), true},
-		{"CurrentAt at expiry", func(tb *Table) {}, k, 1, t0.Add(DefaultTTL), false},
+		{"expired, not released", func(tb *Table) {}, k, 1, t0.Add(time.Hour), false},
+		{"fenced before expiry", func(tb *Table) {}, k, 1, t0.Add(DefaultTTL - 1), true},
+		{"fenced at expiry", func(tb *Table) {}, k, 1, t0.Add(DefaultTTL), false},
 		{"superseded", func(tb *Table) {
 			tb.Release(tb.Leases()[0].ID)
 			l, _ := tb.Prepare(req(k), t0)
@@ -349,13 +316,11 @@ func TestCurrent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tb := NewTable(nil)
-			grant(t, tb, req(k), t0)
+			h := Hold(grant(t, tb, req(k), t0))
 			tt.setup(tb)
-			var got bool
-			if tt.at.IsZero() {
-				got = tb.Current(tt.key, tt.token)
-			} else {
-				got = tb.CurrentAt(tt.key, tt.token, tt.at)
+			got := tb.Current(tt.key, tt.token)
+			if !tt.at.IsZero() {
+				got = got && h.Fence(tt.at) == nil
 			}
 			if got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
@@ -371,13 +336,14 @@ func TestRestore(t *testing.T) {
 		l := grant(t, tb, Request{Keys: []Key{k}, Visibility: Durable, Operation: "job"}, t0)
 		re := NewTable(tb.HighWater())
 		re.Restore(l)
-		if got := re.Expire(t0.Add(time.Second)); len(got) != 0 {
-			t.Fatalf("restored live lease expired: %v", got)
+		h := Hold(l)
+		if h.Expire(t0.Add(time.Second)) {
+			t.Fatalf("restored live lease expired")
 		}
 		if !re.Current(k, 1) {
 			t.Fatalf("Current after restore = false, want true")
 		}
-		if _, err := re.Renew(l.ID, t0.Add(2*time.Second)); err != nil {
+		if _, err := h.Renew(t0.Add(2 * time.Second)); err != nil {
 			t.Fatalf("Renew after restore = %v", err)
 		}
 		if _, err := re.Prepare(req(PathKey(co, "x")), t0.Add(2*time.Second)); errs.CodeOf(err) != errs.MutationBusy {
