@@ -147,6 +147,10 @@ func (a *jobActor) Receive(ctx actor.Context) {
 	case messages.Failed:
 		a.requestFailed(ctx, m)
 	case messages.Renewed, messages.Released:
+	case messages.LeaseLost: // the lease actor saw it expire: abort now
+		if m.LeaseID == a.job.LeaseID {
+			a.requestFailed(ctx, messages.Failed{Code: string(errs.LeaseLost), Message: "lease " + m.LeaseID + " expired before it was renewed"})
+		}
 	case jobLeaseTimeout:
 		if a.phase == phaseLeasing {
 			a.finish(ctx, JobEvFail, errs.New(errs.Timeout, "the workspace lease for a writing job did not come within %s", jobLeaseWait))
@@ -309,7 +313,7 @@ func (a *jobActor) prepare(ctx actor.Context) {
 		// The answer (Acquired or Failed) comes back as a message.
 		ctx.Request(a.checkout, messages.Acquire{
 			Owner: a.job.ID, Operation: "job_start", Keys: []string{key},
-			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait, RunID: a.job.CallerRunID,
+			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait, RunID: a.job.CallerRunID, NotifyLost: true,
 		})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		a.leaseTimer = time.AfterFunc(jobLeaseWait+10*time.Second, func() { root.Send(self, jobLeaseTimeout{}) })
@@ -378,7 +382,7 @@ func (a *jobActor) renew(ctx actor.Context) {
 	if a.job.LeaseID == "" || a.checkout == nil || a.phase == phaseFinal {
 		return
 	}
-	ctx.Request(a.checkout, messages.Renew{LeaseID: a.job.LeaseID})
+	ctx.Request(a.checkout, messages.Renew{LeaseID: a.job.LeaseID, NotifyLost: true})
 }
 
 func (a *jobActor) releaseLease(ctx actor.Context) {

@@ -14,9 +14,17 @@ type waitProbe struct {
 }
 
 type (
-	probeWait   struct{ req string; wait time.Duration } // queue req (no reply)
-	probeOther  struct{ req string; wait time.Duration } // queue req in the other queue
-	probeAnswer struct{ req string }                     // answer req; replies bool
+	// probeWait queues req (no reply); probeOther queues it in the other
+	// queue.
+	probeWait struct {
+		req  string
+		wait time.Duration
+	}
+	probeOther struct {
+		req  string
+		wait time.Duration
+	}
+	probeAnswer struct{ req string } // answer req; replies bool
 	// probeRace answers req and then delivers the waiter's own timeout, as
 	// when the timer fires just before the answer stops it.
 	probeRace   struct{ req string }
