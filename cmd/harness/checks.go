@@ -14,11 +14,11 @@ import (
 	"github.com/harnessd/harnessd/internal/textsafe"
 )
 
-func init() {
-	register("check", command{
-		usage: "check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...   run a check (single-flight, evidence reuse)",
-		run:   runCheckCmd,
-		help: `Usage:
+var checkCommand = command{
+	name:  "check",
+	usage: "check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...   run a check (single-flight, evidence reuse)",
+	run:   runCheckCmd,
+	help: `Usage:
   harness check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...
 
 Runs ARGV as a check of the repository ID: single-flight (identical checks
@@ -32,8 +32,7 @@ tree state is answered from its earlier result).
 Exit code: 0 when the check passed, 1 when it failed or timed out (the
 result is printed either way; with --json it says passed: false).
 `,
-		flags: []string{"--repo", "--cwd", "--timeout-ms", "--effects"},
-	})
+	flags: []string{"--repo", "--cwd", "--timeout-ms", "--effects"},
 }
 
 func runCheckCmd(ctx context.Context, c *cli, args []string) error {

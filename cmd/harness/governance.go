@@ -19,26 +19,29 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-func init() {
-	register("approvals", command{usage: "approvals [--all]     list pending approval requests", run: approvalsCmd,
-		help:  "Usage:\n  harness approvals [--all]\n\nLists the approval requests waiting for a person (--all: every request, also decided and expired ones).\n",
-		flags: []string{"--all"}})
-	register("approve", command{usage: "approve ID            approve a pending request (single use, bound to its exact input)", run: func(ctx context.Context, c *cli, args []string) error {
-		return decideCmd(ctx, c, args, true)
-	}, help: "Usage:\n  harness approve ID [--reason R]\n\nApproves a pending request: single use, bound to its exact input; the agent retries with approval_id ID.\n",
-		flags: []string{"--reason"}})
-	register("deny", command{usage: "deny ID --reason R    deny a pending request", run: func(ctx context.Context, c *cli, args []string) error {
-		return decideCmd(ctx, c, args, false)
-	}, help: "Usage:\n  harness deny ID --reason R\n\nDenies a pending request; the reason is shown to the agent and kept in the audit log.\n",
-		flags: []string{"--reason"}})
-	register("policy", command{usage: "policy [show|reload]  show or reload the policy file", run: policyCmd,
-		help: "Usage:\n  harness policy [show]   the policy in force: source, rules, digest\n  harness policy reload   read the policy file again (also: SIGHUP to harnessd)\n",
-		subHelp: map[string]string{
-			"show":   "Usage:\n  harness policy show\n\nPrints the policy in force: its source file, number of rules and digest.\n",
-			"reload": "Usage:\n  harness policy reload\n\nReads the policy file again; a bad file is refused and the old policy stays.\n",
-		}})
-	register("audit", command{usage: "audit [verify|anchor|rotate-key] [--kind K] [--repo ID] [--run ID] [--limit N]   list, verify, anchor the audit log", run: auditCmd,
-		help: `Usage:
+var approvalsCommand = command{name: "approvals", usage: "approvals [--all]     list pending approval requests", run: approvalsCmd,
+	help:  "Usage:\n  harness approvals [--all]\n\nLists the approval requests waiting for a person (--all: every request, also decided and expired ones).\n",
+	flags: []string{"--all"}}
+
+var approveCommand = command{name: "approve", usage: "approve ID            approve a pending request (single use, bound to its exact input)", run: func(ctx context.Context, c *cli, args []string) error {
+	return decideCmd(ctx, c, args, true)
+}, help: "Usage:\n  harness approve ID [--reason R]\n\nApproves a pending request: single use, bound to its exact input; the agent retries with approval_id ID.\n",
+	flags: []string{"--reason"}}
+
+var denyCommand = command{name: "deny", usage: "deny ID --reason R    deny a pending request", run: func(ctx context.Context, c *cli, args []string) error {
+	return decideCmd(ctx, c, args, false)
+}, help: "Usage:\n  harness deny ID --reason R\n\nDenies a pending request; the reason is shown to the agent and kept in the audit log.\n",
+	flags: []string{"--reason"}}
+
+var policyCommand = command{name: "policy", usage: "policy [show|reload]  show or reload the policy file", run: policyCmd,
+	help: "Usage:\n  harness policy [show]   the policy in force: source, rules, digest\n  harness policy reload   read the policy file again (also: SIGHUP to harnessd)\n",
+	subHelp: map[string]string{
+		"show":   "Usage:\n  harness policy show\n\nPrints the policy in force: its source file, number of rules and digest.\n",
+		"reload": "Usage:\n  harness policy reload\n\nReads the policy file again; a bad file is refused and the old policy stays.\n",
+	}}
+
+var auditCommand = command{name: "audit", usage: "audit [verify|anchor|rotate-key] [--kind K] [--repo ID] [--run ID] [--limit N]   list, verify, anchor the audit log", run: auditCmd,
+	help: `Usage:
   harness audit [--kind K] [--repo ID] [--operation OP] [--run ID] [--limit N] [--after SEQ]
   harness audit verify [--anchor JSON|@FILE]
   harness audit anchor [--file F] [--git-note REPO_ID]
@@ -53,15 +56,14 @@ prints its head to keep elsewhere, or rotates the audit key.
   --limit N       at most N entries (default 50)
   --after SEQ     entries after this sequence number
 `,
-		subHelp: map[string]string{
-			"verify": "Usage:\n  harness audit verify [--anchor JSON|@FILE]\n\nVerifies the audit log's keyed hash chain; exit 1 and the broken entry when it is not intact.\n" +
-				"--anchor checks that the chain still holds a head printed by `harness audit anchor` (@FILE: the file's last line).\n",
-			"anchor": "Usage:\n  harness audit anchor [--file F] [--git-note REPO_ID]\n\nPrints the audit head {seq, hash, key_id, at} as one JSON line to keep outside the store;\n" +
-				"--file F appends it to F; --git-note REPO_ID adds it as a git note (refs/notes/harnessd-audit) to HEAD of that registered repository.\n",
-			"rotate-key": "Usage:\n  harness audit rotate-key\n\nMakes a new audit key (the old one stays as <data-dir>/audit.key.<id>) and appends a key_rotation entry proving the hand-over.\n",
-		},
-		flags: []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}})
-}
+	subHelp: map[string]string{
+		"verify": "Usage:\n  harness audit verify [--anchor JSON|@FILE]\n\nVerifies the audit log's keyed hash chain; exit 1 and the broken entry when it is not intact.\n" +
+			"--anchor checks that the chain still holds a head printed by `harness audit anchor` (@FILE: the file's last line).\n",
+		"anchor": "Usage:\n  harness audit anchor [--file F] [--git-note REPO_ID]\n\nPrints the audit head {seq, hash, key_id, at} as one JSON line to keep outside the store;\n" +
+			"--file F appends it to F; --git-note REPO_ID adds it as a git note (refs/notes/harnessd-audit) to HEAD of that registered repository.\n",
+		"rotate-key": "Usage:\n  harness audit rotate-key\n\nMakes a new audit key (the old one stays as <data-dir>/audit.key.<id>) and appends a key_rotation entry proving the hand-over.\n",
+	},
+	flags: []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}}
 
 func whoami() string {
 	if u, err := user.Current(); err == nil {

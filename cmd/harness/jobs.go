@@ -20,9 +20,8 @@ import (
 
 const jobStartUsage = "usage: harness job start --repo ID [--cwd DIR] [--timeout-s N] [--isolation none|worktree] [--writes] [--network] [--retry N] [--request-id ID] [--approval-id ID] [--wait S] -- ARGV..."
 
-func init() {
-	register("jobs", command{usage: "jobs [--repo ID] [--state S] [--limit N]   list durable jobs, newest first", run: jobsList,
-		help: `Usage:
+var jobsCommand = command{name: "jobs", usage: "jobs [--repo ID] [--state S] [--limit N]   list durable jobs, newest first", run: jobsList,
+	help: `Usage:
   harness jobs [--repo ID] [--state S] [--limit N]
 
 Lists durable jobs, newest first.
@@ -30,9 +29,10 @@ Lists durable jobs, newest first.
   --state S     only jobs in this state: queued, running, succeeded, failed, timed_out, cancelled, interrupted
   --limit N     at most N jobs (default 50)
 `,
-		flags: []string{"--repo", "--state", "--limit"}})
-	register("job", command{usage: "job start --repo ID -- ARGV... | status ID [--wait S] | logs [-f] [--stderr] ID | cancel ID | clean [--older-than S]   one durable job", run: jobCmd,
-		help: `Usage:
+	flags: []string{"--repo", "--state", "--limit"}}
+
+var jobCommand = command{name: "job", usage: "job start --repo ID -- ARGV... | status ID [--wait S] | logs [-f] [--stderr] ID | cancel ID | clean [--older-than S]   one durable job", run: jobCmd,
+	help: `Usage:
   harness job start --repo ID [flags] -- ARGV...   start a durable job
   harness job status ID [--wait S]                 a job's state (exit 1 when it failed)
   harness job logs [-f] [--stderr] ID              its output (-f: until it ends)
@@ -41,8 +41,8 @@ Lists durable jobs, newest first.
 
 Run 'harness job SUBCOMMAND --help' for the flags of each.
 `,
-		subHelp: map[string]string{
-			"start": `Usage:
+	subHelp: map[string]string{
+		"start": `Usage:
   harness job start --repo ID [flags] -- ARGV...
 
 Starts ARGV (no shell: pass sh -c '...' for one) as a durable job of the
@@ -58,7 +58,7 @@ repository ID and prints the job. The job survives a daemon restart.
   --approval-id ID     after APPROVAL_REQUIRED: the approval a person granted
   --wait S             wait up to S seconds for the job to end; then exit like 'job status'
 `,
-			"status": `Usage:
+		"status": `Usage:
   harness job status ID [--wait S]
 
 Prints a job's state, exit code, duration, output sizes and summary.
@@ -68,7 +68,7 @@ Exit code: 0 when the job succeeded and also while it is still queued or
 running (check the state line, or use --wait); 1 when it failed, timed out,
 was cancelled or interrupted; 2 usage; 3 daemon not running.
 `,
-			"logs": `Usage:
+		"logs": `Usage:
   harness job logs [-f] [--stderr] [--raw] ID
 
 Prints a job's stdout (or stderr with --stderr), redacted. On a terminal
@@ -78,20 +78,19 @@ into a pipe or a file, and with --raw, the output is written exactly.
   -f, --follow   follow the log until the job ends
   --raw          write the output exactly, also on a terminal
 `,
-			"cancel": `Usage:
+		"cancel": `Usage:
   harness job cancel ID
 
 Cancels a queued or running job (its process tree is killed).
 `,
-			"clean": `Usage:
+		"clean": `Usage:
   harness job clean [--older-than S]
 
 Removes the worktrees kept by ended jobs.
   --older-than S   only those of jobs that ended at least S seconds ago
 `,
-		},
-		flags: []string{"--repo", "--cwd", "--timeout-s", "--isolation", "--writes", "--network", "--retry", "--request-id", "--approval-id", "--wait", "--follow", "-f", "--stderr", "--raw", "--older-than"}})
-}
+	},
+	flags: []string{"--repo", "--cwd", "--timeout-s", "--isolation", "--writes", "--network", "--retry", "--request-id", "--approval-id", "--wait", "--follow", "-f", "--stderr", "--raw", "--older-than"}}
 
 func jobsList(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("jobs", pflag.ContinueOnError)

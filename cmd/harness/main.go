@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -285,7 +286,7 @@ func (c *cli) exit(err error, args []string) int {
 
 // commandNames lists every top-level command, sorted.
 func commandNames() []string {
-	names := []string{"repo", "status", "ops", "call", "version", "completion", "help"}
+	names := slices.Clone(builtinCommands)
 	for n := range commands {
 		names = append(names, n)
 	}
@@ -435,9 +436,10 @@ func absPath(p string) (string, error) {
 	return abs, nil
 }
 
-// command is a CLI command defined in its own file and registered from init
-// with register.
+// command is a CLI command defined in its own file and listed in commands
+// (commands.go).
 type command struct {
+	name  string // what the person types: harness NAME
 	usage string // one line for the help text, e.g. "jobs [--all]   list jobs"
 	run   func(ctx context.Context, c *cli, args []string) error
 	// help is the text of `harness NAME --help` (default: the usage line);
@@ -450,10 +452,6 @@ type command struct {
 	// --help and --json): the CLI does not take global flags from them.
 	passthrough bool
 }
-
-var commands = map[string]command{}
-
-func register(name string, cmd command) { commands[name] = cmd }
 
 // show runs op and prints the raw JSON with --json, else calls human.
 func (c *cli) show(ctx context.Context, op string, args any, human func(json.RawMessage)) error {

@@ -16,9 +16,8 @@ import (
 
 const verifyCommitUsage = "usage: harness verify-commit REV [--repo ID]"
 
-func init() {
-	register("verify-commit", command{usage: "verify-commit REV [--repo ID]   check a commit's Harnessd- trailers against the receipts and the audit log", run: verifyCommit,
-		help: `Usage:
+var verifyCommitCommand = command{name: "verify-commit", usage: "verify-commit REV [--repo ID]   check a commit's Harnessd- trailers against the receipts and the audit log", run: verifyCommit,
+	help: `Usage:
   harness verify-commit REV [--repo ID]
 
 Checks the provenance trailers git_commit wrote into commit REV
@@ -34,8 +33,7 @@ check. See docs/provenance.md.
 Exit code: 0 when every check passed; 1 when one failed (a commit without
 trailers was not made by harnessd); 2 usage; 3 daemon not running.
 `,
-		flags: []string{"--repo"}})
-}
+	flags: []string{"--repo"}}
 
 func verifyCommit(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("verify-commit", pflag.ContinueOnError)

@@ -14,9 +14,8 @@ import (
 
 const rootsUsage = "usage: harness roots [ls] | allow DIR | rm DIR"
 
-func init() {
-	register("roots", command{usage: "roots [ls] | allow DIR | rm DIR   allowed areas: where agents may register roots without asking", run: rootsCmd,
-		help: `Usage:
+var rootsCommand = command{name: "roots", usage: "roots [ls] | allow DIR | rm DIR   allowed areas: where agents may register roots without asking", run: rootsCmd,
+	help: `Usage:
   harness roots [ls]       the allowed areas (from --allow-root, the policy's roots, and
                            those added here) and the suspended roots
   harness roots allow DIR  let agents register repositories and targets inside DIR
@@ -29,8 +28,7 @@ needs a person's approval (harness approve ID). Some paths are never granted,
 whoever asks: /, /proc, /sys, /dev, /etc, the home directory itself, any git
 directory, harnessd's data dir, the credential homes (~/.ssh, ~/.aws, ...).
 See docs/authority.md.
-`})
-}
+`}
 
 func rootsCmd(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {

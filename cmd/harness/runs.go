@@ -25,29 +25,28 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-func init() {
-	register("runs", command{usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList,
-		help: `Usage:
+var runsCommand = command{name: "runs", usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList,
+	help: `Usage:
   harness runs [--status S] [--limit N]
 
 Lists runs (an agent's session of work), newest first.
   --status S   only runs with this status: active, ended, deadline, abandoned
   --limit N    at most N runs (default 50)
 `,
-		flags: []string{"--status", "--limit"}})
-	register("run", command{usage: "run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID   a run's span tree, its spans as they happen (-f until it ends), or in sentences why it is blocked and what to do", run: runCmd,
-		help: `Usage:
+	flags: []string{"--status", "--limit"}}
+
+var runCommand = command{name: "run", usage: "run show RUN_ID | tail [-f] RUN_ID | explain RUN_ID   a run's span tree, its spans as they happen (-f until it ends), or in sentences why it is blocked and what to do", run: runCmd,
+	help: `Usage:
   harness run show RUN_ID        a run's span tree, like git log --graph
   harness run tail [-f] RUN_ID   its spans as they happen (-f: until it ends; Ctrl-C stops)
   harness run explain RUN_ID     in sentences: why it is blocked, what failed, what to do
 `,
-		subHelp: map[string]string{
-			"show":    "Usage:\n  harness run show RUN_ID\n\nPrints a run's state and its span tree (colours only on a terminal, never with NO_COLOR or TERM=dumb).\n",
-			"tail":    "Usage:\n  harness run tail [-f] RUN_ID\n\nPrints a run's spans; with -f (--follow) it follows them as they happen until the run ends (--timeout does not end a follow; Ctrl-C does).\n",
-			"explain": "Usage:\n  harness run explain RUN_ID\n\nExplains in sentences why a run is blocked, what failed and the recovery plan.\n",
-		},
-		flags: []string{"--follow", "-f"}})
-}
+	subHelp: map[string]string{
+		"show":    "Usage:\n  harness run show RUN_ID\n\nPrints a run's state and its span tree (colours only on a terminal, never with NO_COLOR or TERM=dumb).\n",
+		"tail":    "Usage:\n  harness run tail [-f] RUN_ID\n\nPrints a run's spans; with -f (--follow) it follows them as they happen until the run ends (--timeout does not end a follow; Ctrl-C does).\n",
+		"explain": "Usage:\n  harness run explain RUN_ID\n\nExplains in sentences why a run is blocked, what failed and the recovery plan.\n",
+	},
+	flags: []string{"--follow", "-f"}}
 
 // runDetail is the answer of GET /v1/runs/{id}.
 type runDetail struct {

@@ -24,76 +24,74 @@ const storeUsage = `usage: harness store dump [PREFIX] | verify | backup FILE | 
   restore FILE    replace the store with a backup (daemon stopped; the store there is moved aside, never deleted)
   reset --yes     start an empty store (daemon stopped; the old one is moved aside; fencing tokens stay above every token it issued)`
 
-func init() {
-	register("store", command{usage: "store dump|verify|backup|restore|reset   inspect, check, back up or recover the store", help: strings.Replace(storeUsage, "usage: ", "Usage:\n  ", 1) + "\n",
-		subHelp: map[string]string{
-			"dump":    "Usage:\n  harness store dump [PREFIX]\n\nPrints the store readably, values redacted; prefixes: reg/ fence/ lease/ ledger/ job/ check/ approval/ audit/ receipt/ meta/\n",
-			"verify":  "Usage:\n  harness store verify\n\nChecks every table's checksums and that the store holds every write it acknowledged (through the daemon, or offline when it is stopped).\n",
-			"backup":  "Usage:\n  harness store backup FILE\n\nWrites a full backup to FILE (made absolute here; through the daemon, or offline when it is stopped).\n",
-			"restore": "Usage:\n  harness store restore FILE\n\nReplaces the store with the backup FILE. Stop the daemon first (harnessd stop); the store there is moved aside, never deleted.\n",
-			"reset":   "Usage:\n  harness store reset --yes\n\nStarts an empty store. Stop the daemon first (harnessd stop); the old store is moved aside, the ledger and receipts start empty, fencing tokens stay above every token it issued.\n",
-		},
-		run: func(ctx context.Context, c *cli, args []string) error {
-			if len(args) == 0 {
-				return usageErr{"store needs a subcommand: dump, verify, backup, restore, reset"}
+var storeCommand = command{name: "store", usage: "store dump|verify|backup|restore|reset   inspect, check, back up or recover the store", help: strings.Replace(storeUsage, "usage: ", "Usage:\n  ", 1) + "\n",
+	subHelp: map[string]string{
+		"dump":    "Usage:\n  harness store dump [PREFIX]\n\nPrints the store readably, values redacted; prefixes: reg/ fence/ lease/ ledger/ job/ check/ approval/ audit/ receipt/ meta/\n",
+		"verify":  "Usage:\n  harness store verify\n\nChecks every table's checksums and that the store holds every write it acknowledged (through the daemon, or offline when it is stopped).\n",
+		"backup":  "Usage:\n  harness store backup FILE\n\nWrites a full backup to FILE (made absolute here; through the daemon, or offline when it is stopped).\n",
+		"restore": "Usage:\n  harness store restore FILE\n\nReplaces the store with the backup FILE. Stop the daemon first (harnessd stop); the store there is moved aside, never deleted.\n",
+		"reset":   "Usage:\n  harness store reset --yes\n\nStarts an empty store. Stop the daemon first (harnessd stop); the old store is moved aside, the ledger and receipts start empty, fencing tokens stay above every token it issued.\n",
+	},
+	run: func(ctx context.Context, c *cli, args []string) error {
+		if len(args) == 0 {
+			return usageErr{"store needs a subcommand: dump, verify, backup, restore, reset"}
+		}
+		switch args[0] {
+		case "dump":
+			if len(args) > 2 {
+				return usageErr{"usage: harness store dump [PREFIX]"}
 			}
-			switch args[0] {
-			case "dump":
-				if len(args) > 2 {
-					return usageErr{"usage: harness store dump [PREFIX]"}
-				}
-				path := "/v1/store/dump"
-				if len(args) == 2 {
-					path += "?prefix=" + url.QueryEscape(args[1])
-				}
-				raw, err := c.c.GetRaw(ctx, path)
-				if err != nil {
-					return err
-				}
-				// "<key>\t<JSON>" lines: the JSON escapes of textsafe keep
-				// each line's JSON valid and its meaning, and no bidi or
-				// C1 control of a stored agent string reaches the terminal.
-				_, err = c.stdout.Write([]byte(textsafe.JSON(string(raw))))
+			path := "/v1/store/dump"
+			if len(args) == 2 {
+				path += "?prefix=" + url.QueryEscape(args[1])
+			}
+			raw, err := c.c.GetRaw(ctx, path)
+			if err != nil {
 				return err
-			case "verify":
-				if len(args) != 1 {
-					return usageErr{"usage: harness store verify"}
-				}
-				return c.storeVerify(ctx)
-			case "backup":
-				if len(args) != 2 {
-					return usageErr{"usage: harness store backup FILE"}
-				}
-				file, err := absPath(args[1])
-				if err != nil {
-					return err
-				}
-				return c.storeBackup(ctx, file)
-			case "restore":
-				if len(args) != 2 {
-					return usageErr{"usage: harness store restore FILE   (stop the daemon first)"}
-				}
-				file, err := absPath(args[1])
-				if err != nil {
-					return err
-				}
-				return c.storeRecover(func(o persistence.Options) (string, persistence.Marks, error) {
-					f, err := os.Open(file)
-					if err != nil {
-						return "", persistence.Marks{}, errs.New(errs.NotFound, "backup %s: %v", file, err)
-					}
-					defer f.Close()
-					return persistence.Restore(o, f)
-				}, "restored from "+args[1])
-			case "reset":
-				if len(args) != 2 || args[1] != "--yes" {
-					return usageErr{"usage: harness store reset --yes   (stop the daemon first; the old store is moved aside, the ledger and receipts start empty)"}
-				}
-				return c.storeRecover(persistence.Reset, "reset: the next start opens an empty store")
 			}
-			return usageErr{fmt.Sprintf("unknown store subcommand %q (want dump, verify, backup, restore or reset)", args[0])}
-		}})
-}
+			// "<key>\t<JSON>" lines: the JSON escapes of textsafe keep
+			// each line's JSON valid and its meaning, and no bidi or
+			// C1 control of a stored agent string reaches the terminal.
+			_, err = c.stdout.Write([]byte(textsafe.JSON(string(raw))))
+			return err
+		case "verify":
+			if len(args) != 1 {
+				return usageErr{"usage: harness store verify"}
+			}
+			return c.storeVerify(ctx)
+		case "backup":
+			if len(args) != 2 {
+				return usageErr{"usage: harness store backup FILE"}
+			}
+			file, err := absPath(args[1])
+			if err != nil {
+				return err
+			}
+			return c.storeBackup(ctx, file)
+		case "restore":
+			if len(args) != 2 {
+				return usageErr{"usage: harness store restore FILE   (stop the daemon first)"}
+			}
+			file, err := absPath(args[1])
+			if err != nil {
+				return err
+			}
+			return c.storeRecover(func(o persistence.Options) (string, persistence.Marks, error) {
+				f, err := os.Open(file)
+				if err != nil {
+					return "", persistence.Marks{}, errs.New(errs.NotFound, "backup %s: %v", file, err)
+				}
+				defer f.Close()
+				return persistence.Restore(o, f)
+			}, "restored from "+args[1])
+		case "reset":
+			if len(args) != 2 || args[1] != "--yes" {
+				return usageErr{"usage: harness store reset --yes   (stop the daemon first; the old store is moved aside, the ledger and receipts start empty)"}
+			}
+			return c.storeRecover(persistence.Reset, "reset: the next start opens an empty store")
+		}
+		return usageErr{fmt.Sprintf("unknown store subcommand %q (want dump, verify, backup, restore or reset)", args[0])}
+	}}
 
 func (c *cli) storeOptions() persistence.Options {
 	return persistence.Options{Dir: harness.StoreDir(c.dataDir), MarksPath: harness.MarksPath(c.dataDir)}

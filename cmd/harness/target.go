@@ -15,9 +15,8 @@ import (
 
 const targetUsage = "usage: harness target add PATH [--write] [--owner NAME] | ls | rm ID | promote ID [--approval-id ID]"
 
-func init() {
-	register("target", command{usage: "target add PATH [--write] | ls | rm ID | promote ID   repository-free targets (local directories without git)", run: targetCmd,
-		help: `Usage:
+var targetCommand = command{name: "target", usage: "target add PATH [--write] | ls | rm ID | promote ID   repository-free targets (local directories without git)", run: targetCmd,
+	help: `Usage:
   harness target add PATH [--write] [--owner NAME]   grant a directory (read, or read and write with --write)
   harness target ls                                  list the grants
   harness target rm ID                               forget a grant (files are not touched)
@@ -27,8 +26,7 @@ func init() {
 PATH is made absolute before it is sent; harnessd canonicalises it (realpath)
 and records its device and inode. See docs/targets.md.
 `,
-		flags: []string{"--write", "--owner", "--approval-id"}})
-}
+	flags: []string{"--write", "--owner", "--approval-id"}}
 
 func targetCmd(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {

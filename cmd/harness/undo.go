@@ -15,9 +15,8 @@ import (
 	"github.com/harnessd/harnessd/harness"
 )
 
-func init() {
-	register("history", command{usage: "history [--run ID] [--repo ID] [--limit N]   receipts of writes, newest first, and whether each can be reverted", run: historyCmd,
-		help: `Usage:
+var historyCommand = command{name: "history", usage: "history [--run ID] [--repo ID] [--limit N]   receipts of writes, newest first, and whether each can be reverted", run: historyCmd,
+	help: `Usage:
   harness history [--run ID] [--repo ID] [--limit N]
 
 Lists the receipts of harnessd's writes, newest first: the files each
@@ -28,9 +27,10 @@ of the same files: revert with --cascade, or that one first).
   --repo ID    only receipts of this repository
   --limit N    at most N receipts (default 50, max 1000)
 `,
-		flags: []string{"--run", "--repo", "--limit"}})
-	register("revert", command{usage: "revert RECEIPT [--cascade] [--request-id ID]   undo one write from its pre-images", run: revertCmd,
-		help: `Usage:
+	flags: []string{"--run", "--repo", "--limit"}}
+
+var revertCommand = command{name: "revert", usage: "revert RECEIPT [--cascade] [--request-id ID]   undo one write from its pre-images", run: revertCmd,
+	help: `Usage:
   harness revert RECEIPT [--cascade] [--request-id ID] [--approval-id ID]
 
 Undoes the write of RECEIPT (from 'harness history'): every file it changed
@@ -42,8 +42,7 @@ The revert is a receipt of its own (and can be reverted).
   --request-id ID    idempotency key (default: a new one, printed)
   --approval-id ID   after APPROVAL_REQUIRED: the approval a person granted
 `,
-		flags: []string{"--cascade", "--request-id", "--approval-id"}})
-}
+	flags: []string{"--cascade", "--request-id", "--approval-id"}}
 
 func historyCmd(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("history", pflag.ContinueOnError)
