@@ -96,12 +96,6 @@ type (
 	}
 )
 
-// checkWaiter is a caller waiting for the run in flight.
-type checkWaiter struct {
-	pid    *actor.PID
-	joined bool
-}
-
 // checkActor owns one semantic identity: it answers with its evidence, joins
 // callers to the run in flight or starts the single run. Its only state
 // worth keeping is the evidence, which is in the store: after passivation it
@@ -115,7 +109,7 @@ type checkActor struct {
 	running  bool
 	gen      string
 	cancel   context.CancelFunc
-	waiters  []checkWaiter
+	waiters  waiters[bool] // callers of the run in flight; true = joined it
 	previous *messages.CheckEvidence
 	pending  pendingRun
 
@@ -171,10 +165,9 @@ func (a *checkActor) Receive(ctx actor.Context) {
 			a.cancel()
 			a.cancel = nil
 		}
-		for _, w := range a.waiters {
-			ctx.Send(w.pid, Failure(errs.New(errs.Unavailable, "check %s stopped before its run finished", a.key.Identity)))
-		}
-		a.waiters = nil
+		a.waiters.answerAll(ctx, func(bool) any {
+			return Failure(errs.New(errs.Unavailable, "check %s stopped before its run finished", a.key.Identity))
+		})
 	}
 }
 
@@ -195,8 +188,8 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 		return
 	}
 	if a.running {
-		if s := ctx.Sender(); s != nil {
-			a.waiters = append(a.waiters, checkWaiter{pid: s, joined: true})
+		if ctx.Sender() != nil {
+			a.waiters.add(ctx, true, 0)
 		}
 		a.note(ctx, checkNote{joined: 1})
 		return
@@ -204,8 +197,8 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 	a.running = true
 	a.gen = runToken()
 	a.previous = a.previousEvidence(m)
-	if s := ctx.Sender(); s != nil {
-		a.waiters = append(a.waiters, checkWaiter{pid: s})
+	if ctx.Sender() != nil {
+		a.waiters.add(ctx, false, 0)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -261,14 +254,13 @@ func (a *checkActor) finish(ctx actor.Context, m checkDone) {
 		a.evidence = ev
 	}
 	prev := a.previous
-	for _, w := range a.waiters {
+	a.waiters.answerAll(ctx, func(joined bool) any {
 		if m.err != nil {
-			ctx.Send(w.pid, Failure(m.err))
-			continue
+			return Failure(m.err)
 		}
-		ctx.Send(w.pid, messages.CheckResult{Identity: a.key.Identity, Outcome: m.out, Joined: w.joined, Previous: prev})
-	}
-	a.waiters, a.previous, a.pending = nil, nil, pendingRun{}
+		return messages.CheckResult{Identity: a.key.Identity, Outcome: m.out, Joined: joined, Previous: prev}
+	})
+	a.previous, a.pending = nil, pendingRun{}
 	a.note(ctx, n)
 }
 

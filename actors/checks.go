@@ -86,8 +86,8 @@ type checksActor struct {
 	// arrive meanwhile are merged into the next walk.
 	pruning    bool
 	pruneNext  *pruneRequest
-	pruneWaits []*actor.PID
-	pingWaits  []*actor.PID // Pings held until the walks end
+	pruneWaits waiters[struct{}] // CheckPrunes the next walk answers
+	pingWaits  waiters[struct{}] // Pings held until the walks end
 }
 
 // pruneRequest is a pending walk: repos nil = every repository.
@@ -97,11 +97,12 @@ type pruneRequest struct {
 	now   time.Time
 }
 
-// checksPruned reports a finished prune walk to the checks supervisor.
+// checksPruned reports a finished prune walk to the checks supervisor,
+// with the requests it answers (handed to the walk when it started).
 type checksPruned struct {
 	removed int
 	err     error
-	waiters []*actor.PID
+	waiters waiters[struct{}]
 }
 
 // Receive dispatches the checks supervisor's messages.
@@ -141,7 +142,7 @@ func (a *checksActor) Receive(ctx actor.Context) {
 	case messages.Ping:
 		// A barrier covers the prune walks started before it.
 		if a.pruning || a.pruneNext != nil {
-			a.pingWaits = append(a.pingWaits, ctx.Sender())
+			a.pingWaits.add(ctx, struct{}{}, 0)
 			return
 		}
 		ctx.Respond(messages.Pong{})
@@ -158,10 +159,9 @@ func (a *checksActor) Receive(ctx actor.Context) {
 			}
 			c.pending = nil
 		}
-		for _, w := range append(a.pruneWaits, a.pingWaits...) {
-			ctx.Send(w, Failure(errs.New(errs.Unavailable, "checks are shutting down")))
-		}
-		a.pruneWaits, a.pingWaits = nil, nil
+		shutting := func(struct{}) any { return Failure(errs.New(errs.Unavailable, "checks are shutting down")) }
+		a.pruneWaits.answerAll(ctx, shutting)
+		a.pingWaits.answerAll(ctx, shutting)
 	}
 }
 
@@ -181,7 +181,7 @@ func (a *checksActor) requestPrune(ctx actor.Context, repos []string, now time.T
 		a.pruneNext.now = now
 	}
 	if waiter != nil {
-		a.pruneWaits = append(a.pruneWaits, waiter)
+		a.pruneWaits.addFor(ctx, waiter, struct{}{}, 0)
 	}
 	a.startPrune(ctx)
 }
@@ -191,8 +191,8 @@ func (a *checksActor) startPrune(ctx actor.Context) {
 	if a.pruning || a.pruneNext == nil {
 		return
 	}
-	req, waiters := a.pruneNext, a.pruneWaits
-	a.pruneNext, a.pruneWaits, a.pruning = nil, nil, true
+	req, batch := a.pruneNext, a.pruneWaits
+	a.pruneNext, a.pruneWaits, a.pruning = nil, waiters[struct{}]{}, true
 	var repos []string
 	if !req.all {
 		for r := range req.repos {
@@ -202,7 +202,7 @@ func (a *checksActor) startPrune(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	a.cfg.Tasks.Go(func() {
 		n, err := a.prune(repos, req.now)
-		root.Send(self, checksPruned{removed: n, err: err, waiters: waiters})
+		root.Send(self, checksPruned{removed: n, err: err, waiters: batch})
 	})
 }
 
@@ -211,21 +211,15 @@ func (a *checksActor) pruned(ctx actor.Context, m checksPruned) {
 	if m.err != nil {
 		a.lg.Warn("prune check evidence", zap.Error(m.err))
 	}
-	for _, w := range m.waiters {
+	m.waiters.answerAll(ctx, func(struct{}) any {
 		if m.err != nil {
-			ctx.Send(w, Failure(m.err))
-			continue
+			return Failure(m.err)
 		}
-		ctx.Send(w, messages.CheckPruned{Removed: m.removed})
-	}
+		return messages.CheckPruned{Removed: m.removed}
+	})
 	a.startPrune(ctx)
 	if !a.pruning {
-		for _, w := range a.pingWaits {
-			if w != nil {
-				ctx.Send(w, messages.Pong{})
-			}
-		}
-		a.pingWaits = nil
+		a.pingWaits.answerAll(ctx, func(struct{}) any { return messages.Pong{} })
 	}
 }
 

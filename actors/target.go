@@ -28,19 +28,8 @@ type Target struct {
 	holdSeq   uint64 // grant number of the current holder
 	holdTimer *time.Timer
 	seq       uint64 // grants so far
-	waiters   []*targetWaiter
-	nextWait  uint64
+	waiters   waiters[messages.TargetAcquire]
 }
-
-type targetWaiter struct {
-	id     uint64
-	req    messages.TargetAcquire
-	sender *actor.PID
-	timer  *time.Timer
-}
-
-// targetWaitExpired tells the target that a queued acquire ran out of time.
-type targetWaitExpired struct{ id uint64 }
 
 // targetHoldExpired tells the target that a holder kept the slot past its
 // hold bound.
@@ -70,8 +59,10 @@ func (a *Target) Receive(ctx actor.Context) {
 		if ctx.Sender() != nil {
 			ctx.Respond(messages.TargetReleased{})
 		}
-	case targetWaitExpired:
-		a.waitExpired(ctx, m.id)
+	case waitExpired:
+		if w, ok := a.waiters.expired(m); ok && w.sender != nil {
+			ctx.Send(w.sender, Failure(a.busy()))
+		}
 	case targetHoldExpired:
 		if a.holder != "" && a.holdSeq == m.seq {
 			a.lg.Warn("target: holder kept the root past its bound; released", zap.String("holder", a.holder))
@@ -82,12 +73,10 @@ func (a *Target) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		// Waiters are answered now rather than left to time out; nothing
 		// of theirs ran.
-		for _, w := range a.waiters {
-			w.timer.Stop()
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "target %s is stopping; retry — nothing was written", a.root).
-				With(DetailNothingWritten, true)))
-		}
-		a.waiters = nil
+		a.waiters.answerAll(ctx, func(messages.TargetAcquire) any {
+			return Failure(errs.New(errs.Unavailable, "target %s is stopping; retry — nothing was written", a.root).
+				With(DetailNothingWritten, true))
+		})
 		if a.holdTimer != nil {
 			a.holdTimer.Stop()
 		}
@@ -103,7 +92,7 @@ func (a *Target) acquire(ctx actor.Context, m messages.TargetAcquire) {
 		ctx.Respond(messages.TargetAcquired{Holder: m.Holder, Seq: a.holdSeq})
 		return
 	}
-	if a.holder == "" && len(a.waiters) == 0 {
+	if a.holder == "" && a.waiters.size() == 0 {
 		a.grant(ctx, m, ctx.Sender())
 		return
 	}
@@ -111,11 +100,7 @@ func (a *Target) acquire(ctx actor.Context, m messages.TargetAcquire) {
 		ctx.Respond(Failure(a.busy()))
 		return
 	}
-	a.nextWait++
-	w := &targetWaiter{id: a.nextWait, req: m, sender: ctx.Sender()}
-	self, root, id := ctx.Self(), ctx.ActorSystem().Root, w.id
-	w.timer = time.AfterFunc(m.Wait, func() { root.Send(self, targetWaitExpired{id: id}) })
-	a.waiters = append(a.waiters, w)
+	a.waiters.add(ctx, m, m.Wait)
 }
 
 func (a *Target) busy() error {
@@ -145,12 +130,8 @@ func (a *Target) release(ctx actor.Context, holder string) {
 		a.free(ctx)
 		return
 	}
-	for i, w := range a.waiters {
-		if w.req.Holder == holder {
-			w.timer.Stop()
-			a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
-			return
-		}
+	if w := a.waiters.find(func(r messages.TargetAcquire) bool { return r.Holder == holder }); w != nil {
+		a.waiters.remove(w)
 	}
 }
 
@@ -161,21 +142,10 @@ func (a *Target) free(ctx actor.Context) {
 		a.holdTimer = nil
 	}
 	a.holder = ""
-	if len(a.waiters) == 0 {
+	if a.waiters.size() == 0 {
 		return
 	}
-	w := a.waiters[0]
-	a.waiters = a.waiters[1:]
-	w.timer.Stop()
+	w := a.waiters.items()[0]
+	a.waiters.remove(w)
 	a.grant(ctx, w.req, w.sender)
-}
-
-func (a *Target) waitExpired(ctx actor.Context, id uint64) {
-	for i, w := range a.waiters {
-		if w.id == id {
-			a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
-			ctx.Send(w.sender, Failure(a.busy()))
-			return
-		}
-	}
 }

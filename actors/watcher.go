@@ -38,8 +38,8 @@ type Watcher struct {
 	// come (a file system whose changes inotify does not report); the
 	// next cookie event, of any sync, ends it.
 	late    bool
-	waiters map[string]*watchWaiter
-	early   []*watchWaiter // syncs before the pump was ready
+	waiters waiters[messages.WatchSync] // syncs waiting for their cookie (SyncWait)
+	early   waiters[messages.WatchSync] // syncs before the pump was ready
 
 	handled   uint64
 	idleTimer *time.Timer
@@ -84,20 +84,11 @@ type watchLife struct {
 	pump    *iwatch.Pump
 }
 
-type watchWaiter struct {
-	m      messages.WatchSync
-	sender *actor.PID
-	timer  *time.Timer
-}
-
 // watchPumpStarted reports the end of the pump's initial walk.
 type watchPumpStarted struct {
 	pump *iwatch.Pump
 	err  error
 }
-
-// watchWaitExpired: a sync's cookie was not seen in time.
-type watchWaitExpired struct{ cookie string }
 
 // watchIdleTick is the passivation timer's message; watchIdle is what the
 // watcher tells its checkout when it has been idle.
@@ -117,7 +108,7 @@ func newWatcher(root string, cfg WatchConfig, lg *zap.Logger) actor.Producer {
 		cfg.SyncWait = WatchSyncWait
 	}
 	return func() actor.Actor {
-		return &Watcher{cfg: cfg, root: root, lg: lg, track: iwatch.NewTrackerAt(uint64(time.Now().UnixNano()), 0), waiters: map[string]*watchWaiter{}, life: &watchLife{}}
+		return &Watcher{cfg: cfg, root: root, lg: lg, track: iwatch.NewTrackerAt(uint64(time.Now().UnixNano()), 0), life: &watchLife{}}
 	}
 }
 
@@ -135,12 +126,10 @@ func (a *Watcher) Receive(ctx actor.Context) {
 			a.lg.Info("sync cookies arrive again", zap.String("root", a.root))
 		}
 		for _, c := range a.track.Apply(m) {
-			if w, ok := a.waiters[c]; ok && a.track.TakeCookie(c) {
-				delete(a.waiters, c)
-				w.timer.Stop()
-				st := a.state(w.m)
+			if w := a.waiters.find(func(s messages.WatchSync) bool { return s.Cookie == c }); w != nil && a.track.TakeCookie(c) {
+				st := a.state(w.req)
 				st.CookieSeen = true
-				ctx.Send(w.sender, st)
+				a.waiters.answer(ctx, w, st)
 			}
 		}
 	case messages.WatchSync:
@@ -150,21 +139,22 @@ func (a *Watcher) Receive(ctx actor.Context) {
 		a.handled++
 		a.track.Apply(iwatch.Batch{Overflow: true, Reason: "forced overflow"})
 		ctx.Respond(a.state(messages.WatchSync{}))
-	case watchWaitExpired:
-		if w, ok := a.waiters[m.cookie]; ok {
-			delete(a.waiters, m.cookie)
+	case waitExpired:
+		if w, ok := a.waiters.expired(m); ok {
 			if !a.late {
 				a.late = true
 				a.lg.Warn("a sync cookie was not seen in time: answering from git until one is", zap.String("root", a.root), zap.Duration("wait", a.cfg.SyncWait))
 			}
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher did not see its sync cookie within %s", a.cfg.SyncWait)))
+			if w.sender != nil {
+				ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher did not see its sync cookie within %s", a.cfg.SyncWait)))
+			}
 		}
 	case watchIdleTick:
 		switch {
 		// Busy: a sync since the timer was armed, one waiting for its
 		// cookie, or one waiting for the watches (the first walk runs git
 		// and may outlast Idle; stopping now would fail it).
-		case m.handled != a.handled || len(a.waiters) > 0 || len(a.early) > 0:
+		case m.handled != a.handled || a.waiters.size() > 0 || a.early.size() > 0:
 			a.armIdle(ctx)
 		case ctx.Parent() != nil:
 			ctx.Send(ctx.Parent(), watchIdle{pid: ctx.Self(), handled: a.handled})
@@ -174,15 +164,11 @@ func (a *Watcher) Receive(ctx actor.Context) {
 		if a.idleTimer != nil {
 			a.idleTimer.Stop()
 		}
-		for c, w := range a.waiters {
-			w.timer.Stop()
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher of %s is stopping", a.root)))
-			delete(a.waiters, c)
+		stopping := func(messages.WatchSync) any {
+			return Failure(errs.New(errs.Unavailable, "the watcher of %s is stopping", a.root))
 		}
-		for _, w := range a.early {
-			ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher of %s is stopping", a.root)))
-		}
-		a.early = nil
+		a.waiters.answerAll(ctx, stopping)
+		a.early.answerAll(ctx, stopping)
 		a.life.mu.Lock()
 		a.life.stopped = true
 		if a.life.pump != nil {
@@ -236,16 +222,13 @@ func (a *Watcher) pumpStarted(ctx actor.Context, m watchPumpStarted) {
 	// The early askers' cookies may predate the watch on the git dir:
 	// answer them with the new epoch (they rebuild, after the watches
 	// exist, so nothing before their ask is missed).
-	for _, w := range a.early {
-		ctx.Send(w.sender, a.state(w.m))
-	}
-	a.early = nil
+	a.early.answerAll(ctx, func(m messages.WatchSync) any { return a.state(m) })
 }
 
 func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 	switch {
 	case !a.ready:
-		a.early = append(a.early, &watchWaiter{m: m, sender: ctx.Sender()})
+		a.early.add(ctx, m, 0)
 	case a.failed != "":
 		ctx.Respond(a.state(m))
 	case a.track.TakeCookie(m.Cookie):
@@ -264,13 +247,10 @@ func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 		// the asker must not reuse the name, whose event may come later.)
 		ctx.Respond(a.state(m))
 	default:
-		if old, ok := a.waiters[m.Cookie]; ok { // a reused name: answer the older ask
-			old.timer.Stop()
-			ctx.Send(old.sender, Failure(errs.New(errs.Unavailable, "sync cookie %s asked twice", m.Cookie)))
+		if old := a.waiters.find(func(s messages.WatchSync) bool { return s.Cookie == m.Cookie }); old != nil { // a reused name: answer the older ask
+			a.waiters.answer(ctx, old, Failure(errs.New(errs.Unavailable, "sync cookie %s asked twice", m.Cookie)))
 		}
-		self, sys, cookie := ctx.Self(), ctx.ActorSystem(), m.Cookie
-		a.waiters[m.Cookie] = &watchWaiter{m: m, sender: ctx.Sender(),
-			timer: time.AfterFunc(a.cfg.SyncWait, func() { sys.Root.Send(self, watchWaitExpired{cookie: cookie}) })}
+		a.waiters.add(ctx, m, a.cfg.SyncWait)
 	}
 }
 
