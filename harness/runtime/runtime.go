@@ -212,13 +212,48 @@ func (r *Runtime) System() *actor.ActorSystem { return r.system }
 // Ask sends msg to pid and waits for a reply of type T. A Failed reply
 // becomes its coded error; a timeout becomes TIMEOUT, a dead actor
 // UNAVAILABLE. The caller's deadline rules when it has one; otherwise
-// Config.RequestTimeout bounds the wait.
+// Config.RequestTimeout bounds the wait. When ctx ends first, Ask returns
+// at once with ctx's error, coded CANCELLED (TIMEOUT for a deadline): the
+// actor may still handle msg, and its late reply is dropped.
 func Ask[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, stoppedWaiting(ctx, pid, msg)
+	}
 	timeout := r.cfg.RequestTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	return askWithin[T](r, pid, msg, timeout)
+	if ctx.Done() == nil { // never cancelled: wait on the future alone
+		return askWithin[T](r, pid, msg, timeout)
+	}
+	if timeout <= 0 {
+		return zero, errs.New(errs.Timeout, "deadline passed before %T was sent", msg)
+	}
+	f := r.system.Root.RequestFuture(pid, msg, timeout)
+	type answer struct {
+		res any
+		err error
+	}
+	// The waiter ends with the future (its reply, or its timeout), also
+	// after Ask returned on ctx.
+	done := make(chan answer, 1)
+	go func() {
+		res, err := f.Result()
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return replyAs[T](pid, msg, a.res, a.err, timeout)
+	case <-ctx.Done():
+		return zero, stoppedWaiting(ctx, pid, msg)
+	}
+}
+
+// stoppedWaiting is Ask's error when ctx ended before the reply.
+func stoppedWaiting(ctx context.Context, pid *actor.PID, msg any) error {
+	err := ctx.Err()
+	return errs.Wrap(errs.CodeOf(err), err, "stopped waiting for %s to answer %T: %v", pid.Id, msg, err)
 }
 
 func askWithin[T any](r *Runtime, pid *actor.PID, msg any, timeout time.Duration) (T, error) {
