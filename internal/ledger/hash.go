@@ -15,12 +15,19 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 )
 
-// ignoredFields are the top-level argument fields that do not change what a
-// request does, so InputHash leaves them out.
-var ignoredFields = map[string]bool{
-	"request_id":                true,
-	"include_latency_breakdown": true,
-	"approval_id":               true,
+// commonIgnored are the top-level argument fields that change what no
+// request does, so every hash leaves them out: the request's own id, the
+// latency report and the approval a retry carries. An operation names its
+// own further fields in its descriptor (harness/op.Spec.HashIgnore), and
+// they are passed to InputHashIgnoring.
+var commonIgnored = [...]string{"request_id", "include_latency_breakdown", "approval_id"}
+
+// CommonIgnored returns the fields every hash leaves out.
+func CommonIgnored() []string { return slices.Clone(commonIgnored[:]) }
+
+// ignored reports whether the top-level field k is left out of a hash.
+func ignored(k string, extra []string) bool {
+	return slices.Contains(commonIgnored[:], k) || slices.Contains(extra, k)
 }
 
 // maxDepth bounds the nesting of hashed arguments.
@@ -38,10 +45,18 @@ const maxDepth = 1000
 // marshal/unmarshal round trip. Unencodable args (channels, NaN, invalid raw
 // JSON, nesting deeper than 1000) give errs.InvalidArgument.
 func InputHash(operation string, args any) (string, error) {
+	return InputHashIgnoring(operation, args, nil)
+}
+
+// InputHashIgnoring is InputHash leaving out the top-level fields in
+// ignore as well as the common ones: an operation's fields that change
+// nothing it does (wait_ms: how long to wait for a busy file), so a retry
+// that changes only them replays instead of conflicting.
+func InputHashIgnoring(operation string, args any, ignore []string) (string, error) {
 	if operation == "" {
 		return "", errs.New(errs.InvalidArgument, "input hash needs an operation")
 	}
-	c := canon{buf: make([]byte, 0, 1024)}
+	c := canon{buf: make([]byte, 0, 1024), ignore: ignore}
 	c.buf = append(c.buf, operation...)
 	c.buf = append(c.buf, 0)
 	if err := c.value(args, 0, true); err != nil {
@@ -56,8 +71,9 @@ func InputHash(operation string, args any) (string, error) {
 
 // canon writes the canonical JSON of a value into buf.
 type canon struct {
-	buf  []byte
-	keys []string // scratch for sorting object keys
+	buf    []byte
+	keys   []string // scratch for sorting object keys
+	ignore []string // top-level fields left out beyond the common ones
 }
 
 func (c *canon) value(v any, depth int, top bool) error {
@@ -150,7 +166,7 @@ func (c *canon) raw(b []byte, depth int, top bool) error {
 func (c *canon) object(m map[string]any, depth int, top bool) error {
 	start := len(c.keys)
 	for k := range m {
-		if top && ignoredFields[k] {
+		if top && ignored(k, c.ignore) {
 			continue
 		}
 		c.keys = append(c.keys, k)

@@ -193,3 +193,51 @@ func BenchmarkInputHash(b *testing.B) {
 		}
 	})
 }
+
+// An operation's own ignored fields (its descriptor's HashIgnore) are left
+// out at the top level only, beside the common ones; the plain InputHash
+// keeps them.
+func TestInputHashIgnoring(t *testing.T) {
+	base := map[string]any{"path": "a.go", "nested": map[string]any{"wait_ms": 5}}
+	with := map[string]any{"path": "a.go", "nested": map[string]any{"wait_ms": 5}, "wait_ms": 2000, "request_id": "r9"}
+	want, err := InputHashIgnoring("apply_patch", base, []string{"wait_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := InputHashIgnoring("apply_patch", with, []string{"wait_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("hash with wait_ms ignored = %s, want %s (the hash without it)", got, want)
+	}
+	plain, err := InputHash("apply_patch", with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain == want {
+		t.Error("InputHash left out wait_ms, want only the common fields left out")
+	}
+	nested, err := InputHashIgnoring("apply_patch", map[string]any{"path": "a.go", "nested": map[string]any{}}, []string{"wait_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nested == want {
+		t.Error("a nested wait_ms was left out, want only top-level fields ignored")
+	}
+	if nilExtra, _ := InputHashIgnoring("apply_patch", base, nil); nilExtra != mustHash(t, "apply_patch", base) {
+		t.Error("InputHashIgnoring with no extra fields differs from InputHash")
+	}
+	if c := CommonIgnored(); len(c) != 3 || c[0] != "request_id" {
+		t.Errorf("CommonIgnored() = %q, want request_id, include_latency_breakdown, approval_id", c)
+	}
+}
+
+func mustHash(t *testing.T, op string, args any) string {
+	t.Helper()
+	h, err := InputHash(op, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
