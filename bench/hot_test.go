@@ -113,8 +113,8 @@ func BenchmarkRedactClean4KiB(b *testing.B) {
 
 func BenchmarkRouteDecide(b *testing.B) {
 	for _, req := range []route.Request{
-		{Tool: "read_file"},
-		{Tool: "run_command", Argv: []string{"git", "status", "--short"}},
+		{Tool: "read_file", Kind: route.Readonly},
+		{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "status", "--short"}},
 	} {
 		b.Run(req.Tool, func(b *testing.B) {
 			b.ReportAllocs()

@@ -227,8 +227,9 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	redactor := redact.Default()
+	reg := ops.Registry() // the policy's require_verified vocabulary comes from its descriptors
 	if h.gov, err = govern.New(govern.Config{Store: h.store, Audit: h.rt.Audit, PolicyPath: cfg.PolicyPath, LoopThreshold: cfg.LoopThreshold,
-		Now: cfg.Now, Logger: cfg.Logger, Deny: deny, Redactor: redactor, Observe: cfg.GateObserver}); err != nil {
+		Now: cfg.Now, Logger: cfg.Logger, Deny: deny, Redactor: redactor, Observe: cfg.GateObserver, Verified: reg.Verified()}); err != nil {
 		return nil, err
 	}
 	// The base Searcher; each root searches with its own (Env.SearcherFor).
@@ -256,7 +257,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
-	h.pipe = op.NewPipeline(ops.Registry(), h.env)
+	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err

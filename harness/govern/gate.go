@@ -16,7 +16,15 @@ import (
 
 // Input describes one operation for the gate.
 type Input struct {
-	Tool       string
+	Tool string
+	// Kind is the operation's route class, from its descriptor
+	// (harness/op.Spec.Route; the pipeline fills it in): the router
+	// decides by it when Route is nil.
+	Kind route.Kind
+	// HashIgnore are the operation's own argument fields the hash of Args
+	// leaves out, beside the common ones (its descriptor's
+	// op.Spec.HashIgnore; the pipeline fills it in).
+	HashIgnore []string
 	Repo       *messages.Repository // nil for operations without a repository
 	Root       *pathsafe.Root       // for scope checks of Paths; nil = lexical checks only
 	Argv       []string
@@ -110,7 +118,7 @@ func (g *Governor) Gate(ctx context.Context, in Input) (Result, error) {
 }
 
 func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
-	mi := mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
+	mi := mediate.Input{Tool: in.Tool, Kind: in.Kind, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
 		Route: in.Route, Policy: g.currentPolicy(), Deny: g.deny, Confined: in.Confined, Network: in.Network, RunsDurable: in.RunsDurable,
 		RequireVerified: in.RequireVerified, Grant: in.Grant}
 	if in.Root != nil {
@@ -130,7 +138,7 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 	var res Result
 	hash := func() (string, error) {
 		if res.InputHash == "" {
-			hv, err := ledger.InputHash(in.Tool, in.Args)
+			hv, err := ledger.InputHashIgnoring(in.Tool, in.Args, in.HashIgnore)
 			if err != nil {
 				return "", errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 			}
@@ -244,7 +252,7 @@ func (g *Governor) CheckLoop(in Input) error {
 	if in.TreeRevision == "" {
 		return nil
 	}
-	hv, err := ledger.InputHash(in.Tool, in.Args)
+	hv, err := ledger.InputHashIgnoring(in.Tool, in.Args, in.HashIgnore)
 	if err != nil {
 		return errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}

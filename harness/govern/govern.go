@@ -59,6 +59,10 @@ type Config struct {
 	// Observe, if set, sees every decision the gate makes, in order (tests
 	// count gate crossings with it).
 	Observe func(Decision)
+	// Verified are the operations a require_verified policy rule may name:
+	// the registry's writes whose descriptor says a verified stage applies
+	// (op.Registry.Verified). Empty: no rule may require verification.
+	Verified []string
 }
 
 // Decision is what the gate decided for one operation, as Observe sees it.
@@ -103,7 +107,7 @@ func New(cfg Config) (*Governor, error) {
 		}
 		cfg.Deny = d
 	}
-	p, err := loadPolicy(cfg.PolicyPath)
+	p, err := loadPolicy(cfg.PolicyPath, cfg.Verified)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +119,11 @@ func New(cfg Config) (*Governor, error) {
 
 func (g *Governor) now() time.Time { return g.cfg.Now() }
 
-func loadPolicy(path string) (*policy.Policy, error) {
+func loadPolicy(path string, verified []string) (*policy.Policy, error) {
 	if path == "" {
 		return policy.Default(), nil
 	}
-	return policy.Load(path)
+	return policy.Load(path, policy.Verified(verified...))
 }
 
 // LoadedPolicy returns the policy in force (its roots and secret
@@ -152,7 +156,7 @@ func (g *Governor) Policy() PolicyInfo {
 // stays in force and the error names the bad rule or example. People reload
 // (SIGHUP, `harness policy reload`); no agent-facing tool can.
 func (g *Governor) ReloadPolicy() (PolicyInfo, error) {
-	p, err := loadPolicy(g.cfg.PolicyPath)
+	p, err := loadPolicy(g.cfg.PolicyPath, g.cfg.Verified)
 	if err != nil {
 		g.AuditAppend(audit.Entry{Kind: audit.KindPolicyLoad, Outcome: "failed", Reason: errs.From(err).Message, Actor: "person"})
 		return PolicyInfo{}, err
@@ -224,7 +228,7 @@ func (g *Governor) noteRefusal(in Input) {
 // and the caller's history (route_explain shows it). Paths are not
 // checked and no loop is looked for.
 func (g *Governor) Score(in Input) mediate.Score {
-	return mediate.Explain(mediate.Input{Tool: in.Tool, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
+	return mediate.Explain(mediate.Input{Tool: in.Tool, Kind: in.Kind, Argv: in.Argv, Paths: in.Paths, TimeoutMs: in.TimeoutMs, Writes: in.Writes,
 		Route: in.Route, Confined: in.Confined, History: g.History(in.Caller, in.Tool, in.Argv, in.Paths)})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/loop"
 	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
@@ -86,7 +87,7 @@ func TestGateStableDecisions(t *testing.T) {
 	// Four greps without a match: allowed, recorded as answers.
 	grep := []string{"grep", "-rn", "NoSuchThing", "."}
 	for i := 0; i < 4; i++ {
-		res, err := gate(Input{Tool: "run_command", Argv: grep, Args: map[string]any{"argv": grep, "i": i}, TreeRevision: "T"})
+		res, err := gate(Input{Tool: "run_command", Kind: route.Command, Argv: grep, Args: map[string]any{"argv": grep, "i": i}, TreeRevision: "T"})
 		if err != nil {
 			t.Fatalf("grep %d: %v", i, err)
 		}
@@ -95,16 +96,16 @@ func TestGateStableDecisions(t *testing.T) {
 	}
 	// A grep that exits 2 and two refused secret reads.
 	g2 := []string{"grep", "-rn", "x", ".git"}
-	if _, err := gate(Input{Tool: "run_command", Argv: g2, Args: map[string]any{"argv": g2}, TreeRevision: "T"}); err != nil {
+	if _, err := gate(Input{Tool: "run_command", Kind: route.Command, Argv: g2, Args: map[string]any{"argv": g2}, TreeRevision: "T"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{".env", "test/sample_key.pem"} {
-		if _, err := gate(Input{Tool: "read_file", Paths: []string{p}, Args: map[string]any{"path": p}}); errs.CodeOf(err) != errs.SecretPathDenied {
+		if _, err := gate(Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{p}, Args: map[string]any{"path": p}}); errs.CodeOf(err) != errs.SecretPathDenied {
 			t.Fatalf("read_file %s: %v, want SECRET_PATH_DENIED", p, err)
 		}
 	}
 	for _, argv := range [][]string{{"go", "vet", "./..."}, {"node", "--version"}, {"npx", "tsc", "--noEmit"}, {"python3", "--version"}} {
-		res, err := gate(Input{Tool: "job_start", Argv: argv, Args: map[string]any{"argv": argv}})
+		res, err := gate(Input{Tool: "job_start", Kind: route.Job, Argv: argv, Args: map[string]any{"argv": argv}})
 		if err != nil {
 			t.Fatalf("job_start %q after benign work: %v, want allowed", argv, err)
 		}
@@ -116,34 +117,34 @@ func TestGateStableDecisions(t *testing.T) {
 	// A command refused three times in a row (a secret in its argv).
 	dump := []string{"python3", "tools/dump.py", ".env"}
 	for i := 0; i < 3; i++ { // at one instant: decay aside
-		in := Input{Tool: "job_start", Argv: dump, Caller: sess, Repo: testRepo}
+		in := Input{Tool: "job_start", Kind: route.Job, Argv: dump, Caller: sess, Repo: testRepo}
 		_ = g.Refuse(in, errs.New(errs.SecretPathDenied, "argv names a secret path"))
 	}
-	s := g.Score(Input{Tool: "job_start", Argv: dump, Caller: sess})
+	s := g.Score(Input{Tool: "job_start", Kind: route.Job, Argv: dump, Caller: sess})
 	if s.Risk != 80 || !s.Asks || !strings.Contains(s.Text, "this command refused 3.0 times") {
 		t.Errorf("score of the refused command = %+v, want 80 with its history", s)
 	}
 	// A variant of the same program: +5 per refusal.
 	variant := []string{"python3", "tools/dump.py"}
-	res, err := gate(Input{Tool: "job_start", Argv: variant, Args: map[string]any{"argv": variant}})
+	res, err := gate(Input{Tool: "job_start", Kind: route.Job, Argv: variant, Args: map[string]any{"argv": variant}})
 	if err != nil || res.Decision.Risk != 75 {
 		t.Errorf("variant: risk %d, %v; want allowed at 75", res.Decision.Risk, err)
 	}
 	// Another session, and a new run of the same session, start clean.
 	for _, c := range []messages.Caller{{Session: "s2"}, {Session: "s1", RunID: "run_new"}} {
-		if s := g.Score(Input{Tool: "job_start", Argv: dump, Caller: c}); s.Risk != 60 {
+		if s := g.Score(Input{Tool: "job_start", Kind: route.Job, Argv: dump, Caller: c}); s.Risk != 60 {
 			t.Errorf("score for %+v = %d (%s), want 60: refusals are the caller's", c, s.Risk, s.Text)
 		}
 	}
 	// A fourth refusal: the variant now asks, naming the parts.
-	_ = g.Refuse(Input{Tool: "job_start", Argv: dump, Caller: sess, Repo: testRepo}, errs.New(errs.SecretPathDenied, "argv names a secret path"))
+	_ = g.Refuse(Input{Tool: "job_start", Kind: route.Job, Argv: dump, Caller: sess, Repo: testRepo}, errs.New(errs.SecretPathDenied, "argv names a secret path"))
 	clk.t = clk.t.Add(-10 * time.Second) // the gate's tick: the same instant as the refusals
-	_, err = gate(Input{Tool: "job_start", Argv: variant, Args: map[string]any{"argv": variant}})
+	_, err = gate(Input{Tool: "job_start", Kind: route.Job, Argv: variant, Args: map[string]any{"argv": variant}})
 	if e := errs.From(err); err == nil || e.Code != errs.ApprovalRequired || !strings.Contains(e.Message, `other "python3" commands refused 4.0 times`) {
 		t.Errorf("variant after 4 refusals: %v, want APPROVAL_REQUIRED naming the history", err)
 	}
 	// ... but a version query of the program never asks.
-	if _, err := gate(Input{Tool: "job_start", Argv: []string{"python3", "--version"}, Args: map[string]any{"argv": []string{"python3", "--version"}}}); err != nil {
+	if _, err := gate(Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "--version"}, Args: map[string]any{"argv": []string{"python3", "--version"}}}); err != nil {
 		t.Errorf("python3 --version after refusals: %v, want allowed", err)
 	}
 	// History decays: ten minutes halve it, an hour all but forgets it.
@@ -152,7 +153,7 @@ func TestGateStableDecisions(t *testing.T) {
 		t.Errorf("after 10 min: %+v, want about 2 refusals", h)
 	}
 	clk.t = clk.t.Add(time.Hour)
-	if s := g.Score(Input{Tool: "job_start", Argv: dump, Caller: sess}); s.Risk != 60 {
+	if s := g.Score(Input{Tool: "job_start", Kind: route.Job, Argv: dump, Caller: sess}); s.Risk != 60 {
 		t.Errorf("after 70 min: %d (%s), want 60", s.Risk, s.Text)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/loop"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -68,7 +69,7 @@ func TestGateLoopIsPerCaller(t *testing.T) {
 			for i, c := range tt.recorded {
 				g.LoopRecord(loop.Observation{Scope: LoopScope(c), Op: "run_command", InputHash: hash, ResultHash: "same", TreeRevision: "T", ReceiptID: "r" + strconv.Itoa(i)})
 			}
-			in := Input{Tool: "run_command", Argv: []string{"ls", "pkg"}, Args: args, TreeRevision: "T", Caller: tt.caller}
+			in := Input{Tool: "run_command", Kind: route.Command, Argv: []string{"ls", "pkg"}, Args: args, TreeRevision: "T", Caller: tt.caller}
 			err = g.CheckLoop(in)
 			if got := errs.CodeOf(err) == errs.LoopDetected; got != tt.wantLoop {
 				t.Fatalf("CheckLoop: %v, want loop %v", err, tt.wantLoop)

@@ -7,6 +7,13 @@
 // once it allows. Operations are collected in a Registry, a static table
 // that panics on a duplicate name.
 //
+// Every other fact about an operation is a field of its Spec, its
+// Descriptor (spec.go), read by every consumer: its route class, toolset
+// and roles, whether a verified stage applies, its context topics, whether
+// a batch or read_lanes may run it, the fields its request hash leaves
+// out. No consumer keeps a list of operation names; Registry.Check says
+// what a complete descriptor needs.
+//
 // # The pipeline
 //
 // Pipeline.Call (JSON, by name) and Handle.Call (typed, resolved once by

@@ -39,7 +39,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	if err := ledger.ValidateRequestID(t.RequestID); err != nil {
 		return nil, err
 	}
-	hash, err := ledger.InputHash(t.Op, t.Hashed)
+	hash, err := c.InputHash(t.Op, t.Hashed)
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 )
 
@@ -41,6 +42,9 @@ type Op struct {
 	// OutputSchema is the JSON schema of the result (nil when the spec
 	// names no Output).
 	OutputSchema *jsonschema.Schema
+	// Descriptor is what the operation's consumers read of it (route,
+	// toolset and roles, verification, context, batch and lanes, hash).
+	Descriptor
 
 	resolved *jsonschema.Resolved
 	// step is the input schema as a step of a batch sees it: the batch's
@@ -86,6 +90,20 @@ type Spec[In any] struct {
 	// Idempotent: repeating the same call changes nothing more (reads are
 	// idempotent by being read-only).
 	Destructive, Idempotent bool
+
+	// The operation's descriptor: what its consumers read of it (see
+	// Descriptor, spec.go, for each field; Registry.Check says what an
+	// operation must declare).
+	Route           route.Kind // the route class the router decides by
+	Toolset         Toolset    // the tool's set: Core or an opt-in one
+	Roles           Roles      // the agent roles that may call it
+	Verified        bool       // require_verified policy rules may name it
+	Topics          []string   // the rule topics it touches (ctxasm.Topics)
+	ChangesCheckout bool       // it changes (or prepares a change to) the checkout
+	NoRepo          bool       // it touches no repository
+	BatchStep, Lane bool       // a batch, or read_lanes, may run it as a step
+	Composite       Composite  // it runs other operations as its steps
+	HashIgnore      []string   // input fields the request hash leaves out
 }
 
 // Plan is a prepared operation.
@@ -155,7 +173,7 @@ func Def[In any](s Spec[In]) Op {
 	}
 	o := Op{
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
-		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly,
+		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly, Descriptor: s.descriptor(),
 		InputSchema: schema, OutputSchema: out, resolved: resolved, step: step, stepResolved: stepResolved, inType: reflect.TypeFor[In](),
 		outType: reflect.TypeOf(s.Output),
 		decode: func(raw json.RawMessage) (any, error) {

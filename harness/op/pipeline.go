@@ -306,6 +306,7 @@ func (c *Call) gateInput(g govern.Input) govern.Input {
 	if g.Tool == "" {
 		g.Tool = c.Op.Name
 	}
+	c.Op.fillGate(&g) // its route class and hash fields, from its descriptor
 	g.Caller = c.Caller
 	if c.HasRepo() {
 		repo := c.Repo.Repo

@@ -14,7 +14,8 @@ type Registry struct {
 
 // NewRegistry returns the registry of the given groups of operations,
 // sorted by name. A name defined twice panics: two operations must never
-// silently shadow each other.
+// silently shadow each other. A composite operation's step kinds get their
+// schema enum from the descriptors here (see Descriptor.Composite).
 func NewRegistry(groups ...[]Op) *Registry {
 	r := &Registry{index: map[string]*Op{}}
 	for _, g := range groups {
@@ -31,6 +32,7 @@ func NewRegistry(groups ...[]Op) *Registry {
 		}
 		r.index[o.Name] = o
 	}
+	r.composites()
 	return r
 }
 

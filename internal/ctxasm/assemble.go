@@ -54,10 +54,11 @@ func Assemble(co *Checkout, r Request) Result {
 
 // Trivial reports whether a request for context is trivial chat: no
 // command and nothing that needs the repository (no args, no run with a
-// stage or failures), or a command that touches no repository.
+// stage or failures), or a command that touches no repository (its
+// descriptor's r.Op.NoRepo).
 func Trivial(command string, hasArgs bool, r Request) bool {
 	if command != "" {
-		return NoRepoCommands[command]
+		return r.Op.NoRepo
 	}
 	if hasArgs {
 		return false

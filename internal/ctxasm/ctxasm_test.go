@@ -75,6 +75,15 @@ Run go test -race.
 Subjects look like pkg: change.
 `
 
+// The descriptors' facts of the operations the fixtures name
+// (harness/op.Spec; harness/op's registry test pins them). read_file has
+// none.
+var (
+	gitCommit  = OpFacts{Topics: []string{"commit", "style"}, ChangesCheckout: true}
+	applyPatch = OpFacts{Topics: []string{"style", "test"}, ChangesCheckout: true}
+	runCheck   = OpFacts{Topics: []string{"test", "build"}}
+)
+
 func TestAssembleFixtures(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -97,7 +106,7 @@ func TestAssembleFixtures(t *testing.T) {
 			rules:  []string{"rule:AGENTS.md", "rule:AGENTS.md#Go style", "rule:AGENTS.md#Testing", "rule:AGENTS.md#Commits"},
 			pruned: []string{"rule:AGENTS.md#Python tips"}, absent: []string{"Use ruff"}},
 		{name: "agents sections for git_commit", files: map[string]string{"AGENTS.md": agents, "main.go": "package main\n"},
-			req: Request{Command: "git_commit"}, state: []string{}, docs: []string{},
+			req: Request{Command: "git_commit", Op: gitCommit}, state: []string{}, docs: []string{},
 			rules:  []string{"rule:AGENTS.md", "rule:AGENTS.md#Go style", "rule:AGENTS.md#Commits"},
 			pruned: []string{"rule:AGENTS.md#Python tips", "rule:AGENTS.md#Testing"}},
 		{name: "agents sections for a test stage", files: map[string]string{"AGENTS.md": agents, "main.go": "package main\n"},
@@ -118,13 +127,13 @@ func TestAssembleFixtures(t *testing.T) {
 			"main.go": "package main\n", "web/app.ts": "export const x = 1\n",
 			".cursor/rules/go.mdc": "---\nglobs: *.go\n---\nwrap errors\n",
 			".cursor/rules/ts.mdc": "---\nglobs:\n  - web/**/*.ts\n---\nno any\n",
-		}, req: Request{Command: "apply_patch", Paths: []string{"web/app.ts"}}, state: []string{}, docs: []string{},
+		}, req: Request{Command: "apply_patch", Op: applyPatch, Paths: []string{"web/app.ts"}}, state: []string{}, docs: []string{},
 			rules: []string{"rule:.cursor/rules/ts.mdc"}, pruned: []string{"rule:.cursor/rules/go.mdc"}, langs: []string{"go", "typescript"}},
 		{name: "contributing for writes only", files: map[string]string{"CONTRIBUTING.md": "# Contributing\nsign off\n", ".github/copilot-instructions.md": "be kind\n"},
 			req: Request{Command: "read_file"}, state: []string{}, docs: []string{},
 			rules: []string{"rule:.github/copilot-instructions.md"}, pruned: []string{"rule:CONTRIBUTING.md"}},
 		{name: "contributing for a patch", files: map[string]string{"CONTRIBUTING.md": "# Contributing\nsign off\n"},
-			req: Request{Command: "apply_patch"}, state: []string{}, docs: []string{}, rules: []string{"rule:CONTRIBUTING.md"}},
+			req: Request{Command: "apply_patch", Op: applyPatch}, state: []string{}, docs: []string{}, rules: []string{"rule:CONTRIBUTING.md"}},
 		{name: "docs", files: map[string]string{
 			"README.md": "# Proj\n" + strings.Repeat("line\n", 200), "CLAUDE.md": "# Claude\nhints\n",
 			".codebase/arch.md": "# Architecture\nlayers\n", "docs/a.md": "# Alpha guide\n", "docs/b.md": "no heading\n", "docs/c.txt": "x\n",
@@ -427,5 +436,32 @@ func TestOutlineLine(t *testing.T) {
 		if got := outlineLine(tt.line, tt.tk); got != tt.want {
 			t.Errorf("outlineLine(%q, %v) = %v, want %v", tt.line, tt.tk, got, tt.want)
 		}
+	}
+}
+
+// The assembly reads an operation's facts, never its name: an operation it
+// has never heard of gets the rules its descriptor's facts select.
+func TestAssembleReadsOpFacts(t *testing.T) {
+	root := fixture(t, map[string]string{"CONTRIBUTING.md": "# Contributing\nsign off\n", "AGENTS.md": agents, "main.go": "package main\n"})
+	var c Cache
+	co := Scan(root, &c, time.Now())
+	writer := Assemble(co, Request{Command: "brand_new_write", Op: OpFacts{Topics: []string{"test"}, ChangesCheckout: true}})
+	if got := ids(writer.Rules); !slices.Contains(got, "rule:CONTRIBUTING.md") || !slices.Contains(got, "rule:AGENTS.md#Testing") || slices.Contains(got, "rule:AGENTS.md#Commits") {
+		t.Errorf("rules for a write with topic test = %v, want CONTRIBUTING.md and Testing, not Commits", got)
+	}
+	// The same name without facts: no topics, no CONTRIBUTING.md.
+	bare := Assemble(co, Request{Command: "brand_new_write"})
+	if got := ids(bare.Rules); slices.Contains(got, "rule:CONTRIBUTING.md") || slices.Contains(got, "rule:AGENTS.md#Testing") {
+		t.Errorf("rules for an operation without facts = %v, want neither CONTRIBUTING.md nor Testing", got)
+	}
+	if !Trivial("brand_new_read", false, Request{Command: "brand_new_read", Op: OpFacts{NoRepo: true}}) {
+		t.Error("Trivial = false for a command whose descriptor touches no repository")
+	}
+	if Trivial("git_status", false, Request{Command: "git_status"}) {
+		t.Error("Trivial = true for a command that touches the repository")
+	}
+	want := []string{"build", "commit", "docs", "security", "style", "test"}
+	if got := Topics(); !slices.Equal(got, want) {
+		t.Errorf("Topics() = %v, want %v", got, want)
 	}
 }

@@ -56,6 +56,9 @@ type Part struct {
 type Request struct {
 	// Command is the operation the agent is about to call ("" = none).
 	Command string
+	// Op is what Command's descriptor says (harness/op.Spec): the zero
+	// value for no command or one the registry does not know.
+	Op OpFacts
 	// Argv is the command's argv (run_command, run_check, job_start).
 	Argv []string
 	// Paths are the paths the command names.
@@ -72,6 +75,20 @@ type Request struct {
 	Budget int
 	// Redact removes known secrets from a text (nil = none).
 	Redact func(string) string
+}
+
+// OpFacts are what the assembly reads of an operation's descriptor
+// (harness/op.Spec): ctxasm knows no operation by name.
+type OpFacts struct {
+	// Topics are the rule topics the operation touches (see Topics): its
+	// rules are chosen by them.
+	Topics []string
+	// ChangesCheckout says the operation changes the checkout (or prepares
+	// a change to it): CONTRIBUTING.md applies to it.
+	ChangesCheckout bool
+	// NoRepo says the operation touches no repository: asking for context
+	// before it is trivial chat.
+	NoRepo bool
 }
 
 // Event is one recent event to show: a failure, receipt, escalation or
@@ -93,34 +110,17 @@ var topicWords = map[string]string{
 	"docs": "docs", "documentation": "docs",
 }
 
-// commandTopics are the topics of an operation.
-var commandTopics = map[string][]string{
-	"run_check":                {"test", "build"},
-	"job_start":                {"test", "build"},
-	"apply_patch":              {"style", "test"},
-	"patch_proposal_validate":  {"style", "test"},
-	"patch_proposal_integrate": {"style", "test", "commit"},
-	"git_stage":                {"commit", "style"},
-	"git_commit":               {"commit", "style"},
-	"batch":                    {"style", "test"},
-	"run_claim":                {"test"},
-	"run_verify":               {"test"},
-}
-
-// writeCommands are the operations that change the checkout (CONTRIBUTING
-// applies to them).
-var writeCommands = map[string]bool{
-	"apply_patch": true, "git_stage": true, "git_commit": true, "patch_proposal_integrate": true,
-	"patch_proposal_validate": true, "job_start": true, "batch": true, "revert": true, "run_revert": true,
-}
-
-// NoRepoCommands are the operations that touch no repository: asking for
-// context before one of them is trivial chat.
-var NoRepoCommands = map[string]bool{
-	"route_explain": true, "repository_list": true, "job_list": true, "job_status": true, "job_logs": true,
-	"batch_result": true, "run_start": true, "run_observe": true, "run_stage": true, "run_status": true,
-	"run_list": true, "run_end": true, "run_resume": true, "run_claim": true, "run_verify": true,
-	"run_assess": true, "run_escalate": true, "context_assemble": true,
+// Topics returns the rule topics, sorted: the values an operation's
+// descriptor may name in OpFacts.Topics.
+func Topics() []string {
+	var out []string
+	for _, t := range topicWords {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // words returns the lower-case words of s.
@@ -152,10 +152,10 @@ func activeTopics(r Request) (map[string]bool, bool) {
 		return nil, false
 	}
 	act := map[string]bool{}
-	for _, t := range commandTopics[r.Command] {
+	for _, t := range r.Op.Topics {
 		act[t] = true
 	}
-	if r.Command == "run_command" || len(r.Argv) > 0 {
+	if len(r.Argv) > 0 {
 		_, ts := named(strings.Join(r.Argv, " "))
 		for _, t := range ts {
 			act[t] = true
@@ -285,7 +285,7 @@ func choose(co *Checkout, r Request) selection {
 			p.stale = stale
 			s.add(p)
 		case f.Rel == "CONTRIBUTING.md":
-			if filtered && !writeCommands[r.Command] && !act["commit"] && !act["style"] {
+			if filtered && !r.Op.ChangesCheckout && !act["commit"] && !act["style"] {
 				s.skip("rule:"+f.Rel, KindRule, f.Content, "CONTRIBUTING.md applies to writes, commits, style and reviews, not to "+what(r), Prose)
 				continue
 			}

@@ -87,6 +87,7 @@ func TestAssembleBudgetsAndDeterminism(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		budget := rapid.IntRange(MinBudget, 100000).Draw(t, "budget")
 		req := Request{Budget: budget, Run: &st, Spans: spans, Command: rapid.SampledFrom([]string{"", "apply_patch", "run_check"}).Draw(t, "cmd")}
+		req.Op = map[string]OpFacts{"apply_patch": applyPatch, "run_check": runCheck}[req.Command]
 		a := Assemble(Scan(root, &c, time.Now()), req)
 		b := Assemble(Scan(root, &c, time.Now()), req)
 		x, _ := json.Marshal(a)

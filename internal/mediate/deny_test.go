@@ -6,6 +6,7 @@ import (
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 // The gate decides with the root's own list: a secret by the root's
@@ -36,7 +37,7 @@ func TestDecideWithTheRootsList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(Input{Tool: "read_file", Paths: []string{tt.path}, Deny: tt.deny})
+			d := Decide(Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{tt.path}, Deny: tt.deny})
 			if d.Outcome != tt.want {
 				t.Fatalf("Decide = %s (%s), want %s", d.Outcome, d.Reason, tt.want)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/route"
 )
 
 func TestVersionQuery(t *testing.T) {
@@ -110,24 +111,24 @@ rules:
 		// 4 no-match greps and 2 secret-path refusals of other commands
 		// leave go vet and node without history of their own.
 		// go vet and node --version are read-only (internal/classify).
-		{name: "go vet after benign work", in: Input{Tool: "job_start", Argv: []string{"go", "vet", "./..."}}, want: Allow, wantRisk: 5},
-		{name: "node --version after benign work", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}}, want: Allow, wantRisk: 5},
-		{name: "an unknown program after benign work", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/check.py"}}, want: Allow, wantRisk: 60},
-		{name: "npx after benign work", in: Input{Tool: "job_start", Argv: []string{"npx", "tsc", "--noEmit"}}, want: Allow, wantRisk: 60},
+		{name: "go vet after benign work", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"go", "vet", "./..."}}, want: Allow, wantRisk: 5},
+		{name: "node --version after benign work", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"node", "--version"}}, want: Allow, wantRisk: 5},
+		{name: "an unknown program after benign work", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "tools/check.py"}}, want: Allow, wantRisk: 60},
+		{name: "npx after benign work", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"npx", "tsc", "--noEmit"}}, want: Allow, wantRisk: 60},
 		// Version queries and read-only commands never ask because of risk.
-		{name: "version query with full history", in: Input{Tool: "job_start", Argv: []string{"terraform", "--version"}, History: History{Command: 3, Program: 5}}, want: Allow, wantRisk: 80, reason: "allowed"},
-		{name: "go version with full history", in: Input{Tool: "job_start", Argv: []string{"go", "version"}, History: History{Command: 3}}, want: Allow, wantRisk: 25}, // classified readonly
-		{name: "read-only job with full history", in: Input{Tool: "job_start", Argv: []string{"ls", "-la"}, History: History{Command: 9}}, want: Allow, wantRisk: 25},
-		{name: "read-only job near a CI path", in: Input{Tool: "job_start", Argv: []string{"cat", "Dockerfile"}, Paths: []string{"Dockerfile", "go.sum", "migrations/1.sql", ".github/workflows/ci.yml"}, History: History{Command: 9}}, want: Allow, wantRisk: 65},
-		{name: "only a policy ask makes a version query ask", in: Input{Tool: "job_start", Argv: []string{"node", "--version"}, Policy: pol}, want: Ask, wantRule: "ask-node"},
+		{name: "version query with full history", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"terraform", "--version"}, History: History{Command: 3, Program: 5}}, want: Allow, wantRisk: 80, reason: "allowed"},
+		{name: "go version with full history", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"go", "version"}, History: History{Command: 3}}, want: Allow, wantRisk: 25}, // classified readonly
+		{name: "read-only job with full history", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"ls", "-la"}, History: History{Command: 9}}, want: Allow, wantRisk: 25},
+		{name: "read-only job near a CI path", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"cat", "Dockerfile"}, Paths: []string{"Dockerfile", "go.sum", "migrations/1.sql", ".github/workflows/ci.yml"}, History: History{Command: 9}}, want: Allow, wantRisk: 65},
+		{name: "only a policy ask makes a version query ask", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"node", "--version"}, Policy: pol}, want: Ask, wantRule: "ask-node"},
 		// A command refused three times (the same argv) asks for itself.
-		{name: "a command refused 3 times asks", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/dump.py"}, History: History{Command: 3}}, want: Ask, wantRule: RuleRisk, wantRisk: 80,
+		{name: "a command refused 3 times asks", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "tools/dump.py"}, History: History{Command: 3}}, want: Ask, wantRule: RuleRisk, wantRisk: 80,
 			reason: "history 20 (this command refused 3.0 times by this caller"},
-		{name: "one refusal ten minutes ago does not", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/dump.py"}, History: History{Command: 0.5}}, want: Allow, wantRisk: 65},
-		{name: "four refusals of the program ask for a variant", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/other.py"}, History: History{Program: 4, ProgramName: "python3"}}, want: Ask, wantRule: RuleRisk, wantRisk: 80,
+		{name: "one refusal ten minutes ago does not", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "tools/dump.py"}, History: History{Command: 0.5}}, want: Allow, wantRisk: 65},
+		{name: "four refusals of the program ask for a variant", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "tools/other.py"}, History: History{Program: 4, ProgramName: "python3"}}, want: Ask, wantRule: RuleRisk, wantRisk: 80,
 			reason: `other "python3" commands refused 4.0 times`},
-		{name: "a program path is no version query", in: Input{Tool: "job_start", Argv: []string{"./tool", "--version"}, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
-		{name: "declared writes are not read-only", in: Input{Tool: "job_start", Argv: []string{"python3", "tools/check.py"}, Writes: true, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
+		{name: "a program path is no version query", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./tool", "--version"}, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
+		{name: "declared writes are not read-only", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "tools/check.py"}, Writes: true, History: History{Command: 2}}, want: Ask, wantRule: RuleRisk, wantRisk: 80},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,7 +150,7 @@ rules:
 			}
 		})
 	}
-	if d := Decide(Input{Tool: "job_start", Argv: []string{"rm", "-rf", "/"}, History: History{}}); d.Outcome != Block || d.Code != errs.RouteRejected {
+	if d := Decide(Input{Tool: "job_start", Kind: route.Job, Argv: []string{"rm", "-rf", "/"}, History: History{}}); d.Outcome != Block || d.Code != errs.RouteRejected {
 		t.Errorf("rm -rf / = %s %s, want a route rejection", d.Outcome, d.Code)
 	}
 }
@@ -163,19 +164,19 @@ func TestExplain(t *testing.T) {
 		wantExempt string
 		wantAsks   bool
 	}{
-		{name: "unknown tool job", in: Input{Tool: "job_start", Argv: []string{"npx", "tsc", "--noEmit"}}, wantRisk: 60,
+		{name: "unknown tool job", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"npx", "tsc", "--noEmit"}}, wantRisk: 60,
 			wantParts: []string{"base=45", "mutation=15"}},
-		{name: "refused job", in: Input{Tool: "job_start", Argv: []string{"python3", "x.py"}, History: History{Command: 2}}, wantRisk: 80,
+		{name: "refused job", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"python3", "x.py"}, History: History{Command: 2}}, wantRisk: 80,
 			wantParts: []string{"base=45", "mutation=15", "history=20"}, wantAsks: true},
-		{name: "version query", in: Input{Tool: "job_start", Argv: []string{"terraform", "--version"}, History: History{Command: 2}}, wantRisk: 80,
+		{name: "version query", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"terraform", "--version"}, History: History{Command: 2}}, wantRisk: 80,
 			wantParts: []string{"base=45", "mutation=15", "history=20"}, wantExempt: ExemptVersionQuery},
-		{name: "read", in: Input{Tool: "read_file", Paths: []string{"go.sum"}}, wantRisk: 15,
+		{name: "read", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"go.sum"}}, wantRisk: 15,
 			wantParts: []string{"base=5", "lockfile path=10"}, wantExempt: ExemptReadOnly},
-		{name: "readonly command", in: Input{Tool: "run_command", Argv: []string{"git", "log"}}, wantRisk: 5,
+		{name: "readonly command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "log"}}, wantRisk: 5,
 			wantParts: []string{"base=5"}, wantExempt: ExemptReadOnly},
-		{name: "patch", in: Input{Tool: "apply_patch", Paths: []string{"a.go"}}, wantRisk: 45,
+		{name: "patch", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"a.go"}}, wantRisk: 45,
 			wantParts: []string{"base=30", "mutation=15"}},
-		{name: "rejected", in: Input{Tool: "run_command", Argv: []string{"rm", "-rf", "/"}}, wantRisk: 100,
+		{name: "rejected", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"rm", "-rf", "/"}}, wantRisk: 100,
 			wantParts: []string{"base=95", "mutation=15"}, wantAsks: true},
 	}
 	for _, tt := range tests {

@@ -45,7 +45,10 @@ const (
 
 // Input is everything Decide looks at.
 type Input struct {
-	Tool      string
+	Tool string
+	// Kind is the operation's route class (its descriptor's): the router
+	// decides by it when Route is nil.
+	Kind      route.Kind
 	Argv      []string
 	Paths     []string // paths the operation touches, relative to the root
 	TimeoutMs int
@@ -143,7 +146,7 @@ func Decide(in Input) (d Decision) {
 	if in.Route != nil {
 		d.Route = *in.Route
 	} else {
-		d.Route = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
+		d.Route = route.Decide(route.Request{Tool: in.Tool, Kind: in.Kind, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
 	}
 	d.Tier = d.Route.Tier
 	parts := computeRisk(&in, &d.Route)

@@ -51,7 +51,8 @@ rules:
 
 func mustPolicy(t testing.TB, src string) *policy.Policy {
 	t.Helper()
-	p, err := policy.Parse([]byte(src), "test-policy.yaml")
+	// The require_verified vocabulary the registry gives (harness/op.Spec.Verified).
+	p, err := policy.Parse([]byte(src), "test-policy.yaml", policy.Verified("apply_patch", "git_stage", "git_commit", "patch_proposal_integrate"))
 	if err != nil {
 		t.Fatalf("policy.Parse: %v", err)
 	}
@@ -98,97 +99,97 @@ func TestDecide(t *testing.T) {
 		wantRisk   int    // -1 = do not check
 	}{
 		// allow
-		{name: "read_file", in: Input{Tool: "read_file", Paths: []string{"README.md"}}, want: Allow, wantReason: "allowed: fast route", wantRisk: 5},
-		{name: "search no paths", in: Input{Tool: "search"}, want: Allow, wantRisk: 5},
-		{name: "git_status", in: Input{Tool: "git_status"}, want: Allow, wantRisk: 5},
-		{name: "readonly command", in: Input{Tool: "run_command", Argv: []string{"git", "status"}}, want: Allow, wantRisk: 5},
-		{name: "readonly command on lockfile", in: Input{Tool: "run_command", Argv: []string{"cat", "yarn.lock"}, Paths: []string{"yarn.lock"}}, want: Allow, wantRisk: 15},
-		{name: "apply_patch plain", in: Input{Tool: "apply_patch", Paths: []string{"src/a.go"}, Policy: pol}, want: Allow, wantRisk: 45},
-		{name: "policy allow names rule", in: Input{Tool: "read_file", Paths: []string{"docs/x.md"}, Policy: pol}, want: Allow, wantRule: "read-docs", wantReason: `allowed by policy rule "read-docs"`, wantRisk: 5},
-		{name: "policy ask approved", in: Input{Tool: "apply_patch", Paths: []string{"web/yarn.lock"}, Policy: pol, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: `policy rule "lockfiles" asks for one`, wantRisk: 55},
-		{name: "job_start is not escalated", in: Input{Tool: "job_start", Argv: []string{"make"}}, want: Allow, wantRisk: 45},
-		{name: "job_start trusted by policy despite risk", in: Input{Tool: "job_start", Argv: []string{"./install.sh"}, Paths: []string{"go.sum", "Dockerfile"}, Policy: pol, History: hot}, want: Allow, wantRule: "trusted-installer", wantRisk: 100},
-		{name: "high risk approved", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: hot, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "risk 80 needs one", wantRisk: 80},
-		{name: "loop verdict without loop", in: Input{Tool: "read_file", Paths: []string{"a"}, Loop: loopNo}, want: Allow, wantRisk: 5},
+		{name: "read_file", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"README.md"}}, want: Allow, wantReason: "allowed: fast route", wantRisk: 5},
+		{name: "search no paths", in: Input{Tool: "search", Kind: route.Readonly}, want: Allow, wantRisk: 5},
+		{name: "git_status", in: Input{Tool: "git_status", Kind: route.Readonly}, want: Allow, wantRisk: 5},
+		{name: "readonly command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "status"}}, want: Allow, wantRisk: 5},
+		{name: "readonly command on lockfile", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"cat", "yarn.lock"}, Paths: []string{"yarn.lock"}}, want: Allow, wantRisk: 15},
+		{name: "apply_patch plain", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"src/a.go"}, Policy: pol}, want: Allow, wantRisk: 45},
+		{name: "policy allow names rule", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"docs/x.md"}, Policy: pol}, want: Allow, wantRule: "read-docs", wantReason: `allowed by policy rule "read-docs"`, wantRisk: 5},
+		{name: "policy ask approved", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"web/yarn.lock"}, Policy: pol, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: `policy rule "lockfiles" asks for one`, wantRisk: 55},
+		{name: "job_start is not escalated", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make"}}, want: Allow, wantRisk: 45},
+		{name: "job_start trusted by policy despite risk", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./install.sh"}, Paths: []string{"go.sum", "Dockerfile"}, Policy: pol, History: hot}, want: Allow, wantRule: "trusted-installer", wantRisk: 100},
+		{name: "high risk approved", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./build.sh"}, History: hot, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "risk 80 needs one", wantRisk: 80},
+		{name: "loop verdict without loop", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a"}, Loop: loopNo}, want: Allow, wantRisk: 5},
 		{name: "caller route fast", in: Input{Tool: "anything", Route: fastRoute}, want: Allow, wantRisk: 5},
-		{name: "scope check passes absolute inside root", in: Input{Tool: "read_file", Paths: []string{"/repo/a.go"}, ScopeCheck: scopeUnder}, want: Allow, wantRisk: 5},
-		{name: "dotdot staying inside", in: Input{Tool: "read_file", Paths: []string{"a/../b.go"}}, want: Allow, wantRisk: 5},
-		{name: "custom denylist lets .env through", in: Input{Tool: "read_file", Paths: []string{".env"}, Deny: customDeny}, want: Allow, wantRisk: 5},
-		{name: "risk 75 does not ask", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: History{Command: 1, Program: 1}}, want: Allow, wantRisk: 75},
+		{name: "scope check passes absolute inside root", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"/repo/a.go"}, ScopeCheck: scopeUnder}, want: Allow, wantRisk: 5},
+		{name: "dotdot staying inside", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a/../b.go"}}, want: Allow, wantRisk: 5},
+		{name: "custom denylist lets .env through", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{".env"}, Deny: customDeny}, want: Allow, wantRisk: 5},
+		{name: "risk 75 does not ask", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./build.sh"}, History: History{Command: 1, Program: 1}}, want: Allow, wantRisk: 75},
 
 		// block: scope and secrets
-		{name: "secret .env", in: Input{Tool: "read_file", Paths: []string{".env"}}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path", wantReason: `matches the secret pattern ".env"`, wantRisk: 5},
-		{name: "secret nested key", in: Input{Tool: "read_file", Paths: []string{"a.go", "deploy/certs/server.key"}}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path", wantReason: "server.key"},
-		{name: "secret ssh dir", in: Input{Tool: "apply_patch", Paths: []string{"home/.ssh/config"}, Policy: pol}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
-		{name: "custom denylist", in: Input{Tool: "read_file", Paths: []string{"private/x"}, Deny: customDeny}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
-		{name: "secret beats policy allow", in: Input{Tool: "read_file", Paths: []string{"docs/.env"}, Policy: pol}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
-		{name: "secret beats approval", in: Input{Tool: "read_file", Paths: []string{"id_rsa"}, ApprovalOK: true}, want: Block, wantCode: errs.SecretPathDenied},
-		{name: "dotdot escape", in: Input{Tool: "read_file", Paths: []string{"../etc/passwd"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "escapes the repository root"},
-		{name: "absolute without scope check", in: Input{Tool: "read_file", Paths: []string{"/etc/passwd"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "cannot be checked"},
-		{name: "empty path", in: Input{Tool: "read_file", Paths: []string{""}}, want: Block, wantCode: errs.InvalidArgument, wantRule: "scope"},
-		{name: "NUL in path", in: Input{Tool: "read_file", Paths: []string{"a\x00b"}}, want: Block, wantCode: errs.InvalidArgument, wantRule: "scope"},
-		{name: "scope check outside", in: Input{Tool: "read_file", Paths: []string{"/etc/passwd"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "escapes the repository root"},
-		{name: "scope check other code", in: Input{Tool: "read_file", Paths: []string{".git/config"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.PathNotAllowed, wantRule: "scope"},
-		{name: "scope check secret code", in: Input{Tool: "read_file", Paths: []string{"link-to-secret"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
-		{name: "scope check uncoded error", in: Input{Tool: "read_file", Paths: []string{"plain-error"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.Internal, wantRule: "scope", wantReason: "disk on fire"},
-		{name: "scope check panics", in: Input{Tool: "read_file", Paths: []string{"a"}, ScopeCheck: func(string) error { panic("boom") }}, want: Block, wantCode: errs.Internal, wantRule: "mediator", wantReason: "mediator error: boom", wantRisk: 100},
-		{name: "scope beats route reject", in: Input{Tool: "run_command", Argv: []string{"rm", "-rf", "x"}, Paths: []string{"../x"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope"},
+		{name: "secret .env", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{".env"}}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path", wantReason: `matches the secret pattern ".env"`, wantRisk: 5},
+		{name: "secret nested key", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a.go", "deploy/certs/server.key"}}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path", wantReason: "server.key"},
+		{name: "secret ssh dir", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"home/.ssh/config"}, Policy: pol}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
+		{name: "custom denylist", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"private/x"}, Deny: customDeny}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
+		{name: "secret beats policy allow", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"docs/.env"}, Policy: pol}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
+		{name: "secret beats approval", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"id_rsa"}, ApprovalOK: true}, want: Block, wantCode: errs.SecretPathDenied},
+		{name: "dotdot escape", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"../etc/passwd"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "escapes the repository root"},
+		{name: "absolute without scope check", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"/etc/passwd"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "cannot be checked"},
+		{name: "empty path", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{""}}, want: Block, wantCode: errs.InvalidArgument, wantRule: "scope"},
+		{name: "NUL in path", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a\x00b"}}, want: Block, wantCode: errs.InvalidArgument, wantRule: "scope"},
+		{name: "scope check outside", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"/etc/passwd"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope", wantReason: "escapes the repository root"},
+		{name: "scope check other code", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{".git/config"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.PathNotAllowed, wantRule: "scope"},
+		{name: "scope check secret code", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"link-to-secret"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.SecretPathDenied, wantRule: "secret-path"},
+		{name: "scope check uncoded error", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"plain-error"}, ScopeCheck: scopeUnder}, want: Block, wantCode: errs.Internal, wantRule: "scope", wantReason: "disk on fire"},
+		{name: "scope check panics", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a"}, ScopeCheck: func(string) error { panic("boom") }}, want: Block, wantCode: errs.Internal, wantRule: "mediator", wantReason: "mediator error: boom", wantRisk: 100},
+		{name: "scope beats route reject", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"rm", "-rf", "x"}, Paths: []string{"../x"}}, want: Block, wantCode: errs.PathOutsideRoot, wantRule: "scope"},
 
 		// block: route
-		{name: "destructive command", in: Input{Tool: "run_command", Argv: []string{"rm", "-rf", "/"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantReason: "route rejected: destructive command rejected", wantRisk: 100},
-		{name: "remote command", in: Input{Tool: "run_command", Argv: []string{"git", "push"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantRisk: 90},
+		{name: "destructive command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"rm", "-rf", "/"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantReason: "route rejected: destructive command rejected", wantRisk: 100},
+		{name: "remote command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantRisk: 90},
 		{name: "unknown tool", in: Input{Tool: "format_disk"}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantReason: "unknown operation", wantRisk: 45},
-		{name: "empty argv", in: Input{Tool: "run_command"}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
-		{name: "caller route reject", in: Input{Tool: "read_file", Route: rejectRoute}, want: Block, wantCode: errs.RouteRejected, wantReason: "caller says no"},
-		{name: "route reject beats approval", in: Input{Tool: "run_command", Argv: []string{"git", "push", "--force"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
-		{name: "unknown route mode", in: Input{Tool: "read_file", Route: badRoute}, want: Block, wantCode: errs.Internal, wantRule: "mediator", wantReason: "unknown mode"},
+		{name: "empty argv", in: Input{Tool: "run_command", Kind: route.Command}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
+		{name: "caller route reject", in: Input{Tool: "read_file", Kind: route.Readonly, Route: rejectRoute}, want: Block, wantCode: errs.RouteRejected, wantReason: "caller says no"},
+		{name: "route reject beats approval", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push", "--force"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
+		{name: "unknown route mode", in: Input{Tool: "read_file", Kind: route.Readonly, Route: badRoute}, want: Block, wantCode: errs.Internal, wantRule: "mediator", wantReason: "unknown mode"},
 
 		// block: policy
-		{name: "policy deny", in: Input{Tool: "job_start", Argv: []string{"make", "--force"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-force", wantReason: `policy rule "no-force" denies this: force rewrites history`},
-		{name: "policy deny beats escalate", in: Input{Tool: "run_command", Argv: []string{"make", "--force"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-force"},
-		{name: "policy deny beats approval", in: Input{Tool: "apply_patch", Paths: []string{"migrations/001.sql"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-migrations"},
-		{name: "policy deny over ask on other path", in: Input{Tool: "apply_patch", Paths: []string{"go.sum", "migrations/1.sql"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-migrations"},
+		{name: "policy deny", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make", "--force"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-force", wantReason: `policy rule "no-force" denies this: force rewrites history`},
+		{name: "policy deny beats escalate", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"make", "--force"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-force"},
+		{name: "policy deny beats approval", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"migrations/001.sql"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-migrations"},
+		{name: "policy deny over ask on other path", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"go.sum", "migrations/1.sql"}, Policy: pol}, want: Block, wantCode: errs.PolicyDenied, wantRule: "no-migrations"},
 
 		// block: loop
-		{name: "loop", in: Input{Tool: "read_file", Paths: []string{"a.go"}, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop", wantReason: "nothing changed since receipt rcpt_1"},
-		{name: "loop beats escalate", in: Input{Tool: "run_command", Argv: []string{"go", "test", "./..."}, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop"},
-		{name: "loop beats approval", in: Input{Tool: "apply_patch", Paths: []string{"x.lock"}, Policy: pol, Loop: loopYes, ApprovalOK: true}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop"},
-		{name: "loop beats policy ask", in: Input{Tool: "apply_patch", Paths: []string{"x.lock"}, Policy: pol, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected},
-		{name: "policy deny beats loop", in: Input{Tool: "job_start", Argv: []string{"make", "--force"}, Policy: pol, Loop: loopYes}, want: Block, wantCode: errs.PolicyDenied},
+		{name: "loop", in: Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a.go"}, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop", wantReason: "nothing changed since receipt rcpt_1"},
+		{name: "loop beats escalate", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"go", "test", "./..."}, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop"},
+		{name: "loop beats approval", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"x.lock"}, Policy: pol, Loop: loopYes, ApprovalOK: true}, want: Block, wantCode: errs.LoopDetected, wantRule: "loop"},
+		{name: "loop beats policy ask", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"x.lock"}, Policy: pol, Loop: loopYes}, want: Block, wantCode: errs.LoopDetected},
+		{name: "policy deny beats loop", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make", "--force"}, Policy: pol, Loop: loopYes}, want: Block, wantCode: errs.PolicyDenied},
 
 		// escalate
-		{name: "writing command", in: Input{Tool: "run_command", Argv: []string{"touch", "x"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use job_start", wantRisk: 45},
-		{name: "test command", in: Input{Tool: "run_command", Argv: []string{"go", "test", "./..."}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use run_check"},
-		{name: "long readonly command", in: Input{Tool: "run_command", Argv: []string{"git", "log"}, TimeoutMs: 60_000}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "above the Fast Path maximum"},
-		{name: "unknown command", in: Input{Tool: "run_command", Argv: []string{"./deploy.sh"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRisk: 60},
-		{name: "escalate beats policy ask", in: Input{Tool: "run_command", Argv: []string{"git", "add", "go.sum"}, Paths: []string{"go.sum"}, Policy: pol}, want: Escalate, wantCode: errs.RouteDurableRequired},
-		{name: "escalate beats risk ask", in: Input{Tool: "run_command", Argv: []string{"./x.sh"}, History: hot}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRisk: 80},
-		{name: "escalate despite approval", in: Input{Tool: "run_command", Argv: []string{"make"}, Policy: pol, ApprovalOK: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
+		{name: "writing command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"touch", "x"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use job_start", wantRisk: 45},
+		{name: "test command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"go", "test", "./..."}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use run_check"},
+		{name: "long readonly command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "log"}, TimeoutMs: 60_000}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "above the Fast Path maximum"},
+		{name: "unknown command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"./deploy.sh"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRisk: 60},
+		{name: "escalate beats policy ask", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "add", "go.sum"}, Paths: []string{"go.sum"}, Policy: pol}, want: Escalate, wantCode: errs.RouteDurableRequired},
+		{name: "escalate beats risk ask", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"./x.sh"}, History: hot}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRisk: 80},
+		{name: "escalate despite approval", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"make"}, Policy: pol, ApprovalOK: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
 
 		// ask
-		{name: "policy ask", in: Input{Tool: "apply_patch", Paths: []string{"web/yarn.lock"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "lockfiles", wantReason: `policy rule "lockfiles" requires approval: dependency changes need a human`, wantRisk: 55},
-		{name: "policy ask on git_stage", in: Input{Tool: "git_stage", Paths: []string{"go.sum"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "lockfiles"},
-		{name: "policy ask job_start", in: Input{Tool: "job_start", Argv: []string{"./deploy.sh", "prod"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "deploy"},
-		{name: "risk ask", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, History: hot}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "risk 80 is at or above 80", wantRisk: 80},
-		{name: "risk ask from sensitive paths", in: Input{Tool: "job_start", Argv: []string{"./build.sh"}, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "container path 10", wantRisk: 80},
-		{name: "policy ask wins over risk ask", in: Input{Tool: "job_start", Argv: []string{"./deploy.sh"}, Policy: pol, History: hot}, want: Ask, wantRule: "deploy", wantCode: errs.ApprovalRequired},
+		{name: "policy ask", in: Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"web/yarn.lock"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "lockfiles", wantReason: `policy rule "lockfiles" requires approval: dependency changes need a human`, wantRisk: 55},
+		{name: "policy ask on git_stage", in: Input{Tool: "git_stage", Kind: route.IndexMutation, Paths: []string{"go.sum"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "lockfiles"},
+		{name: "policy ask job_start", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./deploy.sh", "prod"}, Policy: pol}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "deploy"},
+		{name: "risk ask", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./build.sh"}, History: hot}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "risk 80 is at or above 80", wantRisk: 80},
+		{name: "risk ask from sensitive paths", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./build.sh"}, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk", wantReason: "container path 10", wantRisk: 80},
+		{name: "policy ask wins over risk ask", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./deploy.sh"}, Policy: pol, History: hot}, want: Ask, wantRule: "deploy", wantCode: errs.ApprovalRequired},
 
 		// an operation that runs its durable path itself (run_check)
-		{name: "runs durable: allowed on a durable route", in: Input{Tool: "run_check", Argv: []string{"go", "test", "./..."}, RunsDurable: true}, want: Allow},
-		{name: "runs durable: policy ask still asks", in: Input{Tool: "run_check", Argv: []string{"go", "test", "./..."}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: ask-checks\n    tools: [run_check]\n    decision: ask\n")}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "ask-checks"},
-		{name: "runs durable: policy deny still denies", in: Input{Tool: "run_check", Argv: []string{"make", "--force"}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: no-force\n    tools: [run_check]\n    argv_pattern: force\n    decision: deny\n")}, want: Block, wantCode: errs.PolicyDenied},
-		{name: "runs durable: risk still asks", in: Input{Tool: "run_check", Argv: []string{"./x.sh"}, RunsDurable: true, History: hot, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk"},
-		{name: "runs durable: a rejected route still blocks", in: Input{Tool: "run_check", Argv: []string{"rm", "-rf", "/"}, RunsDurable: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "runs durable: allowed on a durable route", in: Input{Tool: "run_check", Kind: route.Check, Argv: []string{"go", "test", "./..."}, RunsDurable: true}, want: Allow},
+		{name: "runs durable: policy ask still asks", in: Input{Tool: "run_check", Kind: route.Check, Argv: []string{"go", "test", "./..."}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: ask-checks\n    tools: [run_check]\n    decision: ask\n")}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "ask-checks"},
+		{name: "runs durable: policy deny still denies", in: Input{Tool: "run_check", Kind: route.Check, Argv: []string{"make", "--force"}, RunsDurable: true, Policy: mustPolicy(t, "version: 1\nrules:\n  - id: no-force\n    tools: [run_check]\n    argv_pattern: force\n    decision: deny\n")}, want: Block, wantCode: errs.PolicyDenied},
+		{name: "runs durable: risk still asks", in: Input{Tool: "run_check", Kind: route.Check, Argv: []string{"./x.sh"}, RunsDurable: true, History: hot, Paths: []string{"Dockerfile", ".github/workflows/ci.yml"}}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: "risk"},
+		{name: "runs durable: a rejected route still blocks", in: Input{Tool: "run_check", Kind: route.Check, Argv: []string{"rm", "-rf", "/"}, RunsDurable: true}, want: Block, wantCode: errs.RouteRejected},
 
 		// confinement and network
-		{name: "shell job unconfined is rejected", in: Input{Tool: "job_start", Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}}, want: Block, wantCode: errs.RouteRejected},
-		{name: "shell job confined is accepted", in: Input{Tool: "job_start", Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}, Confined: true}, want: Allow},
-		{name: "writing shell run_command confined escalates", in: Input{Tool: "run_command", Argv: []string{"sh", "-c", "echo hi > f"}, Confined: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
-		{name: "destructive job confined is still rejected", in: Input{Tool: "job_start", Argv: []string{"rm", "-rf", "/"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
-		{name: "remote job confined is still rejected", in: Input{Tool: "job_start", Argv: []string{"git", "push", "origin", "main"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
-		{name: "network asks", in: Input{Tool: "job_start", Argv: []string{"make"}, Network: true}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: RuleNetwork},
-		{name: "network approved", in: Input{Tool: "job_start", Argv: []string{"make"}, Network: true, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "network access needs one"},
-		{name: "network allowed by a rule", in: Input{Tool: "job_start", Argv: []string{"./install.sh"}, Network: true, Policy: pol}, want: Allow, wantRule: "trusted-installer"},
+		{name: "shell job unconfined is rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}}, want: Block, wantCode: errs.RouteRejected},
+		{name: "shell job confined is accepted", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}, Confined: true}, want: Allow},
+		{name: "writing shell run_command confined escalates", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"sh", "-c", "echo hi > f"}, Confined: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
+		{name: "destructive job confined is still rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"rm", "-rf", "/"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "remote job confined is still rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"git", "push", "origin", "main"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "network asks", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make"}, Network: true}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: RuleNetwork},
+		{name: "network approved", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make"}, Network: true, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "network access needs one"},
+		{name: "network allowed by a rule", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./install.sh"}, Network: true, Policy: pol}, want: Allow, wantRule: "trusted-installer"},
 	}
 	if len(tests) < 45 {
 		t.Fatalf("%d cases, want at least 45", len(tests))
@@ -232,17 +233,17 @@ func TestDecide(t *testing.T) {
 
 func TestDecideUsesGivenRoute(t *testing.T) {
 	r := route.Decision{Mode: route.Fast, Reasons: []string{"given"}, Tier: route.BoundedWork, CommandClass: "readonly"}
-	d := Decide(Input{Tool: "run_command", Argv: []string{"rm", "-rf", "/"}, Route: &r})
+	d := Decide(Input{Tool: "run_command", Kind: route.Command, Argv: []string{"rm", "-rf", "/"}, Route: &r})
 	if d.Outcome != Allow || d.Tier != route.BoundedWork || d.Route.Reasons[0] != "given" {
 		t.Errorf("Decide with a given route = %+v, want allow with the given route", d)
 	}
 }
 
 func TestDecisionErr(t *testing.T) {
-	if err := Decide(Input{Tool: "read_file", Paths: []string{"a"}}).Err(); err != nil {
+	if err := Decide(Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"a"}}).Err(); err != nil {
 		t.Errorf("allow Err() = %v, want nil", err)
 	}
-	err := Decide(Input{Tool: "run_command", Argv: []string{"go", "build"}}).Err()
+	err := Decide(Input{Tool: "run_command", Kind: route.Command, Argv: []string{"go", "build"}}).Err()
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Code != errs.RouteDurableRequired || e.Details["suggested_operation"] != "job_start" || e.Details["rule_id"] != RuleRouteDurable {
 		t.Errorf("escalate Err() = %#v, want ROUTE_DURABLE_REQUIRED with suggested_operation job_start", err)
@@ -253,7 +254,7 @@ func TestDecisionErr(t *testing.T) {
 }
 
 func TestDecisionJSON(t *testing.T) {
-	b, err := json.Marshal(Decide(Input{Tool: "read_file", Paths: []string{".env"}}))
+	b, err := json.Marshal(Decide(Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{".env"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,15 +357,15 @@ func TestDecideNeverPanics(t *testing.T) {
 	pol := mustPolicy(t, testPolicy)
 	inputs := []Input{
 		{},
-		{Tool: "run_command", Argv: []string{""}},
-		{Tool: "run_command", Argv: []string{"\x00"}},
-		{Tool: "batch"},
-		{Tool: "read_file", Paths: []string{"/", ".", "..", "a//b"}, Policy: pol},
-		{Tool: "run_check", Argv: []string{"go", "test"}, TimeoutMs: -1},
-		{Tool: "job_start", Argv: []string{"sh", "-c", "echo $(rm -rf /)"}, Policy: pol},
-		{Tool: "read_file", Route: &route.Decision{}},
-		{Tool: "read_file", Loop: &loop.Verdict{Loop: true}},
-		{Tool: "read_file", ScopeCheck: func(string) error { panic(fmt.Errorf("wrapped %w", errs.E(errs.NotFound))) }, Paths: []string{"x"}},
+		{Tool: "run_command", Kind: route.Command, Argv: []string{""}},
+		{Tool: "run_command", Kind: route.Command, Argv: []string{"\x00"}},
+		{Tool: "batch", Kind: route.Batch},
+		{Tool: "read_file", Kind: route.Readonly, Paths: []string{"/", ".", "..", "a//b"}, Policy: pol},
+		{Tool: "run_check", Kind: route.Check, Argv: []string{"go", "test"}, TimeoutMs: -1},
+		{Tool: "job_start", Kind: route.Job, Argv: []string{"sh", "-c", "echo $(rm -rf /)"}, Policy: pol},
+		{Tool: "read_file", Kind: route.Readonly, Route: &route.Decision{}},
+		{Tool: "read_file", Kind: route.Readonly, Loop: &loop.Verdict{Loop: true}},
+		{Tool: "read_file", Kind: route.Readonly, ScopeCheck: func(string) error { panic(fmt.Errorf("wrapped %w", errs.E(errs.NotFound))) }, Paths: []string{"x"}},
 	}
 	for i, in := range inputs {
 		d := Decide(in)
@@ -383,7 +384,7 @@ func benchDenylist(b *testing.B) *pathsafe.Denylist {
 }
 
 func BenchmarkDecideReadOnly(b *testing.B) {
-	in := Input{Tool: "read_file", Paths: []string{"harness/mediate/mediate.go"}, Policy: policy.Default(), Deny: benchDenylist(b)}
+	in := Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"harness/mediate/mediate.go"}, Policy: policy.Default(), Deny: benchDenylist(b)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if d := Decide(in); d.Outcome != Allow {
@@ -408,7 +409,7 @@ func BenchmarkDecideCommandWithPolicy(b *testing.B) {
 		}
 	}
 	pol := mustPolicy(b, src.String())
-	in := Input{Tool: "run_command", Argv: []string{"git", "log", "--oneline", "-20", "--", "harness/mediate"},
+	in := Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "log", "--oneline", "-20", "--", "harness/mediate"},
 		Paths: []string{"harness/mediate"}, TimeoutMs: 5000, Policy: pol, Deny: benchDenylist(b),
 		Loop: &loop.Verdict{Count: 1}, History: History{Program: 1}}
 	b.ReportAllocs()
@@ -452,19 +453,19 @@ rules:
 		outcome Outcome
 		want    []policy.Requirement
 	}{
-		{"nothing required", Input{Tool: "apply_patch", Paths: []string{"src/a.go"}, Writes: true}, Allow, nil},
-		{"argument only", Input{Tool: "apply_patch", Paths: []string{"src/a.go"}, Writes: true, RequireVerified: []string{"lint"}}, Allow,
+		{"nothing required", Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"src/a.go"}, Writes: true}, Allow, nil},
+		{"argument only", Input{Tool: "apply_patch", Kind: route.Mutation, Paths: []string{"src/a.go"}, Writes: true, RequireVerified: []string{"lint"}}, Allow,
 			req(RuleRequireVerified, "lint")},
-		{"policy only", Input{Tool: "git_commit", Writes: true}, Allow, req("tests-before-commit", "tests")},
-		{"argument first, one per stage", Input{Tool: "git_commit", Paths: []string{"migrations/1.sql"}, Writes: true, RequireVerified: []string{"tests"}}, Allow,
+		{"policy only", Input{Tool: "git_commit", Kind: route.Mutation, Writes: true}, Allow, req("tests-before-commit", "tests")},
+		{"argument first, one per stage", Input{Tool: "git_commit", Kind: route.Mutation, Paths: []string{"migrations/1.sql"}, Writes: true, RequireVerified: []string{"tests"}}, Allow,
 			req(RuleRequireVerified, "tests", "review-migrations", "review")},
-		{"integrate", Input{Tool: "patch_proposal_integrate", Paths: []string{"a.go"}, Writes: true}, Allow, req("tests-before-commit", "tests")},
-		{"a block carries none", Input{Tool: "git_commit", Paths: []string{"x.lock"}, Writes: true, RequireVerified: []string{"tests"}}, Block, nil},
-		{"a read needs nothing", Input{Tool: "read_file", Paths: []string{"migrations/1.sql"}}, Allow, nil},
+		{"integrate", Input{Tool: "patch_proposal_integrate", Kind: route.Mutation, Paths: []string{"a.go"}, Writes: true}, Allow, req("tests-before-commit", "tests")},
+		{"a block carries none", Input{Tool: "git_commit", Kind: route.Mutation, Paths: []string{"x.lock"}, Writes: true, RequireVerified: []string{"tests"}}, Block, nil},
+		{"a read needs nothing", Input{Tool: "read_file", Kind: route.Readonly, Paths: []string{"migrations/1.sql"}}, Allow, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(Input{Tool: tt.in.Tool, Paths: tt.in.Paths, Writes: tt.in.Writes, RequireVerified: tt.in.RequireVerified, Policy: pol})
+			d := Decide(Input{Tool: tt.in.Tool, Kind: tt.in.Kind, Paths: tt.in.Paths, Writes: tt.in.Writes, RequireVerified: tt.in.RequireVerified, Policy: pol})
 			if d.Outcome != tt.outcome {
 				t.Fatalf("outcome %s (%s), want %s", d.Outcome, d.Reason, tt.outcome)
 			}

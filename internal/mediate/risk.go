@@ -452,7 +452,7 @@ func Explain(in Input) Score {
 	if in.Route != nil {
 		r = *in.Route
 	} else {
-		r = route.Decide(route.Request{Tool: in.Tool, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
+		r = route.Decide(route.Request{Tool: in.Tool, Kind: in.Kind, Argv: in.Argv, TimeoutMs: in.TimeoutMs, Writes: in.Writes, Confined: in.Confined})
 	}
 	return computeRisk(&in, &r).score()
 }

@@ -24,7 +24,7 @@
 //
 //	rules:
 //	  - id: tests-before-commit
-//	    tools: [git_commit, patch_proposal_integrate]  # required: writes only (VerifiedTools)
+//	    tools: [git_commit, patch_proposal_integrate]  # required: writes only (the Verified option)
 //	    paths: ["src/**"]                               # optional
 //	    require_verified: tests
 //

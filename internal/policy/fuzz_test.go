@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := Parse(b, "fuzz.yaml")
+		p, err := Parse(b, "fuzz.yaml", testVerified)
 		if err != nil {
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Code != errs.InvalidArgument {

@@ -33,10 +33,22 @@ const (
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
 
+// Option configures Parse and Load.
+type Option func(*parser)
+
+// Verified gives the vocabulary of require_verified: the operations a
+// require_verified rule may name, the writes whose descriptor says a
+// verified stage applies (harness/op.Spec.Verified). The policy package
+// knows no operation; whoever loads a policy passes the registry's.
+// Without it no rule may require verification.
+func Verified(tools ...string) Option {
+	return func(p *parser) { p.verified = tools }
+}
+
 // Load reads and parses the policy file at path (its Source is path). A
 // missing file gives [Default], not an error; any other read error is
 // returned, as are the errors of [Parse].
-func Load(path string) (*Policy, error) {
+func Load(path string, opts ...Option) (*Policy, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Default(), nil
@@ -49,7 +61,7 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "read policy %s: %v", path, err).With("source", path)
 	}
-	return Parse(b, path)
+	return Parse(b, path, opts...)
 }
 
 // Parse parses and validates a policy; source names it in errors and in
@@ -57,8 +69,11 @@ func Load(path string) (*Policy, error) {
 // form "<source>:<line>: rule <id>: <problem>" and the details "source",
 // "rule" (id, or "rules[i]" for a rule without one) and "line" where known.
 // See the package documentation for what is checked.
-func Parse(b []byte, source string) (*Policy, error) {
+func Parse(b []byte, source string, opts ...Option) (*Policy, error) {
 	p := parser{source: source}
+	for _, o := range opts {
+		o(&p)
+	}
 	rules, maxRetries, err := p.parse(b)
 	if err != nil {
 		return nil, err
@@ -83,7 +98,8 @@ type parser struct {
 	roots      []string
 	exceptions []SecretException
 	source     string
-	label      string // the rule being parsed: its id, or "rules[i]"; "" outside rules
+	label      string   // the rule being parsed: its id, or "rules[i]"; "" outside rules
+	verified   []string // the operations require_verified may name (Verified)
 }
 
 // errorf builds the coded parse error. line 0 means unknown.
@@ -337,11 +353,6 @@ func (p *parser) stringList(n *yaml.Node, what string) ([]string, error) {
 
 var ruleFields = []string{"id", "tools", "argv_prefix", "argv_pattern", "paths", "decision", "require_verified", "justification", "examples"}
 
-// VerifiedTools are the operations a require_verified rule may name: the
-// writes that check, right after the gate, that their run has the stage
-// verified (harness/ops/run.Enforce).
-var VerifiedTools = []string{"apply_patch", "git_stage", "git_commit", "patch_proposal_integrate"}
-
 func (p *parser) rule(i int, n *yaml.Node) (compiled, error) {
 	var c compiled
 	p.label = fmt.Sprintf("rules[%d]", i)
@@ -473,12 +484,18 @@ func (p *parser) rule(i int, n *yaml.Node) (compiled, error) {
 		return c, p.errorf(n.Line, "has no matcher: give at least one of tools, argv_prefix, argv_pattern, paths")
 	}
 	if hasRequire {
+		// The writes that check, right after the gate, that their run has
+		// the stage verified (harness/ops/run.Enforce): the registry's
+		// vocabulary (Verified).
+		if len(p.verified) == 0 {
+			return c, p.errorf(rn.Line, "require_verified is not available: no operation of this harnessd checks a verified stage")
+		}
 		if r.Tools == nil {
-			return c, p.errorf(rn.Line, "require_verified needs tools: one or more of %s", strings.Join(VerifiedTools, ", "))
+			return c, p.errorf(rn.Line, "require_verified needs tools: one or more of %s", strings.Join(p.verified, ", "))
 		}
 		for j, t := range r.Tools {
-			if !containsString(VerifiedTools, t) {
-				return c, p.errorf(rn.Line, "tools[%d] %q: require_verified applies to %s only", j, t, strings.Join(VerifiedTools, ", "))
+			if !containsString(p.verified, t) {
+				return c, p.errorf(rn.Line, "tools[%d] %q: require_verified applies to %s only", j, t, strings.Join(p.verified, ", "))
 			}
 		}
 		if r.ArgvPrefix != nil || r.ArgvPattern != "" {

@@ -36,9 +36,13 @@ rules:
     decision: allow
 `
 
+// testVerified is the require_verified vocabulary the registry gives
+// (harness/op.Spec.Verified; harness/op's registry test pins it).
+var testVerified = Verified("apply_patch", "git_stage", "git_commit", "patch_proposal_integrate")
+
 func mustParse(t testing.TB, src string) *Policy {
 	t.Helper()
-	p, err := Parse([]byte(src), "policy.yaml")
+	p, err := Parse([]byte(src), "policy.yaml", testVerified)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -130,7 +134,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := Parse([]byte(tt.src), "policy.yaml")
+			p, err := Parse([]byte(tt.src), "policy.yaml", testVerified)
 			if err == nil {
 				t.Fatalf("Parse = %v, nil; want an error containing %q", p, tt.want)
 			}
@@ -631,5 +635,26 @@ func TestMaxRetries(t *testing.T) {
 	b, _ := Parse([]byte("version: 1\nmax_retries: 2\n"), "b")
 	if a.Digest() != DefaultDigest || a.Digest() == b.Digest() {
 		t.Fatalf("digests %s %s", a.Digest(), b.Digest())
+	}
+}
+
+// The require_verified vocabulary is the caller's (the registry's): a
+// rule may name only the operations given, and without any none at all.
+func TestRequireVerifiedVocabulary(t *testing.T) {
+	src := []byte("version: 1\nrules:\n  - {id: r, tools: [git_commit], require_verified: tests}\n")
+	_, err := Parse(src, "p.yaml")
+	if err == nil || !strings.Contains(errs.From(err).Message, "require_verified is not available") {
+		t.Errorf("Parse without a vocabulary = %v, want require_verified not available", err)
+	}
+	_, err = Parse(src, "p.yaml", Verified("apply_patch", "other_write"))
+	if err == nil || !strings.Contains(errs.From(err).Message, `tools[0] "git_commit": require_verified applies to apply_patch, other_write only`) {
+		t.Errorf("Parse with another vocabulary = %v, want git_commit refused naming the vocabulary", err)
+	}
+	if _, err := Parse(src, "p.yaml", Verified("git_commit")); err != nil {
+		t.Errorf("Parse with git_commit in the vocabulary = %v, want nil", err)
+	}
+	_, err = Parse([]byte("version: 1\nrules:\n  - {id: r, paths: [a], require_verified: tests}\n"), "p.yaml", Verified("apply_patch", "git_commit"))
+	if err == nil || !strings.Contains(errs.From(err).Message, "require_verified needs tools: one or more of apply_patch, git_commit") {
+		t.Errorf("Parse without tools = %v, want the vocabulary named", err)
 	}
 }

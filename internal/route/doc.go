@@ -10,19 +10,29 @@
 // commands, network use and unsafe shell scripts are rejected. A batch is
 // routed once, as a whole, before any step runs.
 //
+// # Classes
+//
+// The router never decides by an operation's name: each operation's
+// descriptor (harness/op.Spec.Route) gives it a [Kind], and Decide routes
+// the kind. An operation without one ([Unclassified]) is rejected as
+// unknown. The registry test in harness/op pins which operation has which
+// kind.
+//
 // # Risk
 //
-// Risk is a 0-100 score derived from the operation and its command class:
+// Risk is a 0-100 score derived from the operation's kind and its command
+// class:
 //
-//	read_file, search, git_status, git_diff, route_explain, job_status/logs/list   5
-//	repository_* (register, list, unregister)                                     10
-//	run_command readonly (Fast Path)                                              10
-//	run_command readonly above the Fast Path timeout                              15
-//	git_stage                                                                     20
-//	run_check focused / unfocused                                                 20 / 30
-//	job_cancel                                                                    20
-//	apply_patch, git_commit                                                       30
-//	job_start (readonly command / writes declared)                                40 / 50
+//	run_state (run_start, run_status, ...)                                        0
+//	readonly (read_file, search, git_status, git_diff, job_status, ...)           5
+//	registry (target_register, target_unregister)                                 10
+//	command, readonly (Fast Path)                                                 10
+//	command, readonly above the Fast Path timeout                                 15
+//	index_mutation (git_stage)                                                    20
+//	check focused / unfocused                                                     20 / 30
+//	signal (job_cancel)                                                           20
+//	mutation (apply_patch, git_commit, ...)                                       30
+//	job (readonly command / writes declared)                                      40 / 50
 //	command class workspace_write                                                 50
 //	command class unknown                                                         60
 //	command class remote (rejected)                                               75

@@ -71,7 +71,11 @@ type Decision struct {
 
 // Request is an operation as the router sees it.
 type Request struct {
-	Tool         string   `json:"tool"`
+	Tool string `json:"tool"`
+	// Kind is the operation's route class, from its descriptor
+	// (harness/op.Spec.Route): Decide routes by it, never by Tool, which
+	// only names the operation in reasons. Unclassified is rejected.
+	Kind         Kind     `json:"kind"`
 	Argv         []string `json:"argv,omitempty"`
 	TimeoutMs    int      `json:"timeout_ms,omitempty"`
 	Writes       bool     `json:"writes,omitempty"`       // caller declares workspace writes (job_start)
@@ -111,43 +115,40 @@ func Decide(req Request) Decision {
 }
 
 func decide(req Request, inBatch bool) Decision {
-	switch req.Tool {
-	case "read_file", "search", "git_status", "git_diff", "route_explain", "job_status", "job_logs", "job_list",
-		"read_lanes", "patch_proposal_validate", "batch_result", "repository_register", "repository_list", "repository_unregister", "job_clean",
-		"context_assemble", "commit_verify":
+	if req.Tool == "" {
+		return reject(50, "unknown operation: the tool is empty")
+	}
+	switch req.Kind {
+	case Readonly:
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a readonly Fast Path operation"},
 			Risk: 5, EstimatedClass: Short, Tier: Direct}
-	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate":
+	case RunState:
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " records run state; it touches no repository"},
 			Risk: 0, EstimatedClass: Short, Tier: Direct}
-	case "apply_patch", "git_stage", "git_commit", "patch_proposal_integrate":
+	case Mutation, IndexMutation:
 		risk := 30
-		if req.Tool == "git_stage" {
+		if req.Kind == IndexMutation {
 			risk = 20
 		}
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path mutation under a lease"},
 			Risk: risk, EstimatedClass: Short, Tier: BoundedWork, Mutation: true}
-	case "job_cancel":
-		return Decision{Mode: Fast, Reasons: []string{"job_cancel signals a durable job"},
+	case Signal:
+		return Decision{Mode: Fast, Reasons: []string{req.Tool + " signals a durable job"},
 			Risk: 20, EstimatedClass: Short, Tier: Direct}
-	case "run_command":
+	case Registry:
+		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path registry operation"},
+			Risk: 10, EstimatedClass: Short, Tier: Direct}
+	case Command:
 		return decideCommand(req)
-	case "run_check":
+	case Check:
 		return decideCheck(req)
-	case "job_start":
+	case Job:
 		return decideJob(req)
-	case "batch":
+	case Batch:
 		if inBatch {
 			return reject(50, "a batch cannot contain a batch")
 		}
 		return decideBatch(req)
-	}
-	if strings.HasPrefix(req.Tool, "repository_") {
-		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path registry operation"},
-			Risk: 10, EstimatedClass: Short, Tier: Direct}
-	}
-	if req.Tool == "" {
-		return reject(50, "unknown operation: the tool is empty")
 	}
 	return reject(50, "unknown operation "+strconv.Quote(req.Tool))
 }

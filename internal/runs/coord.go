@@ -37,12 +37,12 @@ func IsTier(s string) bool { return TierRank(s) > 0 }
 // route policy decides their tiers (a write routes as apply_patch, a
 // durable job as job_start, deliverables as the route's campaign rule).
 func shapeRequests(sh messages.RunShape) []route.Request {
-	reqs := []route.Request{{Tool: "run_start", Deliverables: sh.Deliverables}}
+	reqs := []route.Request{{Tool: "run_start", Kind: route.RunState, Deliverables: sh.Deliverables}}
 	if sh.Writes {
-		reqs = append(reqs, route.Request{Tool: "apply_patch"})
+		reqs = append(reqs, route.Request{Tool: "apply_patch", Kind: route.Mutation})
 	}
 	if sh.Durable {
-		reqs = append(reqs, route.Request{Tool: "job_start", Argv: []string{"true"}})
+		reqs = append(reqs, route.Request{Tool: "job_start", Kind: route.Job, Argv: []string{"true"}})
 	}
 	return reqs
 }

@@ -31,12 +31,15 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[BatchArgs]{Name: "batch", Output: Result{}, Destructive: true,
+			Route: route.Batch, Toolset: op.Git, Roles: op.WriteRoles, Topics: []string{"style", "test"}, ChangesCheckout: true, Composite: op.Composite{Field: "steps"}, HashIgnore: []string{"wait_ms"},
 			Description: "Run up to 20 typed steps (read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage, git_commit) as one call. The whole batch is routed and checked before any step runs: if one step would be rejected or needs the Durable Path, nothing runs. Mutating steps share one lease and one request_id (required). Large step results come back as result_ref, fetched with batch_result.",
 			Repo:        func(a BatchArgs) string { return a.RepoID }, Prepare: prepareBatch}),
 		op.Def(op.Spec[ResultArgs]{Name: "batch_result", Output: ResultResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Git, Roles: op.ReadRoles, NoRepo: true,
 			Description: "Fetch a large step result of a recent batch by its result_ref (kept in memory for 10 minutes).",
 			Prepare:     batchResult}),
 		op.Def(op.Spec[ReadLanesArgs]{Name: "read_lanes", Output: ReadLanesResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Git, Roles: op.ReadRoles, Composite: op.Composite{Field: "lanes", Lanes: true},
 			Description: "Run up to 16 read-only steps (search, read_file, git_status, git_diff, readonly run_command) at once on up to 4 lanes. Every step is checked before any runs; results come back in input order with each lane's start and finish, and whether they overlapped.",
 			Repo:        func(a ReadLanesArgs) string { return a.RepoID }, Prepare: prepareLanes}),
 	}
@@ -50,14 +53,14 @@ const (
 	batchInlineMax   = 64 << 10        // larger step results are returned by reference
 )
 
-// stepKinds are the operations a batch runs as steps.
-func stepKinds() []string {
-	return []string{"read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_stage", "git_commit"}
-}
+// stepKinds are the operations the composite operation of c (batch, or
+// read_lanes) runs as steps: those whose descriptor says BatchStep (or
+// Lane), from the registry, which also gives the steps' kind its enum.
+func stepKinds(c *op.Call) []string { return c.Pipeline().Registry().StepKinds(c.Op) }
 
 // Step is one step of a batch or one lane of read_lanes.
 type Step struct {
-	Kind string         `json:"kind" enum:"read_file,search,git_status,git_diff,apply_patch,run_command,run_check,git_stage,git_commit" jsonschema:"operation of the step: read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage or git_commit"`
+	Kind string         `json:"kind" jsonschema:"operation of the step: one of the enum"`
 	Args map[string]any `json:"args,omitempty" jsonschema:"the step operation's own arguments, without repo_id (and without request_id: the batch's covers every step)"`
 }
 
@@ -157,16 +160,16 @@ func prepareSteps(ctx context.Context, c *op.Call, in []Step, kinds []string) ([
 	return steps, nil
 }
 
-// routeOf is a step as the router sees it.
+// routeOf is a step as the router sees it: its operation's route class.
 func routeOf(s *op.Step) route.Request {
 	g := s.Plan.Gate
-	return route.Request{Tool: s.Kind, Argv: g.Argv, TimeoutMs: g.TimeoutMs, Writes: s.Plan.Write != nil}
+	return route.Request{Tool: s.Kind, Kind: s.Call.Op.Route, Argv: g.Argv, TimeoutMs: g.TimeoutMs, Writes: s.Plan.Write != nil}
 }
 
 // routeSteps routes the steps as one batch. A non-fast decision becomes
 // the coded error of its first offending step.
 func routeSteps(tool string, steps []*op.Step) (route.Decision, error) {
-	req := route.Request{Tool: "batch"}
+	req := route.Request{Tool: "batch", Kind: route.Batch}
 	for _, s := range steps {
 		req.Steps = append(req.Steps, routeOf(s))
 	}
@@ -229,7 +232,7 @@ func prepareBatch(ctx context.Context, c *op.Call, args BatchArgs) (*op.Plan, er
 	default:
 		return nil, errs.New(errs.InvalidArgument, "mode %q: one of auto, fast, durable", args.Mode)
 	}
-	steps, err := prepareSteps(ctx, c, args.Steps, stepKinds())
+	steps, err := prepareSteps(ctx, c, args.Steps, stepKinds(c))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/actors"
@@ -21,11 +22,6 @@ const (
 	lanesTimeout   = 45 * time.Second
 	lanesReplySlop = 2 * time.Second
 )
-
-// laneKinds are the step kinds read_lanes accepts.
-func laneKinds() []string {
-	return []string{"search", "read_file", "git_status", "git_diff", "run_command"}
-}
 
 // ReadLanesArgs are the arguments of read_lanes.
 type ReadLanesArgs struct {
@@ -76,12 +72,13 @@ func prepareLanes(ctx context.Context, c *op.Call, args ReadLanesArgs) (*op.Plan
 	case args.MaxConcurrency < 0 || args.MaxConcurrency > actors.NumLanes:
 		return nil, errs.New(errs.InvalidArgument, "max_concurrency must be between 1 and %d", actors.NumLanes)
 	}
+	kinds := stepKinds(c)
 	for i, s := range args.Lanes {
-		if !contains(laneKinds(), s.Kind) {
-			return nil, stepErr(errs.New(errs.InvalidArgument, "read_lanes runs only read-only steps: search, read_file, git_status, git_diff, run_command (got %q)", s.Kind), i, s.Kind)
+		if !contains(kinds, s.Kind) {
+			return nil, stepErr(errs.New(errs.InvalidArgument, "read_lanes runs only read-only steps: %s (got %q)", strings.Join(kinds, ", "), s.Kind), i, s.Kind)
 		}
 	}
-	steps, err := prepareSteps(ctx, c, args.Lanes, laneKinds())
+	steps, err := prepareSteps(ctx, c, args.Lanes, kinds)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,7 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RunCheckArgs]{Name: "run_check", Output: RunCheckResult{}, Draw: runs.Draw{Commands: 1},
+			Route: route.Check, Toolset: op.Core, Roles: op.CheckRoles, Topics: []string{"test", "build"}, BatchStep: true,
 			Description: "Run a check (tests, vet, lint) with semantic identity: identical concurrent calls share one process, and a passing result is reused while the content, definition and environment are unchanged (reused: true, with the original run). Focused checks run on the Fast Path (15 s); unfocused ones as a durable job. miss_reasons explain why earlier evidence did not apply.",
 			Repo:        func(a RunCheckArgs) string { return a.RepoID }, Prepare: runCheck}),
 	}

@@ -34,9 +34,11 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RunCommandArgs]{Name: "run_command", Output: RunCommandResult{}, Draw: runs.Draw{Commands: 1}, ReadOnly: true,
+			Route: route.Command, Toolset: op.Core, Roles: op.WriteRoles, BatchStep: true, Lane: true,
 			Description: runCommandDescription,
 			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
 		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", Output: RouteExplainResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Admin, Roles: op.ReadRoles, NoRepo: true,
 			Description: "Explain how harnessd would route an operation (fast, durable or reject) and why, without executing anything.",
 			Prepare:     routeExplain}),
 	}
@@ -110,7 +112,7 @@ func runCommand(ctx context.Context, c *op.Call, args RunCommandArgs) (*op.Plan,
 	confinedJobs := c.Env.Confines(sandbox.Job)
 	plan := &op.Plan{Breakdown: args.IncludeLatencyBreakdown,
 		Gate: govern.Input{Argv: args.Argv, TimeoutMs: args.TimeoutMs, Args: args, ApprovalID: args.ApprovalID, Confined: confinedJobs}}
-	d := route.Decide(route.Request{Tool: "run_command", Argv: args.Argv, TimeoutMs: args.TimeoutMs, Confined: confinedJobs})
+	d := route.Decide(route.Request{Tool: "run_command", Kind: c.Op.Route, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Confined: confinedJobs})
 	if d.Mode != route.Fast {
 		// Not for the Fast Path: the gate says how (reject, escalate or
 		// ask); should it allow, the route still refuses.
@@ -512,12 +514,15 @@ func routeExplain(_ context.Context, c *op.Call, args RouteExplainArgs) (*op.Pla
 	}
 	c.SetRoute("none")
 	return &op.Plan{Gate: op.GateArgs(args), Run: func(context.Context) (any, error) {
-		req := route.Request{Tool: args.Tool, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes, Deliverables: args.Deliverables}
+		// Each operation routes by its descriptor's class; a name the
+		// registry does not know has none and is rejected as unknown.
+		reg := c.Pipeline().Registry()
+		req := route.Request{Tool: args.Tool, Kind: reg.RouteKind(args.Tool), Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes, Deliverables: args.Deliverables}
 		for _, s := range args.Steps {
-			req.Steps = append(req.Steps, route.Request{Tool: s.Tool, Argv: s.Argv, TimeoutMs: s.TimeoutMs, Writes: s.Writes})
+			req.Steps = append(req.Steps, route.Request{Tool: s.Tool, Kind: reg.RouteKind(s.Tool), Argv: s.Argv, TimeoutMs: s.TimeoutMs, Writes: s.Writes})
 		}
 		out := &RouteExplainResult{Decision: route.Decide(req)}
-		out.Risk = c.Env.Gov.Score(govern.Input{Tool: args.Tool, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes,
+		out.Risk = c.Env.Gov.Score(govern.Input{Tool: args.Tool, Kind: req.Kind, Argv: args.Argv, TimeoutMs: args.TimeoutMs, Writes: args.Writes,
 			Route: &out.Decision, Caller: c.Caller})
 		if len(args.Argv) > 0 {
 			cl := classify.Argv(args.Argv)

@@ -25,6 +25,7 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[Args]{Name: "context_assemble", Title: "Assemble context", Output: Result{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "Assemble what to read first before acting in a repository, within a token budget: its state files (STATE.md, PLAN.md, .planning/), " +
 				"the rules that apply (AGENTS.md sections, .cursor/rules/*.mdc by their globs, CONTRIBUTING.md, .github/copilot-instructions.md) chosen by the checkout's languages and the command, " +
 				"docs (.codebase/, CLAUDE.md, the README's head, a docs index), the run's stage state, recent failures first, then receipts, escalations and approvals, and its observations. " +
@@ -109,11 +110,8 @@ func assemble(_ stdctx.Context, c *op.Call, a Args) (*op.Plan, error) {
 			return nil, errs.New(errs.InvalidArgument, "args: at most %d bytes of JSON", maxArgs)
 		}
 	}
-	// The router does not know context_assemble (it reads, like read_file):
-	// the operation routes itself.
-	fast := route.Decision{Mode: route.Fast, Reasons: []string{"context_assemble is a readonly Fast Path operation"},
-		Risk: 5, EstimatedClass: route.Short, Tier: route.Direct}
-	return &op.Plan{Gate: govern.Input{Route: &fast, Args: a}, Run: func(ctx stdctx.Context) (any, error) {
+	// It reads, like read_file: its descriptor routes it (route.Readonly).
+	return &op.Plan{Gate: govern.Input{Args: a}, Run: func(ctx stdctx.Context) (any, error) {
 		return run(ctx, c, a, budget)
 	}}, nil
 }
@@ -125,12 +123,19 @@ func run(ctx stdctx.Context, c *op.Call, a Args, budget int) (any, error) {
 		now = c.Env.Now
 	}
 	req := ctxasm.Request{Command: a.Command, Budget: budget}
+	// The command's descriptor says its topics, whether it changes the
+	// checkout and whether it touches a repository; a name the registry
+	// does not know has none.
+	reg := c.Pipeline().Registry()
+	if o, ok := reg.Lookup(a.Command); ok {
+		req.Op = o.ContextFacts()
+	}
 	if red := c.Env.RedactorFor(ctx, root); red != nil {
 		req.Redact = func(s string) string { out, _ := red.String(s); return out }
 	}
 	var rt *Route
 	if a.Command != "" {
-		rr := routeRequest(a.Command, a.CommandArgs)
+		rr := routeRequest(reg, a.Command, a.CommandArgs)
 		req.Argv, req.Paths = rr.Argv, pathsOf(a.CommandArgs)
 		rt = &Route{Decision: route.Decide(rr)}
 		if len(rr.Argv) > 0 {
@@ -184,9 +189,10 @@ func (r *Result) NoteSpan(s *messages.RunSpan) {
 	s.OutputBytes = int64(n)
 }
 
-// routeRequest builds the router's request of command with args.
-func routeRequest(command string, args map[string]any) route.Request {
-	r := route.Request{Tool: command, Argv: strs(args["argv"]), TimeoutMs: num(args["timeout_ms"]), Writes: boolean(args["writes"]),
+// routeRequest builds the router's request of command with args, each
+// operation with its descriptor's route class.
+func routeRequest(reg *op.Registry, command string, args map[string]any) route.Request {
+	r := route.Request{Tool: command, Kind: reg.RouteKind(command), Argv: strs(args["argv"]), TimeoutMs: num(args["timeout_ms"]), Writes: boolean(args["writes"]),
 		Deliverables: num(args["deliverables"])}
 	if steps, ok := args["steps"].([]any); ok {
 		for _, s := range steps {
@@ -199,7 +205,7 @@ func routeRequest(command string, args map[string]any) route.Request {
 			if sa == nil {
 				sa = m
 			}
-			r.Steps = append(r.Steps, route.Request{Tool: tool, Argv: strs(sa["argv"]), TimeoutMs: num(sa["timeout_ms"]), Writes: boolean(sa["writes"])})
+			r.Steps = append(r.Steps, route.Request{Tool: tool, Kind: reg.RouteKind(tool), Argv: strs(sa["argv"]), TimeoutMs: num(sa["timeout_ms"]), Writes: boolean(sa["writes"])})
 		}
 	}
 	return r

@@ -41,21 +41,27 @@ const (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Output: JobResult{}, Destructive: true, Idempotent: true, Draw: runs.Draw{Jobs: 1},
+			Route: route.Job, Toolset: op.Core, Roles: op.WriteRoles, Topics: []string{"test", "build"}, ChangesCheckout: true,
 			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
 		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", Output: JobResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, NoRepo: true,
 			Description: "A durable job's state and result: exit code, duration, output sizes, failure summary, the head and tail of stdout and stderr (redacted, 64 KiB each), and sandbox_hints when a wall of the sandbox made it fail (the layer, the path or syscall, the fix). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
 			Prepare:     status}),
 		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", Output: JobLogsResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Jobs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "Read a durable job's stdout or stderr log (redacted) from a byte offset, or its last bytes with tail. eof is true once the job finished and the offset reached the end.",
 			Prepare:     logs}),
 		op.Def(op.Spec[JobCancelArgs]{Name: "job_cancel", Output: JobResult{}, Destructive: true, Idempotent: true,
+			Route: route.Signal, Toolset: op.Jobs, Roles: op.WriteRoles,
 			Description: "Cancel a durable job: a queued job ends at once, a running one once its whole process tree is killed. Idempotent on finished jobs.",
 			Prepare:     cancel}),
 		op.Def(op.Spec[JobListArgs]{Name: "job_list", Output: JobListResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Jobs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "List durable jobs, newest first, optionally of one repository or in one state.",
 			Prepare:     list}),
 		op.Def(op.Spec[JobCleanArgs]{Name: "job_clean", Output: JobCleanResult{}, Destructive: true, Idempotent: true,
+			Route: route.Readonly, Toolset: op.Jobs, Roles: op.OperatorRoles,
 			Description: "Remove the worktrees kept for inspection after failed, cancelled or interrupted jobs (older_than_s: only those of jobs that ended at least that long ago). They are removed automatically 24 h after the job ended.",
 			Prepare:     clean}),
 	}
@@ -85,7 +91,7 @@ func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
 	if err := ledger.ValidateRequestID(s.RequestID); err != nil {
 		return nil, err
 	}
-	hash, err := ledger.InputHash("job_start", s.Hashed)
+	hash, err := c.InputHash("job_start", s.Hashed)
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}
@@ -173,7 +179,7 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	// refuses it first); one that passes has its argv checked like
 	// run_command's: no secret path, nothing outside the root, named on
 	// the command line.
-	if d := route.Decide(route.Request{Tool: "job_start", Argv: args.Argv, Writes: args.Writes, Confined: gate.Confined}); d.Mode == route.Reject {
+	if d := route.Decide(route.Request{Tool: "job_start", Kind: c.Op.Route, Argv: args.Argv, Writes: args.Writes, Confined: gate.Confined}); d.Mode == route.Reject {
 		return &op.Plan{Gate: gate, Run: func(context.Context) (any, error) { return nil, op.RouteError(d) }}, nil
 	}
 	if err := c.Root.CheckArgv(args.Argv); err != nil {

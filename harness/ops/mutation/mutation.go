@@ -25,6 +25,7 @@ import (
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/trailer"
 )
@@ -39,6 +40,7 @@ const (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
+			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
 			Description: "Apply edit operations (replace, create, write, delete) to files of the repository, all-or-nothing with rollback, under a write lease with a fencing token. request_id is required: a retry with the same request_id and input replays the stored result instead of writing twice.",
 			Repo:        func(a ApplyPatchArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, error) {
@@ -46,6 +48,7 @@ func Ops() []op.Op {
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, hashedPatch(a)), err
 			}}),
 		op.Def(op.Spec[GitStageArgs]{Name: "git_stage", Output: op.MutationResult{}, Idempotent: true,
+			Route: route.IndexMutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
 			Description: "Stage exactly the named paths (git add), under a lease on the index. request_id is required (idempotent retries).",
 			Repo:        func(a GitStageArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
@@ -55,6 +58,7 @@ func Ops() []op.Op {
 				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
 			}}),
 		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit", Output: op.MutationResult{}, Idempotent: true,
+			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
 			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries). The message is kept as given and harnessd appends provenance trailers (Harnessd-Receipt, Harnessd-Run, Harnessd-Policy, Harnessd-Approvals, Harnessd-Verified, Harnessd-Repo) that commit_verify checks; a message that already holds a Harnessd- trailer line is refused.",
 			Repo:        func(a GitCommitArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {

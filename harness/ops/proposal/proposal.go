@@ -28,6 +28,7 @@ import (
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -35,9 +36,11 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ValidateArgs]{Name: "patch_proposal_validate", Output: ValidateResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Git, Roles: op.CheckRoles, Topics: []string{"style", "test"}, ChangesCheckout: true,
 			Description: "Check patch proposals against each other and the checkout without writing: write/write and write/read conflicts between proposals, lockfile and schema/migration warnings, and a dry run of every operation. Valid proposals are stored for 30 minutes with their base revision (HEAD and each touched file's sha256).",
 			Repo:        func(a ValidateArgs) string { return a.RepoID }, Prepare: validate}),
 		op.Def(op.Spec[IntegrateArgs]{Name: "patch_proposal_integrate", Output: IntegrateResult{}, Destructive: true, Idempotent: true,
+			Route: route.Mutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test", "commit"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
 			Description: "Apply validated patch proposals together, all-or-nothing, under one lease and one request_id: refused with PATCH_CONFLICT if HEAD moved, a touched file changed since validation, or the chosen proposals conflict.",
 			Repo:        func(a IntegrateArgs) string { return a.RepoID }, Prepare: integrate}),
 	}

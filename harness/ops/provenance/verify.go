@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/patch"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/trailer"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
@@ -24,6 +25,7 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[VerifyArgs]{Name: "commit_verify", Output: VerifyResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Provenance, Roles: op.ReadRoles,
 			Description: "Check a commit's Harnessd- provenance trailers (written by git_commit) against harnessd's records: the receipt exists and names this commit, its parent and its tree's blob digests; the fencing token is the one the audit log recorded for the write; the run exists; the approvals were used and decided by people; the policy digest was in force; the audit chain verifies. Returns every check; verified is false when any fails (a commit without trailers was not made by harnessd).",
 			Repo:        func(a VerifyArgs) string { return a.RepoID }, Prepare: prepare}),
 	}

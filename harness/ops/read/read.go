@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/readfile"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/search"
 )
 
@@ -21,15 +22,19 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", Output: ReadFileResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
 			Description: "Read a window of lines of a file in the repository (size and line caps, sha256 of the whole file; binary files are reported, not dumped). Secret paths and .git are refused.",
 			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
 		op.Def(op.Spec[SearchArgs]{Name: "search", Output: SearchResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
 			Description: "Search the repository's files (tracked and untracked, .gitignore respected, secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
 			Repo:        func(a SearchArgs) string { return a.RepoID }, Prepare: searchRepo}),
 		op.Def(op.Spec[GitStatusArgs]{Name: "git_status", Output: GitStatusResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
 			Description: "Branch, HEAD, upstream, ahead/behind and the staged, unstaged, untracked and conflicted paths of the work tree.",
 			Repo:        func(a GitStatusArgs) string { return a.RepoID }, Prepare: gitStatus}),
 		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", Output: GitDiffResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
 			Description: "Unified diff of the work tree (unstaged), the index (staged) or against a revision, with numstat, optional path filter and a byte cap. Secrets in the patch are redacted.",
 			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/internal/authority"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -23,12 +24,15 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RegisterArgs]{Name: "repository_register", Output: RegisterResult{}, Idempotent: true,
+			Route: route.Readonly, Toolset: op.Admin, Roles: op.OperatorRoles,
 			Description: "Register a git work tree with harnessd. Returns a stable repo_id (and checkout_id) used by every other tool. Idempotent.",
 			Prepare:     register}),
 		op.Def(op.Spec[ListArgs]{Name: "repository_list", Output: ListResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Admin, Roles: op.ReadRoles, NoRepo: true,
 			Description: "List the registered repositories.",
 			Prepare:     list}),
 		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister", Output: UnregisterResult{},
+			Route: route.Readonly, Toolset: op.Admin, Roles: op.OperatorRoles,
 			Description: "Forget a registered repository (its files are not touched).",
 			Prepare:     unregister}),
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/recovery"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -14,6 +15,7 @@ import (
 func AssessOps() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[AssessArgs]{Name: "run_assess", Output: AssessResult{}, ReadOnly: true, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "Assess a failure of a run: its type (loop, deadlock, transient, contract, budget, unknown) with the evidence, " +
 				"and a recovery plan (retry, retry_after, escalate_durable, ask_human, abort). Default: the run's latest failed call. " +
 				"Also lists the run's children with their stages and blockers.",

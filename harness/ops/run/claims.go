@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/verify"
 	"github.com/harnessd/harnessd/messages"
@@ -32,10 +33,12 @@ import (
 func ClaimOps() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ClaimArgs]{Name: "run_claim", Output: ClaimResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, Topics: []string{"test"}, NoRepo: true,
 			Description: "Claim what a stage of a run achieved, with evidence: {kind: check, argv, cwd?} (a check as given to run_check), {kind: receipt, receipt_id} (a write's receipt) or {kind: file, path, sha256}. " +
 				"The claim is stored with status claimed; only run_verify makes it verified, and a claim without evidence stays claimed.",
 			Prepare: claim}),
 		op.Def(op.Spec[VerifyArgs]{Name: "run_verify", Output: VerifyResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, Topics: []string{"test"}, NoRepo: true,
 			Description: "Verify the claims of a stage of a run against the checkout now, running nothing: a check is verified only by passing evidence for the current content revision (run_check stores it), a receipt only while every file it wrote still has the digest it wrote, a file only if it has the claimed sha256. " +
 				"Answers passed, each piece of evidence with verified and reason, and the blockers with their fix; records the stage as verified or claimed.",
 			Prepare: verifyStage}),

@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/internal/verify"
 	"github.com/harnessd/harnessd/messages"
@@ -27,29 +28,37 @@ import (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[StartArgs]{Name: "run_start", Output: StateResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Start a run: a unit of agent work that groups calls into spans, with an optional budget and deadline. " +
 				"Returns run_id; pass it to other tools as run_id (this session's later calls without run_id join it too, unless it is a child run). " +
 				"Without run_start, a session's calls belong to an implicit run.",
 			Prepare: start}),
 		op.Def(op.Spec[ObserveArgs]{Name: "run_observe", Output: StateResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Add an observation to a run (what you noticed, decided or concluded); people see it in the run's history.",
 			Prepare:     observe}),
 		op.Def(op.Spec[StageArgs]{Name: "run_stage", Output: StateResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Record a stage of a run: started makes it current, completed adds it to the completed stages, blocked marks the run blocked with a reason.",
 			Prepare:     stage}),
 		op.Def(op.Spec[StatusArgs]{Name: "run_status", Output: StateResult{}, ReadOnly: true, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "A run's state: stages, blocked reason, observations, counters and budget, and token_budget (the last context_assemble's); with include_spans its spans. Without run_id, this session's run.",
 			Prepare:     status}),
 		op.Def(op.Spec[ListArgs]{Name: "run_list", Output: ListResult{}, ReadOnly: true, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
 			Description: "List runs, newest first, optionally by status (active, ended, deadline, abandoned).",
 			Prepare:     list}),
 		op.Def(op.Spec[EndArgs]{Name: "run_end", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "End a run. Its jobs keep running; later calls with its run_id answer RUN_ENDED.",
 			Prepare:     end}),
 		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Bind a run (for example one started before a daemon restart or by a client that went away) to this session; calls without run_id then join it.",
 			Prepare:     resume}),
 		op.Def(op.Spec[EscalateArgs]{Name: "run_escalate", Output: StateResult{}, OutsideRuns: true,
+			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Raise a run's tier (direct < bounded_work < campaign) when its work outgrew what it declared at run_start; " +
 				"a call whose route needs a higher tier answers suggested_escalation in its error details. Audited; never lowers a tier.",
 			Prepare: escalate}),

@@ -79,7 +79,7 @@ func execute(_ context.Context, c *op.Call, a ExecuteArgs) (*op.Plan, error) {
 	// what runs there runs here; what is a job there is a job here (a
 	// target has none: promote it). The target's own 30 s cap stands for
 	// the Fast Path's 15 s.
-	d := route.Decide(route.Request{Tool: "run_command", Argv: a.Argv})
+	d := route.Decide(route.Request{Tool: "run_command", Kind: route.Command, Argv: a.Argv})
 	class := d.CommandClass
 	why := strings.Join(d.Reasons, "; ")
 	if a.Background {

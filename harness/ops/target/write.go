@@ -100,7 +100,7 @@ func exec[R any](ctx context.Context, c *op.Call, m mutation, wrap func(Receipt)
 	} else if err := ledger.ValidateRequestID(reqID); err != nil {
 		return nil, err
 	}
-	hash, err := ledger.InputHash(m.Op, m.Hashed)
+	hash, err := c.InputHash(m.Op, m.Hashed)
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}

@@ -29,6 +29,7 @@ const (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RevertArgs]{Name: "revert", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
+			Route: route.Mutation, Toolset: op.Undo, Roles: op.WriteRoles, Topics: []string{"test"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
 			Description: "Undo one write (its receipt): put every file it changed back as it was before (content and mode; a file it created is deleted), all-or-nothing, under a lease on the same files. Refused with REVERT_CONFLICT, naming the later receipts and paths, when a later write changed any of those files again, unless cascade is true (then the later writes are undone too, newest first, in the same lease). The revert is itself a receipt and can be reverted. request_id is required (idempotent retries).",
 			Repo:        func(a RevertArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a RevertArgs) (*op.Plan, error) {
@@ -48,11 +49,13 @@ func Ops() []op.Op {
 				})
 			}}),
 		op.Def(op.Spec[RunRevertArgs]{Name: "run_revert", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
+			Route: route.Mutation, Toolset: op.Undo, Roles: op.WriteRoles, Topics: []string{"test"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
 			Description: "Undo a run's writes, newest first, back to a point: every receipt of the run after to_span (default: all of them), all-or-nothing in one lease. Refused with REVERT_CONFLICT, naming the other run's receipt and paths, when a write outside the run changed the same files later (no cascade here: revert that write first). request_id is required (idempotent retries).",
 			Prepare: func(ctx context.Context, c *op.Call, a RunRevertArgs) (*op.Plan, error) {
 				return prepareRunRevert(ctx, c, a)
 			}}),
 		op.Def(op.Spec[ListArgs]{Name: "receipt_list", Output: ListResult{}, ReadOnly: true,
+			Route: route.Readonly, Toolset: op.Undo, Roles: op.ReadRoles,
 			Description: "List the receipts of harnessd's writes, newest first, with the files each changed, its fencing token, its run, and whether it can be reverted on its own now (and if not, why).",
 			Prepare: func(_ context.Context, c *op.Call, a ListArgs) (*op.Plan, error) {
 				fast := route.Decision{Mode: route.Fast, Reasons: []string{"receipt_list is a readonly Fast Path operation"}, Risk: 5, EstimatedClass: route.Short, Tier: route.Direct}
