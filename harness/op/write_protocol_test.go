@@ -84,7 +84,7 @@ func (w *writeRig) putOp() op.Op {
 			if err != nil {
 				return nil, err
 			}
-			txn := op.MutationTxn(op.Txn{Op: "put_file", RequestID: in.RequestID, Hashed: in, Paths: []string{rel}, Keys: []string{"file:" + rel},
+			txn := op.MutationTxn(op.Txn{Op: "put_file", RequestID: in.RequestID, Hashed: in, Paths: []string{rel}, Keys: []string{"path:co_1:" + rel},
 				Run: func(_ context.Context, l runtime.Lease, r *op.Receipt) error {
 					w.runs.Add(1)
 					if w.revoke.CompareAndSwap(true, false) {
@@ -148,7 +148,7 @@ func TestWriteProtocolAgainstFakes(t *testing.T) {
 	}
 	r := res.Receipt
 	if res.Replayed || r.RequestID != "req-1" || r.Operation != "put_file" || r.RepoID != "repo_1" || r.CheckoutID != "co_1" ||
-		r.LeaseID != "fake-1" || r.FencingToken != 1 || r.FencingTokens["file:a.txt"] != 1 || !strings.HasPrefix(r.ReceiptID, "rcpt_") ||
+		r.LeaseID != "fake-1" || r.FencingToken != 1 || r.FencingTokens["path:co_1:a.txt"] != 1 || !strings.HasPrefix(r.ReceiptID, "rcpt_") ||
 		len(r.Changes) != 1 || r.At.IsZero() || res.Route != "fast" || len(res.Warnings) != 0 {
 		t.Fatalf("result %+v", res)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -159,7 +160,9 @@ func (f *FakeAudit) Head(context.Context) (messages.AuditHeadInfo, error) {
 }
 
 // FakeLeases grants every lease at once, with tokens that only grow; Revoke
-// makes a lease's fence fail with LEASE_LOST.
+// makes a lease's fence fail with LEASE_LOST. It refuses what the checkout
+// refuses before it looks at other leases: an invalid key, a wait past
+// MaxLeaseWait.
 type FakeLeases struct {
 	mu      sync.Mutex // protects token, revoked and held
 	token   uint64
@@ -169,6 +172,14 @@ type FakeLeases struct {
 
 // Acquire implements Leases.
 func (f *FakeLeases) Acquire(ctx context.Context, repo RepoEntry, req LeaseRequest) (Lease, context.Context, error) {
+	if req.Wait < 0 || req.Wait > MaxLeaseWait {
+		return nil, nil, errs.New(errs.InvalidArgument, "wait_ms must be between 0 and %d", MaxLeaseWait.Milliseconds())
+	}
+	for _, k := range req.Keys {
+		if _, err := lease.ParseKey(k); err != nil {
+			return nil, nil, err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.token++
