@@ -153,17 +153,13 @@ func (a *Checkout) Receive(ctx actor.Context) {
 	case messages.Acquire:
 		a.acquire(ctx, m)
 	case messages.Renew:
-		if pid := a.leaseActor(m.LeaseID); pid != nil {
-			ctx.Forward(pid)
-			return
+		if !a.handOn(ctx, m.LeaseID) {
+			reply(ctx, nil, errs.New(errs.LeaseLost, "lease %s is not held (released, expired or never granted)", m.LeaseID).With("lease_id", m.LeaseID))
 		}
-		reply(ctx, nil, errs.New(errs.LeaseLost, "lease %s is not held (released, expired or never granted)", m.LeaseID).With("lease_id", m.LeaseID))
 	case messages.Release:
-		if pid := a.leaseActor(m.LeaseID); pid != nil {
-			ctx.Forward(pid)
-			return
+		if !a.handOn(ctx, m.LeaseID) {
+			reply(ctx, messages.Released{}, nil)
 		}
-		reply(ctx, messages.Released{}, nil)
 	case messages.Fence:
 		a.fence(ctx, m.LeaseID)
 	case leaseEnded:
@@ -342,7 +338,7 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 		info, err := a.grant(ctx, req, m.RunID, ownerOf(ctx.Sender(), m.NotifyLost))
 		switch {
 		case err == nil:
-			ctx.Respond(messages.Acquired{Lease: info})
+			reply(ctx, messages.Acquired{Lease: info}, nil)
 			return
 		case errs.CodeOf(err) != errs.MutationBusy || m.Wait <= 0:
 			a.answerBusy(ctx, ctx.Sender(), err)
@@ -468,12 +464,16 @@ func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo, owner 
 	return nil
 }
 
-// leaseActor returns the actor of a lease the index records, or nil.
-func (a *Checkout) leaseActor(id string) *actor.PID {
-	if _, ok := a.table.Get(id); !ok {
-		return nil
+// handOn hands the current message to the actor of lease id, which answers
+// it, and reports whether the index records that lease (a lease has an
+// actor exactly while the index records it).
+func (a *Checkout) handOn(ctx actor.Context, id string) bool {
+	pid := a.pids[id]
+	if pid == nil {
+		return false
 	}
-	return a.pids[id]
+	ctx.Forward(pid)
+	return true
 }
 
 // fence answers LEASE_LOST for a lease the index no longer records or whose

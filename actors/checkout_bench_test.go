@@ -47,3 +47,37 @@ func BenchmarkLeaseGrantRelease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLeaseRenewFence measures what a holder does while it writes: one
+// Renew and one Fence, each a request to the checkout (which hands it to
+// the lease's actor).
+func BenchmarkLeaseRenewFence(b *testing.B) {
+	s := actor.NewActorSystemWithConfig(actor.Configure(actor.WithDeadLetterThrottleInterval(time.Millisecond), quietLogs))
+	defer s.Shutdown()
+	st, err := persistence.Open(persistence.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	co, _ := s.Root.SpawnNamed(actor.PropsFromProducer(NewCheckout(testRepo, st, zap.NewNop(), nil)), "co")
+	defer func() { _ = s.Root.PoisonFuture(co).Wait() }()
+	res, err := s.Root.RequestFuture(co, messages.Acquire{Owner: "b", Operation: "apply_patch", Keys: []string{pathKey("src/a.go")}}, time.Second).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := res.(messages.Acquired).Lease.ID
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r, err := s.Root.RequestFuture(co, messages.Renew{LeaseID: id}, time.Second).Result(); err != nil {
+			b.Fatal(err)
+		} else if _, ok := r.(messages.Renewed); !ok {
+			b.Fatalf("renew: %#v", r)
+		}
+		if r, err := s.Root.RequestFuture(co, messages.Fence{LeaseID: id}, time.Second).Result(); err != nil {
+			b.Fatal(err)
+		} else if _, ok := r.(messages.Fenced); !ok {
+			b.Fatalf("fence: %#v", r)
+		}
+	}
+}
