@@ -84,7 +84,7 @@ type Checkout struct {
 
 // leaseWait is an Acquire queued until its keys are free.
 type leaseWait struct {
-	req    lease.Request
+	want   lease.Request
 	run    string    // the run of the request ("" = none)
 	since  time.Time // when it started waiting
 	notify bool      // Acquire.NotifyLost: its sender owns the lease
@@ -330,8 +330,8 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 	}
 	queued := a.blockingWaiter(req.Keys)
 	if queued != nil && m.Wait <= 0 {
-		reply(ctx, nil, errs.New(errs.MutationBusy, "resource is queued for another %s", queued.req.req.Operation).
-			With("holder_operation", queued.req.req.Operation).With("holder_owner", queued.req.req.Owner).With("queued", true))
+		reply(ctx, nil, errs.New(errs.MutationBusy, "resource is queued for another %s", queued.req.want.Operation).
+			With("holder_operation", queued.req.want.Operation).With("holder_owner", queued.req.want.Owner).With("queued", true))
 		return
 	}
 	if queued == nil {
@@ -351,7 +351,7 @@ func (a *Checkout) acquire(ctx actor.Context, m messages.Acquire) {
 		reply(ctx, nil, errShuttingDown())
 		return
 	}
-	a.waiters.add(ctx, leaseWait{req: req, run: m.RunID, since: a.now(), notify: m.NotifyLost}, m.Wait)
+	a.waiters.add(ctx, leaseWait{want: req, run: m.RunID, since: a.now(), notify: m.NotifyLost}, m.Wait)
 	a.reportWaits(ctx)
 }
 
@@ -386,12 +386,7 @@ func (a *Checkout) request(m messages.Acquire) (lease.Request, error) {
 // blockingWaiter returns the first queued waiter whose keys overlap keys:
 // a newcomer never overtakes a waiter it conflicts with.
 func (a *Checkout) blockingWaiter(keys []lease.Key) *waiter[leaseWait] {
-	for _, w := range a.waiters.items() {
-		if overlapAny(keys, w.req.req.Keys) {
-			return w
-		}
-	}
-	return nil
+	return a.waiters.find(func(w leaseWait) bool { return overlapAny(keys, w.want.Keys) })
 }
 
 // grant prepares a lease, persists the new high-water marks (and the lease
@@ -593,9 +588,9 @@ func (a *Checkout) gather(ctx actor.Context, done func(map[string]leaseState)) {
 func (a *Checkout) serveWaiters(ctx actor.Context) {
 	var kept []*waiter[leaseWait]
 	for _, w := range a.waiters.items() {
-		blocked := slices.ContainsFunc(kept, func(e *waiter[leaseWait]) bool { return overlapAny(w.req.req.Keys, e.req.req.Keys) })
+		blocked := slices.ContainsFunc(kept, func(e *waiter[leaseWait]) bool { return overlapAny(w.req.want.Keys, e.req.want.Keys) })
 		if !blocked {
-			info, err := a.grant(ctx, w.req.req, w.req.run, ownerOf(w.sender, w.req.notify))
+			info, err := a.grant(ctx, w.req.want, w.req.run, ownerOf(w.sender, w.req.notify))
 			if err == nil {
 				a.waiters.answer(ctx, w, messages.Acquired{Lease: info})
 				continue
@@ -628,7 +623,7 @@ func (a *Checkout) waitExpired(ctx actor.Context, m waitExpired) {
 	if !ok {
 		return
 	}
-	_, err := a.table.Prepare(w.req.req, a.now())
+	_, err := a.table.Prepare(w.req.want, a.now())
 	if err == nil {
 		err = errs.New(errs.MutationBusy, "resource still busy after waiting")
 	}

@@ -219,13 +219,13 @@ func (a *Checkout) waitReport() []messages.DeadlockWait {
 		b := map[string][]string{}
 		for _, l := range held {
 			for _, hk := range l.Keys {
-				if slices.ContainsFunc(w.req.Keys, func(k lease.Key) bool { return lease.Overlaps(hk, k) }) {
+				if slices.ContainsFunc(w.want.Keys, func(k lease.Key) bool { return lease.Overlaps(hk, k) }) {
 					b[a.runs[l.ID]] = append(b[a.runs[l.ID]], string(hk))
 				}
 			}
 		}
 		for j := range i {
-			if overlapAny(w.req.Keys, queue[j].req.req.Keys) {
+			if overlapAny(w.want.Keys, queue[j].req.want.Keys) {
 				for run, keys := range blockers[j] {
 					b[run] = append(b[run], keys...)
 				}
@@ -247,11 +247,11 @@ func (a *Checkout) waitReport() []messages.DeadlockWait {
 		if len(hs) == 0 {
 			continue
 		}
-		keys := make([]string, len(w.req.Keys))
-		for k, key := range w.req.Keys {
+		keys := make([]string, len(w.want.Keys))
+		for k, key := range w.want.Keys {
 			keys[k] = string(key)
 		}
-		out = append(out, messages.DeadlockWait{ID: a.waitID(lw.id), RunID: w.run, Owner: w.req.Owner, Operation: w.req.Operation,
+		out = append(out, messages.DeadlockWait{ID: a.waitID(lw.id), RunID: w.run, Owner: w.want.Owner, Operation: w.want.Operation,
 			CheckoutID: a.repo.CheckoutID, Keys: keys, Since: w.since, Holders: hs})
 	}
 	return out
