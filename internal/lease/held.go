@@ -25,8 +25,8 @@ const (
 type Held struct {
 	Lease
 	// Ended is when the lease ended (zero while it is held); End says why.
-	Ended time.Time `json:"ended"`
-	End   End       `json:"end"`
+	Ended time.Time
+	End   End
 }
 
 // Hold returns the Held of a lease that was just granted (or restored).
