@@ -122,11 +122,8 @@ type Verifier struct {
 // NewVerifier returns a Verifier before entry 1.
 func NewVerifier(o Options) *Verifier { return &Verifier{o: o} }
 
-// Result returns what the Verifier found so far.
-func (v *Verifier) Result() Result { return v.res }
-
-// Next checks e, the next entry, and returns the break it makes (also
-// recorded in Result), or nil. After a break the Verifier accepts nothing.
+// Next checks e, the next entry, and returns the break it makes (the
+// Verifier keeps it), or nil. After a break the Verifier accepts nothing.
 func (v *Verifier) Next(e Entry) *Break {
 	if v.res.Break != nil {
 		return v.res.Break

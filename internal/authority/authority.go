@@ -118,8 +118,6 @@ type Never struct {
 	Reason string
 }
 
-func (n Never) Error() string { return n.Reason }
-
 // NeverGrantable reports why abs (canonical) can never be a root, whoever
 // asks: the file system root; /proc, /sys, /dev, /etc, /run, /boot and
 // what is below them; the home directory itself and what holds it; any

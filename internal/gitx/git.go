@@ -38,9 +38,6 @@ var readOnly = map[string]bool{"status": true, "diff": true, "log": true, "show"
 	"cat-file": true, "rev-parse": true, "diff-tree": true, "diff-index": true, "diff-files": true, "rev-list": true,
 	"blame": true, "grep": true, "for-each-ref": true, "merge-base": true, "describe": true}
 
-// ReadOnly reports whether git args run a read-only subcommand.
-func ReadOnly(args []string) bool { return readOnly[subcommand(args)] }
-
 // DefaultMaxOutput is the stdout cap of Run when maxOut is 0.
 const DefaultMaxOutput = 16 << 20
 
@@ -85,10 +82,6 @@ var globalArgs = []string{
 	// the provenance trailers of harnessd's commits.
 	"-c", "core.commentChar=#",
 }
-
-// GlobalArgs returns a copy of the hardening arguments that precede every
-// subcommand (not including per-repository driver overrides).
-func GlobalArgs() []string { return append([]string(nil), globalArgs...) }
 
 // envAllow lists the variables inherited from the current environment.
 var envAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER",
