@@ -88,9 +88,9 @@ func gitSubcommand(sub string, rest []string) Result {
 	if s.needsOp {
 		op, _ = firstOperand(rest)
 	}
-	for _, r := range s.rules {
-		if arg, ok := r.holds(rest, op); ok {
-			return r.then.result(op, arg)
+	for i := range s.rules {
+		if arg, ok := s.rules[i].holds(rest, op); ok {
+			return s.rules[i].then.result(op, arg)
 		}
 	}
 	return s.otherwise.result(op, "")
@@ -241,10 +241,10 @@ func when(then gitVerdict, all ...gitCond) gitRule { return gitRule{all: all, th
 
 // holds reports whether every condition holds, and the argument the first
 // one that names an argument matched ("$arg" in the verdict's reason).
-func (r gitRule) holds(args []string, op string) (string, bool) {
+func (r *gitRule) holds(args []string, op string) (string, bool) {
 	matched := ""
-	for _, c := range r.all {
-		a, ok := c.match(args, op)
+	for i := range r.all {
+		a, ok := r.all[i].match(args, op)
 		if !ok {
 			return "", false
 		}
@@ -256,24 +256,53 @@ func (r gitRule) holds(args []string, op string) (string, bool) {
 }
 
 // gitVerdict is a class and its reason. In the reason "$sub" is the
-// subcommand (filled in by gitTable), "$op" its first operand and "$arg" the
-// argument the rule matched.
+// subcommand, filled in by gitTable, and at most one of "$op" (the first
+// operand) and "$arg" (the argument the rule matched) is filled in per
+// call: gitTable splits the reason around it (pre, slot, post).
 type gitVerdict struct {
-	class Class
-	why   string
+	class     Class
+	why       string
+	pre, post string
+	slot      string // "", "$op" or "$arg"
 }
 
-func readonly(why string) gitVerdict { return gitVerdict{Readonly, why} }
-func writes(why string) gitVerdict   { return gitVerdict{WorkspaceWrite, why} }
-func destroys(why string) gitVerdict { return gitVerdict{Destructive, why} }
-func network(why string) gitVerdict  { return gitVerdict{Remote, why} }
-func shell(why string) gitVerdict    { return gitVerdict{Shell, why} }
-func unknown(why string) gitVerdict  { return gitVerdict{Unknown, why} }
+func readonly(why string) gitVerdict { return gitVerdict{class: Readonly, why: why} }
+func writes(why string) gitVerdict   { return gitVerdict{class: WorkspaceWrite, why: why} }
+func destroys(why string) gitVerdict { return gitVerdict{class: Destructive, why: why} }
+func network(why string) gitVerdict  { return gitVerdict{class: Remote, why: why} }
+func shell(why string) gitVerdict    { return gitVerdict{class: Shell, why: why} }
+func unknown(why string) gitVerdict  { return gitVerdict{class: Unknown, why: why} }
 
-func (v gitVerdict) result(op, arg string) Result {
-	why := v.why
-	if strings.IndexByte(why, '$') >= 0 {
-		why = strings.ReplaceAll(strings.ReplaceAll(why, "$op", op), "$arg", arg)
+// compile fills in sub and splits the reason around its slot. A reason
+// with another "$" word, or two slots, is a broken table: it panics.
+func (v gitVerdict) compile(sub string) gitVerdict {
+	v.why = strings.ReplaceAll(v.why, "$sub", sub)
+	v.pre, v.slot, v.post = v.why, "", ""
+	if i := strings.IndexByte(v.why, '$'); i >= 0 {
+		rest := v.why[i:]
+		switch {
+		case strings.HasPrefix(rest, "$op"):
+			v.slot = "$op"
+		case strings.HasPrefix(rest, "$arg"):
+			v.slot = "$arg"
+		default:
+			panic("classify: git subcommand " + sub + ": unknown placeholder in " + strconv.Quote(v.why))
+		}
+		v.pre, v.post = v.why[:i], rest[len(v.slot):]
+		if strings.IndexByte(v.post, '$') >= 0 {
+			panic("classify: git subcommand " + sub + ": two placeholders in " + strconv.Quote(v.why))
+		}
+	}
+	return v
+}
+
+func (v *gitVerdict) result(op, arg string) Result {
+	why := v.pre
+	switch v.slot {
+	case "$op":
+		why = v.pre + op + v.post
+	case "$arg":
+		why = v.pre + arg + v.post
 	}
 	if v.class == Remote {
 		return remote(why)
@@ -292,12 +321,12 @@ func gitTable(rows ...gitSub) map[string]*gitSub {
 			}
 			s := row
 			s.names = []string{name}
-			s.otherwise.why = strings.ReplaceAll(s.otherwise.why, "$sub", name)
-			s.needsOp = strings.Contains(s.otherwise.why, "$op")
+			s.otherwise = s.otherwise.compile(name)
+			s.needsOp = s.otherwise.slot == "$op"
 			s.rules = make([]gitRule, len(row.rules))
 			for i, r := range row.rules {
-				r.then.why = strings.ReplaceAll(r.then.why, "$sub", name)
-				s.needsOp = s.needsOp || strings.Contains(r.then.why, "$op") ||
+				r.then = r.then.compile(name)
+				s.needsOp = s.needsOp || r.then.slot == "$op" ||
 					slices.ContainsFunc(r.all, func(c gitCond) bool { return c.kind == condOperand })
 				s.rules[i] = r
 			}
@@ -354,7 +383,7 @@ func not(c gitCond) gitCond      { c.negate = !c.negate; return c }
 var gitWholeTree = []string{".", "./", ":/", ":/.", ":(top)", "*", "..", "../", ":", ":/*", "./*"}
 
 // match reports whether c holds for args, and the argument it matched.
-func (c gitCond) match(args []string, op string) (string, bool) {
+func (c *gitCond) match(args []string, op string) (string, bool) {
 	a, ok := c.find(args, op)
 	if c.negate {
 		return "", !ok
@@ -362,7 +391,7 @@ func (c gitCond) match(args []string, op string) (string, bool) {
 	return a, ok
 }
 
-func (c gitCond) find(args []string, op string) (string, bool) {
+func (c *gitCond) find(args []string, op string) (string, bool) {
 	switch c.kind {
 	case condOperand:
 		return op, slices.Contains(c.words, op)
@@ -381,7 +410,7 @@ func (c gitCond) find(args []string, op string) (string, bool) {
 }
 
 // one tests a single argument.
-func (c gitCond) one(a string) (string, bool) {
+func (c *gitCond) one(a string) (string, bool) {
 	switch c.kind {
 	case condArg:
 		return a, slices.Contains(c.words, a)

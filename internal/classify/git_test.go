@@ -89,10 +89,23 @@ func TestGitTableRows(t *testing.T) {
 	if n < 100 {
 		t.Errorf("the table knows %d subcommands, want every one git.go lists (over 100)", n)
 	}
-	defer func() {
-		if v := recover(); v == nil || !strings.Contains(v.(string), "git subcommand status is in two rows") {
-			t.Fatalf("a duplicate row: recovered %v, want a panic naming status", v)
-		}
-	}()
-	gitTable(gitSub{names: []string{"status"}, otherwise: readonly("a")}, gitSub{names: []string{"log", "status"}, otherwise: readonly("b")})
+	for _, c := range []struct {
+		name string
+		rows []gitSub
+		want string
+	}{
+		{"duplicate", []gitSub{{names: []string{"status"}, otherwise: readonly("a")}, {names: []string{"log", "status"}, otherwise: readonly("b")}},
+			"git subcommand status is in two rows"},
+		{"unknown placeholder", []gitSub{{names: []string{"x"}, otherwise: readonly("git x $path")}}, `git subcommand x: unknown placeholder in "git x $path"`},
+		{"two placeholders", []gitSub{{names: []string{"x"}, rules: []gitRule{when(writes("git $sub $op $arg"), arg("-f"))}}}, `git subcommand x: two placeholders in "git x $op $arg"`},
+	} {
+		func() {
+			defer func() {
+				if v, _ := recover().(string); !strings.Contains(v, c.want) {
+					t.Errorf("%s: recovered %q, want a panic containing %q", c.name, v, c.want)
+				}
+			}()
+			gitTable(c.rows...)
+		}()
+	}
 }
