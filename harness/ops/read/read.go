@@ -4,7 +4,6 @@ package read
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/harnessd/harnessd/contract/errs"
@@ -258,9 +257,13 @@ type GitDiffArgs struct {
 type GitDiffResult struct {
 	gitx.Diff
 	Redactions int `json:"redactions,omitempty"`
-	// Source is "cache" (the same diff computed earlier, and the watcher
-	// proves the tree unchanged since) or "exec" (git diff ran).
-	Source string `json:"source"`
+	// Source is "index" (computed in process: the index blobs against the
+	// work tree files the live status lists as changed, printed as git
+	// prints them), "cache" (the same diff computed earlier, and the
+	// watcher proves the tree unchanged since) or "exec" (git diff ran);
+	// IndexReason says why not in process.
+	Source      string `json:"source"`
+	IndexReason string `json:"index_reason,omitempty"`
 	op.Meta
 }
 
@@ -274,19 +277,18 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 	return &op.Plan{Gate: govern.Input{Paths: args.Paths}, Breakdown: args.IncludeLatencyBreakdown, Run: func(ctx context.Context) (any, error) {
 		root, git := c.Root, c.Env.Git
 		opts := gitx.DiffOptions{Staged: args.Staged, Rev: args.Rev, Paths: args.Paths, MaxBytes: args.MaxBytes, Context: args.Context}
-		source := liveview.SourceExec
+		source, reason := liveview.SourceExec, "the live index is off"
 		diff := func(opts gitx.DiffOptions) (gitx.Diff, error) {
 			v := c.Env.View(c.Repo)
 			if v == nil {
 				return git.Diff(ctx, c.Repo.Repo.Root, opts)
 			}
-			key, _ := json.Marshal(opts)
-			r, src, err := v.Cached(ctx, "diff "+string(key), func() (any, error) { return git.Diff(ctx, c.Repo.Repo.Root, opts) })
+			r, err := v.Diff(ctx, opts)
 			if err != nil {
 				return gitx.Diff{}, err
 			}
-			source = src
-			return r.(gitx.Diff), nil
+			source, reason = r.Source, r.Reason
+			return r.Diff, nil
 		}
 		d, err := diff(opts)
 		if err != nil {
@@ -314,6 +316,6 @@ func gitDiff(_ context.Context, c *op.Call, args GitDiffArgs) (*op.Plan, error) 
 			d.Files = []gitx.FileStat{}
 		}
 		c.FinishIn(op.SegReceipt)
-		return &GitDiffResult{Diff: d, Redactions: n, Source: source}, nil
+		return &GitDiffResult{Diff: d, Redactions: n, Source: source, IndexReason: reason}, nil
 	}}, nil
 }
