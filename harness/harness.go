@@ -246,7 +246,10 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		Git: git, Deny: deny, Secrets: h.secrets, Hidden: hidden, Searcher: search.New(exclude, search.Limits{}), Redactor: redactor,
 		Probe: checkid.NewEnvProbe(nil), Results: &op.ResultCache{}, Sandbox: h.sb,
 		Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout, Runs: &h.rt.Runs,
-		NoLiveIndex: cfg.NoLiveIndex,
+		NoLiveIndex: cfg.NoLiveIndex, Wiring: ops.Wiring(),
+	}
+	if err := h.env.Wiring.Check(); err != nil {
+		return nil, err
 	}
 	git.Confine = h.env.ConfineGit
 	h.env.Searcher.Start = h.env.StartSearch // rg and its listing git, confined

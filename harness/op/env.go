@@ -59,6 +59,9 @@ type Env struct {
 	// Authority decides who may grant agents which roots (nil = no
 	// allowed areas: every root an agent registers needs a person).
 	Authority *Authority
+	// Wiring holds the write hooks and the check and job services the
+	// operation packages lend each other (ops.Wiring, set at Open).
+	Wiring
 
 	Logger         *zap.Logger
 	Now            func() time.Time

@@ -25,7 +25,10 @@ import (
 //     and writes nothing; a conflict, a request in progress or an unknown
 //     outcome (with the current digests of t.Paths) is the answer;
 //  2. a lease over t.Keys (MUTATION_BUSY, or wait in mailbox order);
-//  3. t.Run under the lease, fenced: a lost lease cancels it;
+//  3. under the lease, fenced (a lost lease cancels it), Apply: the
+//     verification gate (WriteHooks.Verify), then t.Run, which calls the
+//     hooks of what it writes: Keep before each file changes, Trailers
+//     and Committed around a commit (see WriteHooks for the order);
 //  4. ledger completion, audit and (kept for the pipeline's last stage)
 //     the receipt, whose failures are reported beside the success, never
 //     instead of it.
@@ -99,7 +102,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// The receipt id is known before the write runs: git_commit records it
 	// in the commit's trailers (Harnessd-Receipt).
 	rec.ReceiptID = "rcpt_" + strconv.FormatInt(env.Now().UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
-	err = t.Run(lctx, l, &rec)
+	err = c.apply(lctx, t, l, &rec)
 	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {
 		err = context.Cause(lctx)
 	}

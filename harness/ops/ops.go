@@ -22,6 +22,25 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/undo"
 )
 
+// Wiring returns what the concerns lend each other through op, in one
+// literal: the hooks of the write path, in the order it runs them (see
+// op.WriteHooks), and the services run_check and the Durable Path offer.
+// No operation package imports a sibling: mutation, undo and proposal
+// write through their Call, run verifies checks through op.Checker, and an
+// unfocused check starts its job through op.Durable.
+func Wiring() op.Wiring {
+	return op.Wiring{
+		Hooks: op.WriteHooks{
+			Verify:    run.Enforce,             // 1. the verification gate, before the write
+			Keep:      undo.KeepFor,            // 2. each file's pre-image, before it changes
+			Trailers:  provenance.StampCommit,  // 3. a commit's provenance trailers
+			Committed: provenance.RecordCommit, // 4. what the commit changed, after it
+		},
+		Checks: check.Checks{},
+		Jobs:   job.Durable{},
+	}
+}
+
 // Registry returns the registry of every operation: the one literal list
 // of concerns. A name defined twice panics.
 func Registry() *op.Registry {

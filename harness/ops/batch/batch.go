@@ -338,7 +338,7 @@ func runSteps(ctx context.Context, env *op.Env, steps []*op.Step, stop bool, l r
 		if w := s.Plan.Write; w != nil {
 			before := len(rec.Changes)
 			headBefore := rec.HeadAfter
-			err = w.Run(sctx, l, rec)
+			err = s.Call.Apply(sctx, *w, l, rec) // the step's own verification gate, then its write
 			if err == nil {
 				sr := MutationStepResult{Changes: append([]patch.Change{}, rec.Changes[before:]...)}
 				if rec.HeadAfter != headBefore {

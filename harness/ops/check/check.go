@@ -20,7 +20,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
@@ -426,7 +425,7 @@ func walls(ctx context.Context, env *op.Env, e runtime.RepoEntry, cwd string, d 
 	if cwd != "" && cwd != "." {
 		dir = filepath.Join(root, filepath.FromSlash(cwd))
 	}
-	return job.Walls(ctx, env, wall.ToolRunCheck, profile, e, policyOf(root, d.Writes, d.Network), dir, o.ExitCode, o.Stderr+"\n"+o.Stdout)
+	return env.Jobs.Walls(ctx, env, wall.ToolRunCheck, profile, e, policyOf(root, d.Writes, d.Network), dir, o.ExitCode, o.Stderr+"\n"+o.Stdout)
 }
 
 // exclude leaves secret paths (of the root's own list) and harnessd's own
@@ -533,52 +532,46 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, network boo
 	return o, nil
 }
 
-// runDurable runs an unfocused check as a durable job and waits for it,
-// reporting the job as the check's outcome. When ctx ends first (the check
-// actor stops), the job is cancelled.
+// runDurable runs an unfocused check as a durable job (the Durable Path,
+// env.Jobs) and waits for it, reporting the job as the check's outcome.
+// When ctx ends first (the check actor stops), the job is cancelled.
 func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (messages.CheckOutcome, error) {
 	s := run.Spec
 	c, err := p.NewCall(s.RepoID)
 	if err != nil {
 		return messages.CheckOutcome{}, err
 	}
+	jobs := c.Env.Jobs
 	started := time.Now().UTC()
 	network := declared(run, EffectNetwork)
-	spec := job.Spec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (s.TimeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
-		Network: network, RequestID: job.CheckRequestPrefix + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	spec := op.JobSpec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (s.TimeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
+		Network: network, RequestID: op.CheckJobPrefix + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	spec.Hashed = map[string]any{"argv": s.Argv, "cwd": s.Cwd, "timeout_s": spec.TimeoutS, "writes": s.Writes, "network": network, "check": run.Key.Identity}
-	j, err := job.Start(ctx, c, spec)
+	j, err := jobs.Start(ctx, c, spec) // the final record, once the loop ends: its logs hold the output
 	if err != nil {
 		return messages.CheckOutcome{}, err
 	}
-	var rec messages.Job // the final record: its logs hold the output
-	for !j.Finished() {
+	for !op.JobFinal(j.State) {
 		if err := ctx.Err(); err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, _ = c.Env.RT.Jobs.Cancel(cctx, j.JobID)
+			_, _ = c.Env.RT.Jobs.Cancel(cctx, j.ID)
 			cancel()
-			return messages.CheckOutcome{JobID: j.JobID, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1, Cancelled: true}, nil
+			return messages.CheckOutcome{JobID: j.ID, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1, Cancelled: true}, nil
 		}
-		next, err := job.Wait(ctx, c, j.JobID, time.Minute)
+		next, err := jobs.Wait(ctx, c, j.ID, time.Minute)
 		if err != nil {
 			if ctx.Err() != nil {
 				continue // cancel the job on the next turn
 			}
-			return messages.CheckOutcome{}, errs.Wrap(errs.CodeOf(err), err, "wait for check job %s: %v", j.JobID, err)
+			return messages.CheckOutcome{}, errs.Wrap(errs.CodeOf(err), err, "wait for check job %s: %v", j.ID, err)
 		}
-		rec, j = next, job.Result(next)
+		j = next
 	}
-	if rec.ID == "" {
-		// Finished when it started (a replayed request id).
-		if rec, err = c.Env.RT.Jobs.Get(ctx, j.JobID); err != nil {
-			return messages.CheckOutcome{}, errs.Wrap(errs.CodeOf(err), err, "read check job %s: %v", j.JobID, err)
-		}
-	}
-	o := messages.CheckOutcome{JobID: j.JobID, Pid: j.Pid, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1,
+	o := messages.CheckOutcome{JobID: j.ID, Pid: j.Pid, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1,
 		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled}
 	// Head and tail of each stream from the job's redacted logs, as the
 	// Fast Path keeps them.
-	if out, errOut := job.Streams(rec, maxOutput); out != nil || errOut != nil {
+	if out, errOut := jobs.Streams(j, maxOutput); out != nil || errOut != nil {
 		if out != nil {
 			o.Stdout = out.Text
 		}
@@ -588,10 +581,10 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 	} else {
 		o.Stdout = j.Tail
 	}
-	if j.StartedAt != nil {
+	if !j.StartedAt.IsZero() {
 		o.StartedAt = j.StartedAt.UTC()
 	}
-	if j.FinishedAt != nil {
+	if !j.FinishedAt.IsZero() {
 		o.FinishedAt = j.FinishedAt.UTC()
 	}
 	if j.ExitCode != nil {

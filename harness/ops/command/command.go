@@ -17,7 +17,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/liveview"
@@ -325,7 +324,7 @@ func finish(ctx context.Context, c *op.Call, args RunCommandArgs, d route.Decisi
 		ResultHash: govern.Digest(strconv.Itoa(res.ExitCode) + "\x00" + out.Stdout.Text + "\x00" + out.Stderr.Text)})
 	// A wall of the sandbox the command ran into, named with its fix.
 	if dir, _, err := c.Root.Dir(args.Cwd); err == nil {
-		out.SandboxHints = job.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text)
+		out.SandboxHints = env.Jobs.Walls(ctx, env, wall.ToolRunCommand, sandbox.Read, c.Repo, nil, dir, res.ExitCode, out.Stderr.Text+"\n"+out.Stdout.Text)
 		for _, w := range out.SandboxHints {
 			out.Warnings = append(out.Warnings, "sandbox ("+string(w.Layer)+") stopped "+w.What+": "+w.Fix)
 		}

@@ -67,55 +67,51 @@ func Ops() []op.Op {
 	}
 }
 
-// Spec is a job to start: what job_start validated, or an unfocused check.
-type Spec struct {
-	Argv      []string
-	Cwd       string // rel to the root
-	TimeoutS  int
-	Isolation string
-	Writes    bool
-	Network   bool
-	RetryMax  int
-	RequestID string
-	// Hashed are the arguments the ledger hashes for RequestID.
-	Hashed any
-}
-
 // Start starts a job in c's repository under the request ledger (a retry
 // with the same request_id returns the same job, Replayed). It crosses no
 // gate: job_start's own gate, or run_check's, decided before.
-func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
+func Start(ctx context.Context, c *op.Call, s op.JobSpec) (*JobResult, error) {
+	j, replayed, err := startJob(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	r := Result(j)
+	r.Replayed = replayed
+	return r, nil
+}
+
+// startJob is Start returning the job's record, and whether an earlier
+// start of the same request_id made it.
+func startJob(ctx context.Context, c *op.Call, s op.JobSpec) (messages.Job, bool, error) {
 	if s.RequestID == "" {
-		return nil, errs.New(errs.RequestIDRequired, "job_start needs a request_id (any unique string up to 255 characters) so a retry returns the same job instead of starting another")
+		return messages.Job{}, false, errs.New(errs.RequestIDRequired, "job_start needs a request_id (any unique string up to 255 characters) so a retry returns the same job instead of starting another")
 	}
 	if err := ledger.ValidateRequestID(s.RequestID); err != nil {
-		return nil, err
+		return messages.Job{}, false, err
 	}
 	hash, err := c.InputHash("job_start", s.Hashed)
 	if err != nil {
-		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
+		return messages.Job{}, false, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}
 	env := c.Env
 	c.SetRoute("durable")
 	begun, err := env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: s.RequestID, Operation: "job_start", InputHash: hash})
 	if err != nil {
-		return nil, err
+		return messages.Job{}, false, err
 	}
 	if begun.Replay {
 		var stored struct {
 			JobID string `json:"job_id"`
 		}
 		if err := json.Unmarshal(begun.Entry.Result, &stored); err != nil || stored.JobID == "" {
-			return nil, errs.New(errs.Internal, "stored result of request %q has no job_id", s.RequestID)
+			return messages.Job{}, false, errs.New(errs.Internal, "stored result of request %q has no job_id", s.RequestID)
 		}
 		j, err := env.RT.Jobs.Get(ctx, stored.JobID)
 		if err != nil {
-			return nil, err
+			return messages.Job{}, false, err
 		}
-		r := Result(j)
-		r.Replayed = true
 		c.FinishIn(op.SegSnapshot)
-		return r, nil
+		return j, true, nil
 	}
 	id := newJobID(env.Now())
 	e := c.Repo
@@ -128,13 +124,13 @@ func Start(ctx context.Context, c *op.Call, s Spec) (*JobResult, error) {
 		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
 			env.Logger.Warn("ledger: record failure")
 		}
-		return nil, err
+		return messages.Job{}, false, err
 	}
 	stored, _ := json.Marshal(map[string]string{"job_id": id})
 	if err := env.Ledger.Complete(context.Background(), s.RequestID, stored); err != nil {
 		env.Logger.Warn("ledger: record job start")
 	}
-	return Result(j), nil
+	return j, false, nil
 }
 
 func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
@@ -185,7 +181,7 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, c.Refuse(gate, err)
 	}
-	spec := Spec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: args.Network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
+	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: args.Network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
 	return &op.Plan{Gate: gate, Run: func(ctx context.Context) (any, error) { return Start(ctx, c, spec) }}, nil
 }

@@ -89,9 +89,7 @@ type JobResult struct {
 func (r *JobResult) Finished() bool { return Final(r.State) }
 
 // Final reports whether a job state is final.
-func Final(state string) bool {
-	return state != messages.JobQueued && state != messages.JobRunning
-}
+func Final(state string) bool { return op.JobFinal(state) }
 
 // Result turns a job record into its result.
 func Result(j messages.Job) *JobResult {

@@ -101,10 +101,6 @@ func policyOf(j messages.Job, root string) func(*sandbox.Policy) {
 	}
 }
 
-// CheckRequestPrefix starts the request id of the job of an unfocused
-// check (run_check's durable path).
-const CheckRequestPrefix = "check-"
-
 // jobWalls returns the walls a failed job ran into, from the head and
 // tail of its logs.
 func jobWalls(ctx context.Context, env *op.Env, j messages.Job, stdout, stderr *proc.Output) []wall.Diagnosis {
@@ -132,7 +128,7 @@ func jobWalls(ctx context.Context, env *op.Env, j messages.Job, stdout, stderr *
 		}
 	}
 	tool := wall.ToolJobStart
-	if strings.HasPrefix(j.RequestID, CheckRequestPrefix) {
+	if strings.HasPrefix(j.RequestID, op.CheckJobPrefix) {
 		tool = wall.ToolRunCheck // an unfocused check: its fixes are run_check's
 	}
 	return Walls(ctx, env, tool, sandbox.Job, e, policyOf(j, root), dir, *j.ExitCode, text.String())

@@ -1,7 +1,9 @@
 // Package mutation holds the Fast Path writes: apply_patch, git_stage and
 // git_commit. Each plans its write (paths, resource keys, the fenced write
 // itself) and hands it to the mutation engine (op.Call.Write); a batch runs
-// the same plans under one lease.
+// the same plans under one lease. It calls only down: the verification
+// gate, the pre-images and the commit trailers are hooks of the write path
+// (op.WriteHooks), which the concerns that own them register at Open.
 package mutation
 
 import (
@@ -17,9 +19,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/provenance"
-	"github.com/harnessd/harnessd/harness/ops/run"
-	"github.com/harnessd/harnessd/harness/ops/undo"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/lease"
@@ -78,7 +77,8 @@ type Write struct {
 	Keys  []string // resource keys it needs
 	// RequireVerified are stages of the caller's run the write asks to
 	// have verified (git_commit's require_verified): the gate adds the
-	// policy's, and Run enforces them all (run.Enforce) before it writes.
+	// policy's, and the write path's verification gate (op.WriteHooks)
+	// enforces them all before Run writes.
 	RequireVerified []string
 	Run             func(ctx context.Context, l runtime.Lease, r *op.Receipt) error
 }
@@ -146,10 +146,7 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 	}
 	ops, allowed := args.Operations, args.AllowedPaths
 	return Write{Op: "apply_patch", Paths: rels, Keys: keys, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
-		if err := enforce(ctx, c, r); err != nil {
-			return err
-		}
-		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence, PreImage: undo.Keep(c.Env, root, r)})
+		res, err := patch.Apply(ctx, root, ops, patch.Options{AllowedPaths: allowed, Fence: l.Fence, PreImage: c.KeepPreImages(r)})
 		if err != nil {
 			return err
 		}
@@ -188,9 +185,6 @@ func PlanGitStage(ctx context.Context, c *op.Call, args GitStageArgs) (Write, er
 	}
 	return Write{Op: "git_stage", Paths: rels, Keys: []string{string(lease.GitIndexKey(c.Repo.Repo.CheckoutID))},
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
-			if err := enforce(ctx, c, r); err != nil {
-				return err
-			}
 			if err := l.Fence(); err != nil {
 				return err
 			}
@@ -399,9 +393,6 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		keys = append(keys, string(lease.GitRefKey(co, "refs/heads/"+st.Branch)))
 	}
 	return Write{Op: "git_commit", Paths: rels, Keys: keys, RequireVerified: require, Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
-		if err := enforce(ctx, c, r); err != nil {
-			return err
-		}
 		dir := root.Path()
 		before, err := git.Head(ctx, dir)
 		if err != nil {
@@ -422,8 +413,11 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		if args.ApprovalID != "" {
 			approvals = []string{args.ApprovalID}
 		}
-		msg := trailer.Append(args.Message, provenance.Trailers(provenance.Stamp{ReceiptID: r.ReceiptID, RunID: c.Caller.RunID,
-			Policy: c.Env.Gov.Policy().Digest, Approvals: approvals, Verified: r.Verified, RepoID: c.Repo.Repo.ID}))
+		trailers, err := c.Trailers(r, approvals)
+		if err != nil {
+			return err
+		}
+		msg := trailer.Append(args.Message, trailers)
 		gitArgs := []string{"commit", "--no-verify", "--quiet", "--no-edit", "--cleanup=strip", "-m", msg}
 		if args.AllowEmpty {
 			gitArgs = append(gitArgs, "--allow-empty")
@@ -442,12 +436,7 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		// Every path with the sha256 of its blob before and after (Tree:
 		// what commit_verify compares with the commit's tree); Changes
 		// names the paths, as a commit wrote no file contents.
-		if tree, err := provenance.TreeChanges(ctx, git, dir, after); err == nil {
-			r.Tree = append(r.Tree, tree...)
-			for _, ch := range tree {
-				r.Changes = append(r.Changes, patch.Change{Path: ch.Path, Op: ch.Op})
-			}
-		}
+		c.Committed(ctx, r, after)
 		hooks := false
 		if r.HeadBefore == "" {
 			r.HeadBefore = before
@@ -455,19 +444,6 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		r.HeadAfter, r.Commit, r.HooksRan = after, after, &hooks
 		return nil
 	}}, nil
-}
-
-// enforce re-verifies the stages the gate's decision requires of c (its
-// own require_verified and the matching policy rules; see run.Enforce)
-// and records the verifications in the receipt; it answers
-// VERIFICATION_REQUIRED, with the blockers, when one is not verified now.
-func enforce(ctx context.Context, c *op.Call, r *op.Receipt) error {
-	stamps, err := run.Enforce(ctx, c)
-	if err != nil {
-		return err
-	}
-	r.Verified = append(r.Verified, stamps...)
-	return nil
 }
 
 // CheckPaths resolves agent paths (up to 200) for stage and commit: inside

@@ -22,8 +22,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/run"
-	"github.com/harnessd/harnessd/harness/ops/undo"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
@@ -544,13 +542,8 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 	txn := op.MutationTxn(op.Txn{Op: "patch_proposal_integrate", RequestID: args.RequestID, Hashed: hashed, Paths: paths, Keys: keys,
 		Wait: time.Duration(args.WaitMs) * time.Millisecond,
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
-			// The verified stages the gate requires (require_verified rules).
-			stamps, err := run.Enforce(ctx, c)
-			if err != nil {
-				return err
-			}
-			r.Verified = append(r.Verified, stamps...)
-			// Under the lease: nothing can change the files until we write.
+			// Under the lease, past the verification gate (op.Call.Apply):
+			// nothing can change the files until we write.
 			head, err := c.Env.Head(ctx, c.Repo)
 			if err != nil {
 				return err
@@ -576,7 +569,7 @@ func integrate(_ context.Context, c *op.Call, args IntegrateArgs) (*op.Plan, err
 				}
 			}
 			r.HeadBefore, r.HeadAfter = head, head
-			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence, PreImage: undo.Keep(c.Env, root, r)})
+			res, err := patch.Apply(ctx, root, ops, patch.Options{Fence: l.Fence, PreImage: c.KeepPreImages(r)})
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,9 @@
 // runs, the approvals and the policy), so a reviewer can tell a commit
 // harnessd made, with what it passed, from one that only claims to be.
 //
-// It also holds what git_commit uses to write them: Trailers (the block)
-// and TreeChanges (the paths and blob digests a commit changed, recorded
-// in the receipt and compared again by commit_verify).
+// It also holds what writes them, as hooks of the write path
+// (op.WriteHooks, registered at Open): StampCommit, the trailer block
+// (Trailers) of a commit git_commit writes, and RecordCommit, the paths
+// and blob digests the commit changed (TreeChanges), recorded in the
+// receipt and compared again by commit_verify.
 package provenance

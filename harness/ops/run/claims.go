@@ -12,7 +12,6 @@ import (
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/check"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/mediate"
@@ -302,10 +301,12 @@ func record(st *persistence.Store, key []byte, verified map[string]bool, passed 
 // (mediate.Decision.RequireVerified: the operation's require_verified
 // argument and the matching require_verified policy rules) in c's run, and
 // returns the verifications passed, for the write's receipt. A stage that
-// is not verified now answers VERIFICATION_REQUIRED with its blockers. The
-// writes call it first thing under their lease, standalone or as a step of
-// a batch, so the decision of which stages are needed is the mediator's
-// alone and the verdict is taken at the moment of the write.
+// is not verified now answers VERIFICATION_REQUIRED with its blockers.
+// It is the write path's verification gate (op.WriteHooks.Verify,
+// registered at Open): every write runs it first thing under its lease
+// (op.Call.Apply), standalone or as a step of a batch, so the decision of
+// which stages are needed is the mediator's alone and the verdict is taken
+// at the moment of the write.
 func Enforce(ctx context.Context, c *op.Call) ([]verify.Stamp, error) {
 	reqs := c.Gated().Decision.RequireVerified
 	if len(reqs) == 0 {
@@ -428,7 +429,7 @@ func (s *repoSet) get(id string) (*repoView, error) {
 // revision returns the content revision of v, computed once.
 func (s *repoSet) revision(ctx context.Context, v *repoView) (checkid.Revision, error) {
 	if !v.revOK {
-		v.rev, v.revErr = check.Revision(ctx, s.env, v.entry, v.root)
+		v.rev, v.revErr = s.env.Checks.Revision(ctx, s.env, v.entry, v.root)
 		v.revOK = true
 	}
 	return v.rev, v.revErr
@@ -462,7 +463,7 @@ func normalize(repos *repoSet, claimRepo string, e verify.Evidence) (verify.Evid
 		if err != nil {
 			return e, err
 		}
-		if _, err := check.Define(e.Argv, e.Cwd, e.TimeoutMs, e.Effects); err != nil {
+		if err := repos.env.Checks.Define(checkDef(e)); err != nil {
 			return e, err
 		}
 		if err := v.root.CheckArgv(e.Argv); err != nil {
@@ -530,13 +531,19 @@ func judge(ctx context.Context, repos *repoSet, cl verify.Claim, e verify.Eviden
 	return res, verify.Verdict{Reason: "unknown evidence kind " + strconv.Quote(e.Kind), Fix: "claim again with kind check, receipt or file"}
 }
 
+// checkDef is the check a piece of evidence names.
+func checkDef(e verify.Evidence) op.CheckDef {
+	return op.CheckDef{Argv: e.Argv, Cwd: e.Cwd, TimeoutMs: e.TimeoutMs, Effects: e.Effects}
+}
+
 // checkFacts looks up stored evidence of a check for the identity it has
-// now, computed exactly as run_check computes it; it never runs the check.
+// now, computed exactly as run_check computes it (env.Checks, run_check's
+// own code); it never runs the check.
 func checkFacts(ctx context.Context, repos *repoSet, v *repoView, e verify.Evidence, now time.Time) verify.CheckFacts {
 	env := repos.env
 	f := verify.CheckFacts{Argv: e.Argv, Cwd: e.Cwd}
-	d, err := check.Define(e.Argv, e.Cwd, e.TimeoutMs, e.Effects)
-	if err != nil {
+	d := checkDef(e)
+	if err := env.Checks.Define(d); err != nil {
 		f.Err = errs.From(err).Message
 		return f
 	}
@@ -546,17 +553,13 @@ func checkFacts(ctx context.Context, repos *repoSet, v *repoView, e verify.Evide
 		return f
 	}
 	f.Revision = rev.Digest
-	ident, err := check.IdentifyAt(ctx, env, v.entry, rev, d)
+	found, err := env.Checks.Evidence(ctx, env, v.entry, rev, d, now)
+	f.Identity = found.Identity.Digest
 	if err != nil {
 		f.Err = errs.From(err).Message
 		return f
 	}
-	f.Identity = ident.ID.Digest
-	cur, prev, err := check.Evidence(env, ident, now)
-	if err != nil {
-		f.Err = errs.From(err).Message
-		return f
-	}
+	cur, prev := found.Current, found.Previous
 	if cur != nil {
 		f.Found, f.FoundAt = true, cur.Outcome.FinishedAt
 		switch {
@@ -580,7 +583,7 @@ func checkFacts(ctx context.Context, repos *repoSet, v *repoView, e verify.Evide
 	f.PreviousRevision = p.Revision.Digest
 	f.ChangedFiles, f.ChangedKnown = changedFiles(ctx, env, v.root.Path(), p.Revision, rev)
 	if !f.ChangedKnown || len(f.ChangedFiles) == 0 || p.Revision.Digest == rev.Digest {
-		f.Reasons = checkid.ExplainMiss(ctx, env.Git, v.root.Path(), p, ident.Parts)
+		f.Reasons = checkid.ExplainMiss(ctx, env.Git, v.root.Path(), p, found.Parts)
 	}
 	return f
 }

@@ -1,6 +1,8 @@
 // Package undo holds revert, run_revert and receipt_list: the undo of
 // harnessd's writes from the pre-images their receipts name (see
-// docs/undo.md), and Keep, which the writes use to keep those pre-images.
+// docs/undo.md), and Keep, the write path's pre-image hook (KeepFor is
+// op.WriteHooks.Keep, registered at Open): every write keeps its files'
+// pre-images through it.
 package undo
 
 import (
@@ -12,6 +14,12 @@ import (
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/preimage"
 )
+
+// KeepFor is the write path's Keep hook (op.WriteHooks): Keep for the
+// call's environment and repository.
+func KeepFor(c *op.Call, r *op.Receipt) func(patch.PreImage) error {
+	return Keep(c.Env, c.Root, r)
+}
 
 // Keep returns the patch.Options.PreImage hook of a write to root: it
 // stores the pre-image of every file the patch changes in env's pre-image

@@ -10,7 +10,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
-	"github.com/harnessd/harnessd/harness/ops/run"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/patch"
@@ -243,11 +242,7 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 	}
 	t := op.MutationTxn(op.Txn{Op: name, RequestID: requestID, Hashed: hashed, Paths: paths, Keys: keys,
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
-			stamps, err := run.Enforce(ctx, c)
-			if err != nil {
-				return err
-			}
-			r.Verified = append(r.Verified, stamps...)
+			// The verification gate ran before (op.Call.Apply).
 			pl, err := build() // under the lease: no fenced write of these files runs now
 			if err != nil {
 				return err
@@ -267,7 +262,7 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 			if len(ops) == 0 {
 				return nil // every file already is as it was: nothing to write
 			}
-			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: Keep(env, c.Root, r),
+			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: c.KeepPreImages(r),
 				MaxOps: len(ops) + 1, MaxBytes: size + 1})
 			if err != nil {
 				return err
