@@ -109,17 +109,6 @@ func stat(script []Change) Stat {
 	return st
 }
 
-// Hunks appends to w the hunks of the unified diff of old -> new as git
-// prints them (xdl_emit_diff with the default function-name rule, no diff
-// driver) and returns w and the lines added and deleted.
-func Hunks(w []byte, old, new []byte, o Options) ([]byte, Stat, error) {
-	r, err := diff(old, new, o)
-	if err != nil {
-		return w, Stat{}, err
-	}
-	return r.emit(w, o), stat(r.script), nil
-}
-
 // emit is xdl_emit_diff without function context.
 func (r result) emit(w []byte, o Options) []byte {
 	ctx := o.Context
