@@ -3,7 +3,6 @@ package gitindex
 import (
 	"bytes"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 )
@@ -87,17 +86,24 @@ var inProgress = []struct{ name, reason string }{
 }
 
 // knownExtensions are the index extensions that do not change what a
-// status reports (cached trees, resolve-undo, offsets for threaded loading).
-var knownExtensions = map[string]bool{"TREE": true, "REUC": true, "EOIE": true, "IEOT": true}
+// status reports: cached trees, resolve-undo, offsets for threaded
+// loading, the untracked cache (git's answer is the same with or without
+// it; the untracked side of Refresh asks git anyway) and fsmonitor data
+// (harnessd's git runs with core.fsmonitor=false, which drops it).
+var knownExtensions = map[string]bool{"TREE": true, "REUC": true, "EOIE": true, "IEOT": true, "UNTR": true, "FSMN": true}
 
 // Eligible says whether Refresh can be exact for the checkout whose git
-// dir is gitDir, with index ix, effective configuration cfg (see
+// dir is gitDir (a linked worktree's own; its common dir is found through
+// gitDir/commondir), with index ix, effective configuration cfg (see
 // ParseConfigList) and the untracked paths of its last exact status. The
 // reason names what stands in the way, for users.
 //
-// It is conservative: anything Refresh does not model exactly is a reason.
-// It does not see files git ignores, so an ignored .gitattributes (which
-// git still honours) is not detected.
+// It is conservative: anything Refresh does not model exactly is a
+// reason. What Refresh models is not: attributes (.gitattributes at any
+// level, info/attributes: Refresh reads them per path), end-of-line
+// conversion (text, eol, crlf, core.autocrlf), core.filemode=false,
+// core.ignorecase, the untracked cache, fsmonitor, submodules and linked
+// worktrees.
 func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []string) (ok bool, reason string) {
 	if ix == nil {
 		return false, "no index"
@@ -121,12 +127,8 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 		switch sig {
 		case "link":
 			return false, "split index"
-		case "UNTR":
-			return false, "untracked cache"
 		case "sdir":
 			return false, "sparse index"
-		case "FSMN":
-			return false, "core.fsmonitor"
 		}
 		if !knownExtensions[sig] {
 			return false, "index extension " + sig
@@ -135,8 +137,6 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 	for i := range ix.Entries {
 		e := &ix.Entries[i]
 		switch {
-		case e.Mode == ModeGitlink:
-			return false, "submodules"
 		case e.Stage != 0:
 			return false, "unmerged entries"
 		case e.SkipWorktree:
@@ -145,16 +145,11 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 			return false, "intent-to-add entries"
 		case e.AssumeValid:
 			return false, "assume-unchanged entries"
-		case isAttributes(e.Path):
-			return false, "gitattributes"
 		}
 	}
 	for _, u := range untracked {
 		if strings.HasSuffix(u, "/") {
 			return false, "nested repositories"
-		}
-		if isAttributes(u) {
-			return false, "gitattributes"
 		}
 	}
 	for _, c := range []struct {
@@ -166,42 +161,27 @@ func Eligible(gitDir string, ix *Index, cfg map[string][]string, untracked []str
 		{"core.sparsecheckout", "sparse checkout", isTrue},
 		{"index.sparse", "sparse index", isTrue},
 		{"core.splitindex", "split index", isTrue},
-		{"core.untrackedcache", "untracked cache", isTrue},
-		{"feature.manyfiles", "untracked cache", isTrue},
-		{"core.fsmonitor", "core.fsmonitor", isTrue},
-		{"core.ignorecase", "core.ignorecase", isTrue},
 		{"core.trustctime", "core.trustctime=false", isFalse},
 		{"core.checkstat", "core.checkStat", isSet},
 		{"core.precomposeunicode", "core.precomposeunicode", isTrue},
-		{"core.filemode", "core.filemode=false", isFalse},
 		{"core.symlinks", "core.symlinks=false", isFalse},
-		{"core.autocrlf", "core.autocrlf", isTrue}, // true or input,
-		{"core.eol", "core.eol", isSet},
-		{"core.attributesfile", "gitattributes", isAttributesFile},
-		{"core.checkroundtripencoding", "gitattributes", isSet},
+		{"core.attributesfile", "core.attributesFile", isAttributesFile},
+		{"attr.tree", "attr.tree", isSet},
 	} {
 		if c.bad(cfg, c.key) {
 			return false, c.reason
 		}
 	}
-	for k := range cfg {
-		if strings.HasPrefix(k, "filter.") {
-			return false, "filter"
-		}
+	if _, reason := ParseTreeConfig(cfg); reason != "" {
+		return false, reason
 	}
 	for _, p := range inProgress {
 		if exists(filepath.Join(gitDir, p.name)) {
 			return false, p.reason
 		}
 	}
-	common := commonDir(gitDir)
-	for _, dir := range []string{gitDir, common} {
-		if exists(filepath.Join(dir, "info", "attributes")) {
-			return false, "gitattributes"
-		}
-		if exists(filepath.Join(dir, "info", "sparse-checkout")) && isTrue(cfg, "core.sparsecheckout") {
-			return false, "sparse checkout"
-		}
+	if exists(filepath.Join(gitDir, "info", "sparse-checkout")) && isTrue(cfg, "core.sparsecheckout") {
+		return false, "sparse checkout"
 	}
 	return true, ""
 }
@@ -219,23 +199,7 @@ func isSet(cfg map[string][]string, key string) bool {
 	return set && v != ""
 }
 
-func isAttributes(p string) bool { return path.Base(p) == ".gitattributes" }
-
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-// commonDir returns the common git dir of gitDir (a linked worktree's
-// "commondir" file), or gitDir.
-func commonDir(gitDir string) string {
-	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
-	if err != nil {
-		return gitDir
-	}
-	d := strings.TrimRight(string(b), "\r\n")
-	if !filepath.IsAbs(d) {
-		d = filepath.Join(gitDir, d)
-	}
-	return d
 }

@@ -24,11 +24,15 @@ func configOf(t testing.TB, dir string) map[string][]string {
 
 func eligibleOf(t *testing.T, dir string) (bool, string) {
 	t.Helper()
-	ix, err := ParseAny(readIndex(t, dir))
+	gitDir, _, err := GitDirs(dir)
+	must(t, err)
+	b, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	must(t, err)
+	ix, err := ParseAny(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Eligible(filepath.Join(dir, ".git"), ix, configOf(t, dir), execStatus(t, dir).Untracked)
+	return Eligible(gitDir, ix, configOf(t, dir), execStatus(t, dir).Untracked)
 }
 
 func TestParseConfigList(t *testing.T) {
@@ -42,8 +46,9 @@ func TestParseConfigList(t *testing.T) {
 	}
 }
 
-// TestEligible: a plain repository (sha1 or sha256) is accepted; each
-// checkout Refresh does not model is refused with its reason.
+// TestEligible: a plain repository (sha1 or sha256) is accepted, and so
+// is each feature Refresh models; each checkout Refresh does not model is
+// refused with its reason.
 func TestEligible(t *testing.T) {
 	files := map[string]string{"a.txt": "a\n", "d/b.txt": "b\n", "run.sh*": "x", "l": "@a.txt"}
 	for _, format := range []string{"sha1", "sha256"} {
@@ -59,16 +64,9 @@ func TestEligible(t *testing.T) {
 		setup  func(t *testing.T, dir string)
 		reason string
 	}{
-		{"submodule", git("update-index", "--add", "--cacheinfo", "160000,"+"1111111111111111111111111111111111111111,sub"), "submodules"},
 		{"sparse checkout", git("sparse-checkout", "set", "d"), "sparse checkout"},
 		{"skip-worktree", git("update-index", "--skip-worktree", "a.txt"), "sparse checkout"},
 		{"split index", git("update-index", "--split-index"), "split index"},
-		{"untracked cache extension", func(t *testing.T, dir string) {
-			testutil.Git(t, dir, "update-index", "--untracked-cache")
-			testutil.Git(t, dir, "-c", "core.untrackedCache=true", "status")
-		}, "untracked cache"},
-		{"untracked cache config", git("config", "core.untrackedCache", "true"), "untracked cache"},
-		{"feature.manyFiles", git("config", "feature.manyFiles", "true"), "untracked cache"},
 		{"intent-to-add", func(t *testing.T, dir string) {
 			testutil.WriteFile(t, dir, "n.txt", "n")
 			testutil.Git(t, dir, "add", "-N", "n.txt")
@@ -94,23 +92,12 @@ func TestEligible(t *testing.T) {
 			testutil.Git(t, dir, "commit", "-qm", "main")
 			testutil.Git(t, dir, "merge", "-q", "--no-commit", "--no-ff", "other")
 		}, "merge in progress"},
-		{"tracked .gitattributes", func(t *testing.T, dir string) {
-			testutil.WriteFile(t, dir, "d/.gitattributes", "*.txt text\n")
-			testutil.Git(t, dir, "add", "d/.gitattributes")
-		}, "gitattributes"},
-		{"untracked .gitattributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".gitattributes", "* -text\n") }, "gitattributes"},
-		{"info/attributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".git/info/attributes", "* text\n") }, "gitattributes"},
-		{"autocrlf", git("config", "core.autocrlf", "true"), "core.autocrlf"},
-		{"autocrlf input", git("config", "core.autocrlf", "input"), "core.autocrlf"},
-		{"core.eol", git("config", "core.eol", "crlf"), "core.eol"},
-		{"filter", git("config", "filter.lfs.clean", "git-lfs clean -- %f"), "filter"},
-		{"ignorecase", git("config", "core.ignorecase", "true"), "core.ignorecase"},
-		{"filemode", git("config", "core.filemode", "false"), "core.filemode=false"},
 		{"trustctime", git("config", "core.trustctime", "false"), "core.trustctime=false"},
 		{"checkStat", git("config", "core.checkStat", "minimal"), "core.checkStat"},
 		{"symlinks", git("config", "core.symlinks", "false"), "core.symlinks=false"},
 		{"precomposeunicode", git("config", "core.precomposeunicode", "true"), "core.precomposeunicode"},
 		{"nested repository", git("init", "-q", "nested"), "nested repositories"},
+		{"attr.tree", git("config", "attr.tree", "HEAD"), "attr.tree"},
 		{"rebase in progress", func(t *testing.T, dir string) { must(t, os.Mkdir(filepath.Join(dir, ".git", "rebase-merge"), 0o755)) }, "rebase in progress"},
 	}
 	for _, tt := range tests {
@@ -120,6 +107,45 @@ func TestEligible(t *testing.T) {
 			ok, reason := eligibleOf(t, dir)
 			if ok || reason != tt.reason {
 				t.Errorf("Eligible = %v, %q; want refused with %q", ok, reason, tt.reason)
+			}
+		})
+	}
+	// What Refresh models keeps the index on.
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+	}{
+		{"submodule", git("update-index", "--add", "--cacheinfo", "160000,"+"1111111111111111111111111111111111111111,sub")},
+		{"untracked cache extension", func(t *testing.T, dir string) {
+			testutil.Git(t, dir, "update-index", "--untracked-cache")
+			testutil.Git(t, dir, "-c", "core.untrackedCache=true", "status")
+		}},
+		{"untracked cache config", git("config", "core.untrackedCache", "true")},
+		{"feature.manyFiles", git("config", "feature.manyFiles", "true")},
+		{"tracked .gitattributes", func(t *testing.T, dir string) {
+			testutil.WriteFile(t, dir, "d/.gitattributes", "*.txt text\n")
+			testutil.Git(t, dir, "add", "d/.gitattributes")
+		}},
+		{"untracked .gitattributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".gitattributes", "* -text\n") }},
+		{"info/attributes", func(t *testing.T, dir string) { testutil.WriteFile(t, dir, ".git/info/attributes", "* text\n") }},
+		{"autocrlf", git("config", "core.autocrlf", "true")},
+		{"autocrlf input", git("config", "core.autocrlf", "input")},
+		{"core.eol", git("config", "core.eol", "crlf")},
+		{"filter", git("config", "filter.lfs.clean", "git-lfs clean -- %f")},
+		{"ignorecase", git("config", "core.ignorecase", "true")},
+		{"filemode", git("config", "core.filemode", "false")},
+		{"linked worktree", func(t *testing.T, dir string) {
+			testutil.Git(t, dir, "worktree", "add", "-q", filepath.Join(dir, "wt"))
+		}},
+	} {
+		t.Run("accepted/"+c.name, func(t *testing.T) {
+			dir := newRepo(t, "sha1", files)
+			c.setup(t, dir)
+			if c.name == "linked worktree" {
+				dir = filepath.Join(dir, "wt")
+			}
+			if ok, reason := eligibleOf(t, dir); !ok {
+				t.Errorf("Eligible = false, %q; want accepted", reason)
 			}
 		})
 	}
@@ -149,7 +175,7 @@ func TestEligible(t *testing.T) {
 	bad := *ix
 	bad.Version = 5
 	fsmn := *ix
-	fsmn.Extensions = append([]string{"FSMN"}, ix.Extensions...)
+	fsmn.Extensions = append([]string{"FSMN", "UNTR"}, ix.Extensions...)
 	unknown := *ix
 	unknown.Extensions = []string{"ZZZZ"}
 	for _, c := range []struct {
@@ -158,10 +184,8 @@ func TestEligible(t *testing.T) {
 		cfg    map[string][]string
 		reason string
 	}{
-		{"fsmonitor hook", ix, with("core.fsmonitor", ".git/hooks/fsmonitor-watchman"), "core.fsmonitor"},
-		{"fsmonitor true", ix, with("core.fsmonitor", "true"), "core.fsmonitor"},
-		{"FSMN extension", &fsmn, cfg, "core.fsmonitor"},
 		{"unknown extension", &unknown, cfg, "index extension ZZZZ"},
+		{"core.autocrlf git rejects", ix, with("core.autocrlf", "maybe"), "core.autocrlf=maybe"},
 		{"unknown index version", &bad, cfg, "unknown index version"},
 		{"core.worktree", ix, with("core.worktree", "/elsewhere"), "core.worktree"},
 		{"object format", ix, with("extensions.objectformat", "sha256"), "object format differs from the index"},
@@ -171,8 +195,20 @@ func TestEligible(t *testing.T) {
 			t.Errorf("%s: Eligible = %v, %q; want refused with %q", c.name, ok, reason, c.reason)
 		}
 	}
-	if ok, reason := Eligible(filepath.Join(dir, ".git"), ix, with("core.fsmonitor", "false"), nil); !ok {
-		t.Errorf("core.fsmonitor=false refused: %s", reason)
+	// fsmonitor: harnessd's git runs with core.fsmonitor=false, which
+	// drops the extension; the answer is the same.
+	for _, c := range []struct {
+		name string
+		ix   *Index
+		cfg  map[string][]string
+	}{
+		{"fsmonitor hook", ix, with("core.fsmonitor", ".git/hooks/fsmonitor-watchman")},
+		{"fsmonitor false", ix, with("core.fsmonitor", "false")},
+		{"FSMN and UNTR extensions", &fsmn, cfg},
+	} {
+		if ok, reason := Eligible(filepath.Join(dir, ".git"), c.ix, c.cfg, nil); !ok {
+			t.Errorf("%s refused: %s", c.name, reason)
+		}
 	}
 }
 

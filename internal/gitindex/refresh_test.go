@@ -50,6 +50,10 @@ type fixture struct {
 	dir  string
 	base gitx.Status
 	ix   *Index
+	// attrs is kept from one refresh to the next, as the view keeps it,
+	// until the next base.
+	attrs *Attributes
+	cfg   TreeConfig
 }
 
 func newFixture(t testing.TB, files map[string]string) *fixture {
@@ -58,15 +62,38 @@ func newFixture(t testing.TB, files map[string]string) *fixture {
 	return f
 }
 
-// rebase takes a new base: the exec status and index of now.
+// rebase takes a new base: the exec status, index and configuration of
+// now.
 func (f *fixture) rebase() {
 	f.t.Helper()
 	f.base = execStatus(f.t, f.dir)
-	ix, err := ReadFile(filepath.Join(f.dir, ".git", "index"), 20)
+	gitDir, _, err := GitDirs(f.dir)
+	must(f.t, err)
+	ix, err := ReadFile(filepath.Join(gitDir, "index"), 20)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.ix = ix
+	out, _, err := (&gitx.Git{}).Run(context.Background(), f.dir, 0, "config", "-z", "--list")
+	must(f.t, err)
+	cfg, reason := ParseTreeConfig(ParseConfigList(out))
+	if reason != "" {
+		f.t.Fatalf("config: %s", reason)
+	}
+	f.cfg, f.attrs = cfg, nil
+}
+
+// checkout is the fixture as the view hands it to Refresh.
+func (f *fixture) checkout(lsCalls *int) *Checkout {
+	f.t.Helper()
+	if f.attrs == nil {
+		_, common, err := GitDirs(f.dir)
+		must(f.t, err)
+		f.attrs, err = NewAttributes(f.dir, common, f.ix, f.cfg.IgnoreCase, GitBlob(context.Background(), &gitx.Git{}, f.dir))
+		must(f.t, err)
+	}
+	return &Checkout{Root: f.dir, Index: f.ix, Config: f.cfg, Attrs: f.attrs,
+		LsOthers: realLsOthers(f.t, f.dir, lsCalls), AskGit: GitUnstaged(context.Background(), &gitx.Git{}, f.dir)}
 }
 
 func (f *fixture) git(args ...string) { f.t.Helper(); testutil.Git(f.t, f.dir, args...) }
@@ -89,7 +116,7 @@ func must(t testing.TB, err error) {
 // refresh runs Refresh for changed and returns it and the lsOthers calls.
 func (f *fixture) refresh(changed ...string) (gitx.Status, int, error) {
 	calls := 0
-	st, err := Refresh(f.base, f.ix, f.dir, changed, realLsOthers(f.t, f.dir, &calls))
+	st, err := f.checkout(&calls).Refresh(f.base, changed)
 	return st, calls, err
 }
 
@@ -248,11 +275,16 @@ func TestRefreshRefuses(t *testing.T) {
 	if got, _, err := f.refresh("d", "nested"); err != nil || !reflect.DeepEqual(got, execStatus(t, f.dir)) {
 		t.Errorf("repository replacing a tracked directory: %+v, %v; git says %+v", got, err, execStatus(t, f.dir))
 	}
-	f.write("d2/.gitattributes", "* -text\n")
-	if _, _, err := f.refresh("d2"); !errors.Is(err, ErrInexact) {
-		t.Errorf("new .gitattributes: err = %v, want ErrInexact", err)
+	// A path only git can answer, with no git to ask.
+	f.write(".gitattributes", "a.txt filter=x\n")
+	f.git("config", "filter.x.clean", "cat")
+	f.rebase()
+	f.write("a.txt", "b") // the same size: git reads it (through the filter)
+	c := f.checkout(new(int))
+	c.AskGit = nil
+	if _, err := c.Refresh(f.base, []string{"a.txt"}); !errors.Is(err, ErrInexact) {
+		t.Errorf("filtered file with no AskGit: err = %v, want ErrInexact", err)
 	}
-	must(t, os.RemoveAll(f.abs("d2")))
 	base := f.base
 	base.Truncated = true
 	if _, err := Refresh(base, f.ix, f.dir, []string{"a.txt"}, nil); !errors.Is(err, ErrInexact) {
@@ -279,11 +311,16 @@ func TestRefreshStatShortcut(t *testing.T) {
 	f.git("add", "-A") // records the old mtimes; the index itself is newer
 	f.rebase()
 	count := func(ix *Index) (map[string]string, int) {
-		r := refresher{ix: ix, root: f.dir, dirs: map[string]bool{}}
+		attrs, err := NewAttributes(f.dir, filepath.Join(f.dir, ".git"), ix, false, nil)
+		must(t, err)
+		r := refresher{ix: ix, root: f.dir, dirs: map[string]bool{}, attrs: attrs}
 		got := map[string]string{}
 		for i := range ix.Entries {
-			code, err := r.compare(&ix.Entries[i])
+			code, byGit, err := r.compare(&ix.Entries[i])
 			must(t, err)
+			if byGit {
+				t.Fatalf("%s: asks git", ix.Entries[i].Path)
+			}
 			if code != "" {
 				got[ix.Entries[i].Path] = code
 			}
@@ -303,10 +340,10 @@ func TestRefreshStatShortcut(t *testing.T) {
 	if _, hashed := count(&unknown); hashed != 3 {
 		t.Errorf("unknown index mtime: %d files hashed, want 3", hashed)
 	}
-	f.write("d/b.txt", "BBBBB") // a new size: read, modified
+	f.write("d/b.txt", "BBBBB") // a new size: modified without reading, as git says
 	must(t, os.Chtimes(f.abs("d/b.txt"), old, old))
-	if got, hashed := count(f.ix); got["d/b.txt"] != gitx.StatusModified || hashed != 1 {
-		t.Errorf("new size, mtime restored: changes %v, %d hashed; want d/b.txt modified, 1 hashed", got, hashed)
+	if got, hashed := count(f.ix); got["d/b.txt"] != gitx.StatusModified || hashed != 0 {
+		t.Errorf("new size, mtime restored: changes %v, %d hashed; want d/b.txt modified, none hashed", got, hashed)
 	}
 	// Same size and mtime restored: within the second of the add, git
 	// trusts the stat data (it compares whole seconds) and so does
@@ -318,4 +355,72 @@ func TestRefreshStatShortcut(t *testing.T) {
 	if want := execStatus(t, f.dir); !reflect.DeepEqual(got, want) {
 		t.Errorf("Refresh:\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// TestRefreshConversions: end-of-line conversion decided per path as git
+// decides it, each case against git status: a text file rewritten with
+// CRLF is unchanged when its size is the recorded one and modified when
+// not (git does not read a file whose size changed); text=auto keeps a
+// blob that has CRLF itself; lone CRs and binary content are not
+// converted; core.filemode=false ignores the executable bit; a filter or
+// an expanded $Id$ goes to git, for those paths only.
+func TestRefreshConversions(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		".gitattributes": "*.txt text\n*.auto text=auto\n*.f filter=x\n*.id ident\n",
+		"same.txt":       "a\nb\n", "grow.txt": "a\nb\n", "crlf.auto": "a\r\nb\r\n", "lf.auto": "a\nb\n",
+		"lone.txt": "a\rb\n", "run.sh*": "x\n", "f.f": "ff", "k.id": "$Id$.......\n", "plain.id": "none\n",
+	})
+	f.git("config", "filter.x.clean", "cat")
+	old := time.Now().Add(-time.Hour)
+	files, _ := (&propRepo{fixture: f}).walk()
+	for _, p := range files {
+		must(t, os.Chtimes(f.abs(p), old, old))
+	}
+	f.git("update-index", "-q", "--refresh")
+	f.rebase()
+	asked := 0
+	check := func(name string, changed ...string) {
+		t.Helper()
+		c := f.checkout(new(int))
+		ask := c.AskGit
+		asked = 0
+		c.AskGit = func(paths []string) ([]gitx.Entry, error) { asked += len(paths); return ask(paths) }
+		got, err := c.Refresh(f.base, changed)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := execStatus(t, f.dir); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+	// "a\r\nb" is the size of "a\nb\n": read, converted, unchanged.
+	f.write("same.txt", "a\r\nb")
+	f.write("grow.txt", "a\r\nb\r\n") // another size: modified unread
+	f.write("crlf.auto", "a\r\nb\r\n")
+	f.write("lf.auto", "a\r\nb\r\n")
+	f.write("lone.txt", "a\rb\r")
+	must(t, os.Chmod(f.abs("run.sh"), 0o644))
+	check("conversions", "same.txt", "grow.txt", "crlf.auto", "lf.auto", "lone.txt", "run.sh")
+	if asked != 0 {
+		t.Errorf("asked git about %d paths, want none", asked)
+	}
+	f.git("config", "core.filemode", "false")
+	f.rebase()
+	check("core.filemode=false", "run.sh")
+	f.write("f.f", "gg")
+	f.write("k.id", "$Id: 0123 $\n") // the same size: git reads it
+	f.write("plain.id", "nope\n")
+	check("filter and ident", "f.f", "k.id", "plain.id")
+	if asked != 2 {
+		t.Errorf("asked git about %d paths, want 2 (the filtered file and the expanded $Id$)", asked)
+	}
+	// A .gitattributes change: the files below it are hashed again under
+	// the new rules, as git would (those whose stat data changed).
+	f.write(".gitattributes", "*.auto -text\n")
+	check("attributes changed", ".gitattributes")
+	f.git("config", "core.autocrlf", "true")
+	f.rebase()
+	f.write("crlf.auto", "a\r\nc\r\n")
+	f.write("same.txt", "a\r\nc")
+	check("core.autocrlf", "crlf.auto", "same.txt", ".gitattributes")
 }
