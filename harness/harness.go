@@ -64,6 +64,10 @@ type Config struct {
 	// GateObserver, if set, sees every decision of the gate (tests count
 	// gate crossings with it; a metrics exporter could count outcomes).
 	GateObserver func(govern.Decision)
+	// ActorObserver, if set, sees every message sent to an actor from
+	// outside the actors: the actor's name, the message and whether a
+	// reply is awaited (tests count an operation's mailbox round trips).
+	ActorObserver func(actor string, msg any, request bool)
 	// Sandbox is the confinement of every process harnessd starts:
 	// "require" (refuse to start commands without Landlock), "auto" (every
 	// layer the kernel has; the default) or "off".
@@ -204,7 +208,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
-		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.Ring(),
+		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.Ring(), OnSend: cfg.ActorObserver,
 		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) },
 			Changed: func(root string, paths []string, lost bool) { h.secretsChanged(root, paths, lost) }}}); err != nil {
 		return nil, err

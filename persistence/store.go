@@ -60,6 +60,7 @@ type Store struct {
 	drained  *sync.Cond
 
 	writes atomic.Uint64 // committed read-write transactions
+	syncs  atomic.Uint64 // of them, those synced to disk (Update with sync)
 
 	guard *guard // nil in memory
 	marks *marks // nil without a marks file
@@ -84,6 +85,10 @@ type Identity struct {
 // Writes counts the read-write transactions committed so far: tests check
 // with it that read-only work writes nothing.
 func (s *Store) Writes() uint64 { return s.writes.Load() }
+
+// Syncs counts the synced commits so far (Update with sync, PutSync,
+// DeleteSync): tests count what an operation makes durable with it.
+func (s *Store) Syncs() uint64 { return s.syncs.Load() }
 
 // enter admits one call unless the store is closed; leave ends it.
 func (s *Store) enter() bool {
@@ -419,6 +424,7 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 	}
 	s.writes.Add(1)
 	if sync {
+		s.syncs.Add(1)
 		if err := s.db.Sync(); err != nil {
 			return fmt.Errorf("persistence: sync: %w", mapErr(err))
 		}

@@ -41,6 +41,11 @@ type Config struct {
 	AuditKeys *audit.Keyring
 	// Watch configures the checkouts' watchers (the live index).
 	Watch actors.WatchConfig
+	// OnSend, if set, sees every message sent to an actor from outside
+	// the actors (an Ask, a request or a tell): the actor's name, the
+	// message, and whether a reply is awaited. Tests count an operation's
+	// mailbox round trips with it; unset, nothing is observed.
+	OnSend func(to string, msg any, request bool)
 }
 
 // Runners are the code the actors that run work call: it is wired in at
@@ -117,6 +122,14 @@ func New(cfg Config) (*Runtime, error) {
 		logx.ActorSystemOption(cfg.Logger),
 		actor.WithDeadLetterThrottleInterval(time.Millisecond),
 	))
+	if f := cfg.OnSend; f != nil {
+		r.system.Root.WithSenderMiddleware(func(next actor.SenderFunc) actor.SenderFunc {
+			return func(c actor.SenderContext, to *actor.PID, env *actor.MessageEnvelope) {
+				f(to.Id, env.Message, env.Sender != nil)
+				next(c, to, env)
+			}
+		})
+	}
 	r.root = actor.NewPID(r.system.Address(), rootName)
 	child := func(name string) *actor.PID { return supervisors.ChildPID(r.root, name) }
 	r.Registry = Registry{r: r, pid: child(supervisors.RegistryName)}
