@@ -20,8 +20,13 @@ import (
 // has been seen. Idle for WatchIdle, it asks its checkout to stop it
 // (passivation): the watches are released and rebuilt on the next use.
 //
-// The pump's walk (blocking I/O) runs in a goroutine started from Started;
-// syncs that arrive before it is ready wait for it.
+// The pump's walk (blocking I/O) runs in a goroutine started from Started.
+// A sync that arrives before it is ready waits for it when it comes from a
+// view with no position yet (Epoch 0: a view warming up in the
+// background); one from a view that holds a position (after a
+// passivation) is answered at once, not ready (watch.ReasonStarting): that
+// view must rebuild whatever the answer, so it answers its caller from git
+// and warms up in the background instead of making it wait for the walk.
 type Watcher struct {
 	cfg   WatchConfig
 	root  string
@@ -121,6 +126,10 @@ func (a *Watcher) Receive(ctx actor.Context) {
 	case watchPumpStarted:
 		a.pumpStarted(ctx, m)
 	case iwatch.Batch:
+		if m.Failed != "" && a.failed == "" {
+			a.failed = m.Failed
+			a.lg.Info("checkout no longer watched", zap.String("root", a.root), zap.String("reason", m.Failed))
+		}
 		if len(m.Cookies) > 0 && a.late {
 			a.late = false
 			a.lg.Info("sync cookies arrive again", zap.String("root", a.root))
@@ -227,6 +236,8 @@ func (a *Watcher) pumpStarted(ctx actor.Context, m watchPumpStarted) {
 
 func (a *Watcher) sync(ctx actor.Context, m messages.WatchSync) {
 	switch {
+	case !a.ready && m.Epoch != 0:
+		ctx.Respond(messages.WatchState{Reason: iwatch.ReasonStarting})
 	case !a.ready:
 		a.early.add(ctx, m, 0)
 	case a.failed != "":

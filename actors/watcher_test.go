@@ -64,6 +64,11 @@ func syncAt(t *testing.T, s *actor.ActorSystem, pid *actor.PID, root string, epo
 	}
 	defer os.Remove(p)
 	st := want[messages.WatchState](t, request(t, s, pid, messages.WatchSync{Cookie: name, Epoch: epoch, Gen: gen}))
+	if !st.Ready && st.Reason == iwatch.ReasonStarting && epoch != 0 {
+		// A new watcher is walking: as a view does, ask again from no
+		// position, which waits for the watches.
+		return syncAt(t, s, pid, root, 0, 0)
+	}
 	if !st.Ready {
 		t.Fatalf("not ready: %s", st.Reason)
 	}
@@ -215,6 +220,42 @@ func TestWatcherNeverPassivatesWithASyncBeforeItsWatches(t *testing.T) {
 	want[messages.WatchState](t, request(t, s, w, messages.WatchOverflow{}))
 	if n := want[int](t, request(t, s, parent, parentIdles{})); n != 1 {
 		t.Fatalf("passivation asked %d times when idle, want 1", n)
+	}
+}
+
+// TestWatcherAnswersAPositionedSyncAtOnceWhileStarting: while the first
+// walk runs, a sync from a view that holds a position is answered at once,
+// not ready (watch.ReasonStarting: that view runs git and warms up in the
+// background), and one from no position waits for the watches.
+func TestWatcherAnswersAPositionedSyncAtOnceWhileStarting(t *testing.T) {
+	s := newTestSystem(t)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".git/refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	cfg := WatchConfig{Idle: time.Hour, CookieBase: filepath.Join(t.TempDir(), "cookies"),
+		Ignored: func(string) map[string]bool { <-release; return nil }}
+	w, err := s.Root.SpawnNamed(actor.PropsFromProducer(newWatcher(root, cfg, zap.NewNop())), "starting_watcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Root.StopFuture(w).Wait() })
+	t.Cleanup(unblock)
+	waiting := s.Root.RequestFuture(w, messages.WatchSync{Cookie: "harnessd-cookie-none"}, 10*time.Second)
+	st := want[messages.WatchState](t, request(t, s, w, messages.WatchSync{Cookie: "harnessd-cookie-held", Epoch: 7, Gen: 3}))
+	if st.Ready || st.Reason != iwatch.ReasonStarting || st.CookieSeen {
+		t.Fatalf("a positioned sync while starting: %+v, want not ready, %q", st, iwatch.ReasonStarting)
+	}
+	unblock()
+	res, err := waiting.Result()
+	if err != nil {
+		t.Fatalf("the sync from no position: %v", err)
+	}
+	if st := want[messages.WatchState](t, res); !st.Ready || st.Complete {
+		t.Fatalf("the sync from no position: %+v, want ready in a new epoch", st)
 	}
 }
 

@@ -8,16 +8,25 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/harnessd/harnessd/internal/gitindex"
 )
 
 // CookiePrefix starts the base name of every sync cookie, a file raised
 // in the pump's cookie dir.
 const CookiePrefix = "harnessd-cookie-"
+
+// ReasonStarting is a watcher's answer (not ready) to a sync from a view
+// that holds a position while the watches are being built: the view must
+// rebuild anyway, so it answers from git at once and warms up in the
+// background with a sync from no position, which waits for the watches.
+const ReasonStarting = "the watcher is starting"
 
 // CookieDir returns the cookie dir of the work tree root under base (one
 // dir per work tree, outside it: harnessd writes nothing into a checkout
@@ -47,37 +56,67 @@ type Options struct {
 }
 
 // Pump reads a work tree's inotify events (through fsnotify) and hands
-// them out in batches. It watches every directory of the work tree but .git
-// and the ignored ones, adding watches as directories appear, plus the git
-// dir itself, its refs and info: enough to see every change `git status`
-// depends on; and its cookie dir. A watch it cannot add, or a queue overflow, is reported as a
-// Batch with Overflow set.
+// them out in batches. It watches every directory of the work tree but its
+// git dirs and the ignored ones, adding watches as directories appear;
+// the git dirs status depends on: the work tree's own (the index, HEAD,
+// per-worktree refs: root/.git, or what a .git file names for a linked
+// worktree or a submodule checkout) and its common dir (config,
+// packed-refs, refs, info: a linked worktree shares them with its main
+// checkout); and the git dir of every populated submodule, nested ones
+// too, whose changes are reported as changes of the submodule's path. And
+// its cookie dir. A watch it cannot add, or a queue overflow, is reported
+// as a Batch with Overflow set.
 type Pump struct {
 	root      string
-	gitDir    string // absolute
+	gitDir    string // absolute: the work tree's own git dir
 	cookieDir string // absolute
 	w         *fsnotify.Watcher
 	emit      func(Batch)
 	opts      Options
 
-	mu   sync.Mutex
-	dirs map[string]bool // watched directories, absolute
+	mu    sync.Mutex
+	dirs  map[string]bool // watched directories, absolute
+	areas []gitArea       // the git dirs watched, the longest first
 
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
+// areaKind says how the events of a watched git dir count.
+type areaKind uint8
+
+const (
+	areaOwn    areaKind = iota // the work tree's own git dir: what changes there is meta
+	areaCommon                 // a linked worktree's common dir: only what it shares (config, packed-refs, refs, info) is meta
+	areaSub                    // a submodule's git dir: a change of the submodule's path
+)
+
+// gitArea is a git dir the pump watches.
+type gitArea struct {
+	dir  string // absolute
+	kind areaKind
+	sub  string // areaSub: the submodule's work-tree path, relative to root
+}
+
+// Bounds of the submodules a pump follows (gitx's bound on repositories
+// is 64 too): past them the checkout is not watched.
+const (
+	maxSubmodules     = 64
+	maxSubmoduleDepth = 8
+)
+
 // ErrUnsupported is wrapped by Start's errors when the checkout cannot be
-// watched at all (not a plain work tree with a .git directory).
+// watched at all (no git dir found, too many submodules).
 var ErrUnsupported = errors.New("checkout cannot be watched")
 
-// Start watches root (a work tree whose git dir is root/.git) and calls
-// emit (safe for concurrent use; the event goroutine and Overflow call it) with each batch of events until Close. The
-// initial walk happens before Start returns.
+// Start watches root (a work tree: root/.git is its git dir, or a file
+// naming it) and calls emit (safe for concurrent use; the event goroutine
+// and Overflow call it) with each batch of events until Close. The initial
+// walk happens before Start returns.
 func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
-	gitDir := filepath.Join(root, ".git")
-	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s/.git is not a directory (a linked worktree or a submodule)", ErrUnsupported, root)
+	gitDir, common, err := gitindex.GitDirs(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	if !filepath.IsAbs(opts.CookieDir) {
 		return nil, fmt.Errorf("%w: no cookie dir (an absolute path) to sync with", ErrUnsupported)
@@ -98,13 +137,17 @@ func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
 		w.Close()
 		return nil, fmt.Errorf("%w: watch the cookie dir: %v", ErrUnsupported, err)
 	}
-	for _, d := range []string{gitDir, filepath.Join(gitDir, "info")} {
-		if err := p.add(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := p.watchGitDir(gitArea{dir: gitDir, kind: areaOwn}); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if common != gitDir {
+		if err := p.watchGitDir(gitArea{dir: common, kind: areaCommon}); err != nil {
 			w.Close()
 			return nil, err
 		}
 	}
-	if _, err := p.addTree(filepath.Join(gitDir, "refs")); err != nil {
+	if err := p.watchSubmodules(); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -115,6 +158,86 @@ func Start(root string, opts Options, emit func(Batch)) (*Pump, error) {
 	p.wg.Add(1)
 	go p.loop()
 	return p, nil
+}
+
+// watchGitDir watches git dir a: the dir itself, its info and its refs.
+func (p *Pump) watchGitDir(a gitArea) error {
+	p.mu.Lock()
+	p.areas = append(p.areas, a)
+	// The longest first: a linked worktree's own dir lies in its common
+	// dir, a submodule's in its superproject's.
+	slices.SortStableFunc(p.areas, func(x, y gitArea) int { return len(y.dir) - len(x.dir) })
+	p.mu.Unlock()
+	for _, d := range []string{a.dir, filepath.Join(a.dir, "info")} {
+		if err := p.add(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	_, err := p.addTree(filepath.Join(a.dir, "refs"))
+	return err
+}
+
+// watchSubmodules watches the git dir of every populated submodule (the
+// gitlinks of the index, then of each submodule's index, down to
+// maxSubmoduleDepth) not watched yet. Past maxSubmodules it fails.
+func (p *Pump) watchSubmodules() error {
+	type sub struct {
+		gitDir, rel string
+		depth       int
+	}
+	queue := []sub{{gitDir: p.gitDir}}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		ix, err := gitindex.ReadFile(filepath.Join(s.gitDir, "index"), 0)
+		if err != nil {
+			continue // no index (yet), or one being replaced: its change comes as an event
+		}
+		for _, e := range ix.Entries {
+			if e.Mode != gitindex.ModeGitlink || e.Stage != 0 {
+				continue
+			}
+			rel := e.Path
+			if s.rel != "" {
+				rel = s.rel + "/" + e.Path
+			}
+			dir, _, err := gitindex.GitDirs(filepath.Join(p.root, filepath.FromSlash(rel)))
+			if err != nil {
+				continue // not populated
+			}
+			p.mu.Lock()
+			known, n := false, 0
+			for _, a := range p.areas {
+				known = known || a.dir == dir
+				if a.kind == areaSub {
+					n++
+				}
+			}
+			p.mu.Unlock()
+			if !known {
+				if n >= maxSubmodules || s.depth >= maxSubmoduleDepth {
+					return fmt.Errorf("%w: more than %d submodules, or nested deeper than %d", ErrUnsupported, maxSubmodules, maxSubmoduleDepth)
+				}
+				if err := p.watchGitDir(gitArea{dir: dir, kind: areaSub, sub: rel}); err != nil {
+					return err
+				}
+			}
+			queue = append(queue, sub{gitDir: dir, rel: rel, depth: s.depth + 1})
+		}
+	}
+	return nil
+}
+
+// areaOf returns the watched git dir that holds the absolute path name.
+func (p *Pump) areaOf(name string) (gitArea, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.areas {
+		if name == a.dir || strings.HasPrefix(name, a.dir+string(filepath.Separator)) {
+			return a, true
+		}
+	}
+	return gitArea{}, false
 }
 
 // Close stops the pump and releases its watches. It waits for the event
@@ -171,7 +294,10 @@ func (p *Pump) addTree(dir string) ([]string, error) {
 		if !d.IsDir() {
 			return nil
 		}
-		if path == p.gitDir && dir != p.gitDir {
+		if a, ok := p.areaOf(path); (ok && path == a.dir) || d.Name() == ".git" {
+			// A git dir in the tree: a submodule's is watched as one; an
+			// untracked nested repository's changes nothing status says
+			// beyond its directory's existence.
 			return fs.SkipDir
 		}
 		if rel, ok := p.rel(path); ok && p.opts.Ignored[rel] {
@@ -256,8 +382,12 @@ func (p *Pump) event(b *Batch, ev fsnotify.Event) {
 		}
 		return
 	}
-	if strings.HasPrefix(name, p.gitDir+string(filepath.Separator)) || name == p.gitDir {
-		p.gitEvent(b, ev)
+	if a, ok := p.areaOf(name); ok {
+		p.gitEvent(b, ev, a)
+		return
+	}
+	if name == filepath.Join(p.root, ".git") {
+		b.Meta = true // a .git file naming another git dir
 		return
 	}
 	rel, ok := p.rel(name)
@@ -265,8 +395,12 @@ func (p *Pump) event(b *Batch, ev fsnotify.Event) {
 		return
 	}
 	b.Paths = append(b.Paths, rel)
-	if base := filepath.Base(name); base == ".gitignore" || base == ".gitattributes" {
+	switch filepath.Base(name) {
+	case ".gitignore":
 		b.Meta = true
+	case ".git":
+		// A submodule checked out (or gone): follow its git dir.
+		p.rescan(b)
 	}
 	p.mu.Lock()
 	watched := p.dirs[name]
@@ -305,9 +439,9 @@ func (p *Pump) forget(dir string) {
 	}
 }
 
-// gitEvent handles an event under the git dir.
-func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
-	rel, _ := filepath.Rel(p.gitDir, ev.Name)
+// gitEvent handles an event under watched git dir a.
+func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event, a gitArea) {
+	rel, _ := filepath.Rel(a.dir, ev.Name)
 	rel = filepath.ToSlash(rel)
 	base := filepath.Base(rel)
 	switch {
@@ -315,8 +449,27 @@ func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
 		rel == "logs", strings.HasPrefix(rel, "logs/"), base == "COMMIT_EDITMSG", base == "FETCH_HEAD", base == "gc.pid":
 		return
 	}
-	b.Meta = true
-	if ev.Has(fsnotify.Create) && (rel == "refs" || strings.HasPrefix(rel, "refs/") || rel == "info") {
+	shared := rel == "refs" || strings.HasPrefix(rel, "refs/") || rel == "info" || strings.HasPrefix(rel, "info/")
+	switch a.kind {
+	case areaOwn:
+		b.Meta = true
+		if rel == "index" {
+			p.rescan(b) // a submodule added or removed
+		}
+	case areaCommon:
+		// The main checkout's index, HEAD and the like are not this work
+		// tree's.
+		if !shared && rel != "config" && rel != "packed-refs" && rel != "shallow" {
+			return
+		}
+		b.Meta = true
+	case areaSub:
+		b.Paths = append(b.Paths, a.sub)
+		if rel == "index" {
+			p.rescan(b) // a nested submodule added or removed
+		}
+	}
+	if ev.Has(fsnotify.Create) && shared {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 			if _, err := p.addTree(ev.Name); err != nil {
 				b.Overflow, b.Reason = true, err.Error()
@@ -330,6 +483,14 @@ func (p *Pump) gitEvent(b *Batch, ev fsnotify.Event) {
 		if watched {
 			p.forget(ev.Name)
 		}
+	}
+}
+
+// rescan follows the submodules after an index or a .git file changed; one
+// it cannot follow (past the bounds) makes the checkout unwatchable.
+func (p *Pump) rescan(b *Batch) {
+	if err := p.watchSubmodules(); err != nil {
+		b.Failed = err.Error()
 	}
 }
 

@@ -1,13 +1,17 @@
 package watch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/harnessd/harnessd/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -148,13 +152,91 @@ func TestPumpSeesWhatStatusDependsOn(t *testing.T) {
 	}
 }
 
-func TestPumpRefusesLinkedWorktree(t *testing.T) {
+func TestPumpRefusesAMissingGitDir(t *testing.T) {
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: /elsewhere\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Start(root, Options{CookieDir: filepath.Join(t.TempDir(), "c")}, func(Batch) {}); err == nil {
-		t.Fatal("a .git file must be refused")
+		t.Fatal("a .git file naming no git dir must be refused")
+	}
+}
+
+func touch(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPumpLinkedWorktree: a worktree whose .git is a file is watched like
+// a main checkout: its files, its own git dir (index, HEAD) and what it
+// shares with the main checkout (config, refs, packed-refs, info) — but
+// not the main checkout's index, HEAD or files.
+func TestPumpLinkedWorktree(t *testing.T) {
+	main := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	wt := filepath.Join(t.TempDir(), "wt")
+	testutil.Git(t, main, "worktree", "add", "-q", "-b", "wt", wt)
+	own := strings.TrimSpace(testutil.Git(t, wt, "rev-parse", "--absolute-git-dir"))
+	common := filepath.Join(main, ".git")
+	c := newCollector(t)
+	p, err := Start(wt, Options{CookieDir: c.cookieDir}, c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	touch(t, filepath.Join(wt, "src/b.txt"))
+	if got, meta := c.until(t, "1"); !slices.Equal(got, []string{"src", "src/b.txt"}) || meta {
+		t.Fatalf("a worktree write: %v meta %v", got, meta)
+	}
+	for i, f := range []string{filepath.Join(own, "index"), filepath.Join(own, "HEAD"), filepath.Join(common, "config"),
+		filepath.Join(common, "packed-refs"), filepath.Join(common, "refs/heads/topic"), filepath.Join(common, "info/exclude")} {
+		touch(t, f)
+		if got, meta := c.until(t, fmt.Sprint("own", i)); !meta || len(got) != 0 {
+			t.Fatalf("%s: %v meta %v, want meta", f, got, meta)
+		}
+	}
+	for i, f := range []string{filepath.Join(common, "index"), filepath.Join(common, "HEAD"), filepath.Join(main, "a.txt"),
+		filepath.Join(common, "objects/ab/cd"), filepath.Join(common, "worktrees/other/index")} {
+		touch(t, f)
+		if got, meta := c.until(t, fmt.Sprint("main", i)); meta || len(got) != 0 {
+			t.Fatalf("%s (the main checkout's): %v meta %v, want nothing", f, got, meta)
+		}
+	}
+}
+
+// TestPumpSubmodules: a change in a submodule's git dir (a commit, its
+// index) is a change of the submodule's path, not meta; its files are
+// ordinary paths; a submodule added later is followed once the index
+// names it.
+func TestPumpSubmodules(t *testing.T) {
+	sub := testutil.Repo(t, map[string]string{"s.txt": "s\n"})
+	super := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
+	testutil.Git(t, super, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sm")
+	testutil.Git(t, super, "commit", "-qm", "sm")
+	c := newCollector(t)
+	p, err := Start(super, Options{CookieDir: c.cookieDir}, c.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	touch(t, filepath.Join(super, "sm/new.txt"))
+	if got, meta := c.until(t, "1"); !slices.Equal(got, []string{"sm/new.txt"}) || meta {
+		t.Fatalf("a file in the submodule: %v meta %v", got, meta)
+	}
+	testutil.Git(t, filepath.Join(super, "sm"), "add", "new.txt")
+	testutil.Git(t, filepath.Join(super, "sm"), "commit", "-qm", "sub")
+	if got, meta := c.until(t, "2"); !slices.Contains(got, "sm") || meta {
+		t.Fatalf("a commit in the submodule: %v meta %v, want sm and not meta", got, meta)
+	}
+	testutil.Git(t, super, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "later")
+	c.until(t, "3")
+	testutil.Git(t, filepath.Join(super, "later"), "commit", "-q", "--allow-empty", "-m", "later")
+	if got, _ := c.until(t, "4"); !slices.Contains(got, "later") {
+		t.Fatalf("a commit in a submodule added later: %v, want later", got)
 	}
 }
 

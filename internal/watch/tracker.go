@@ -8,8 +8,9 @@ type Batch struct {
 	// root) that may have changed: files or directories, existing or gone.
 	Paths []string
 	// Meta is set when something status depends on changed that is not a
-	// work-tree file's content: .git/index, HEAD, refs, config,
-	// info/exclude, or a .gitignore or .gitattributes file anywhere.
+	// work-tree file's content: the index, HEAD, refs, config,
+	// info/exclude, info/attributes, or a .gitignore anywhere. (A
+	// .gitattributes is an ordinary path: the view rereads its rules.)
 	Meta bool
 	// Cookies are the sync cookies (base names) that appeared.
 	Cookies []string
@@ -18,6 +19,10 @@ type Batch struct {
 	Overflow bool
 	// Reason says why, for Overflow ("event queue overflow", "watch limit
 	// reached", ...).
+	// Failed is set (to why) when the checkout cannot be watched any more
+	// (a submodule past the bounds the pump follows): the watcher stops
+	// answering from the tree and askers run git.
+	Failed string
 	Reason string
 }
 
