@@ -162,6 +162,9 @@ func BenchmarkGitStatusLive(b *testing.B) {
 	if _, err := h.GitStatus(ctx, args); err != nil {
 		b.Fatal(err)
 	}
+	if err := h.WarmLiveIndex(ctx, id); err != nil {
+		b.Fatal(err)
+	}
 	if r, err := h.GitStatus(ctx, args); err != nil || r.Source != "index" {
 		b.Fatalf("second status: %+v %v", r, err)
 	}

@@ -46,6 +46,9 @@ func TestLiveIndexProperty(t *testing.T) {
 		})
 		liveID := register(t, live, root)
 		plainID := register(t, plain, root)
+		if err := live.WarmLiveIndex(ctx, liveID); err != nil { // the first calls would be git's
+			rt.Fatal(err)
+		}
 		// Each watched checkout holds an inotify instance (at most
 		// fs.inotify.max_user_instances, often 128): let go of it.
 		defer live.UnregisterRepository(ctx, harness.UnregisterArgs{RepoID: liveID})

@@ -43,7 +43,10 @@ func TestLiveIndexStatusFollowsEdits(t *testing.T) {
 			t.Fatalf("%s: source %q (%s), want %q", step, got.Source, got.IndexReason, wantSource)
 		}
 	}
-	check("first", "")
+	check("first", "exec") // the view builds in the background meanwhile
+	if err := h.WarmLiveIndex(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 	check("again", "index")
 	write := func(rel, body string) {
 		t.Helper()
@@ -107,6 +110,9 @@ func TestCommandCacheNeverServesAStaleTree(t *testing.T) {
 			t.Fatalf("%s: source %q, want %q", step, r.Source, wantSource)
 		}
 		return r.Stdout.Text
+	}
+	if err := h.WarmLiveIndex(ctx, id); err != nil { // a cold view keeps nothing
+		t.Fatal(err)
 	}
 	first := run("first", "exec")
 	if again := run("again", "cache"); again != first {
@@ -172,6 +178,9 @@ func TestLiveIndexWritesNothingInTheCheckout(t *testing.T) {
 		}
 		if i > 0 && st.Source != "index" { // the first builds the view
 			t.Fatalf("status not from the live index (%s: %s): this test proves nothing", st.Source, st.IndexReason)
+		}
+		if err := h.WarmLiveIndex(ctx, id); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {

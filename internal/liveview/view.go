@@ -12,6 +12,11 @@
 // the checkout is not watched, the watcher lost track, a repository
 // feature the in-process status does not model — falls back to running
 // git, and the answer says so (Source).
+//
+// A view starts cold: its first calls are answered by git while it warms
+// up in the background (the watcher's walk, then a base from git), so the
+// first status costs what `git status` costs; so does the first call
+// after the watcher was passivated.
 package liveview
 
 import (
@@ -69,18 +74,19 @@ type Syncer func(ctx context.Context, cookie string, epoch, gen uint64) (Sync, e
 // View is the live index of one checkout. Its methods are safe for
 // concurrent use.
 type View struct {
-	root, gitDir string
-	cookieDir    string // the watcher's cookie dir, outside the checkout
-	cookieTag    string // "<pid>-<random>-": this view's cookie names
-	git          *gitx.Git
-	sync         Syncer
-	cookies      atomic.Uint64
-	cache        *search.Cache
+	root      string
+	cookieDir string // the watcher's cookie dir, outside the checkout
+	cookieTag string // "<pid>-<random>-": this view's cookie names
+	git       *gitx.Git
+	sync      Syncer
+	cookies   atomic.Uint64
+	cache     *search.Cache
 
 	cookieMu    sync.Mutex // protects freeCookies
 	freeCookies []string   // cookie files that exist and no sync uses
 
 	mu       sync.Mutex
+	gitDir   string // the work tree's own git dir (a linked worktree's is not root/.git)
 	watched  bool   // the last sync was Ready
 	reason   string // why not, or why the in-process status is off
 	epoch    uint64
@@ -91,7 +97,35 @@ type View struct {
 	pending  map[string]bool // paths changed since base
 	files    []string        // search candidates, nil = rebuild
 	results  map[string]any  // git call results valid at (epoch, gen)
+	// What the base was built with: the configuration (raw, and what
+	// Refresh reads of it) and the attribute rules read so far.
+	cfg   map[string][]string
+	tree  gitindex.TreeConfig
+	attrs *gitindex.Attributes
+	// warmth: cold (no position; calls answered by git), warming (the
+	// background build runs) or warm (calls sync with the watcher).
+	warmth     warmth
+	warmCancel context.CancelFunc
+	warmDone   chan struct{} // closed when the background build ends
+	closed     bool
 }
+
+// warmth is how far a view got towards answering in process.
+type warmth uint8
+
+const (
+	cold warmth = iota
+	warming
+	warm
+)
+
+// reasonWarming is the index_reason of calls answered by git while the
+// view warms up.
+const reasonWarming = "the live index is starting: answered by git meanwhile"
+
+// warmTimeout bounds a background build (the watcher's walk, then git
+// status): past it the view is cold again and the next call starts over.
+const warmTimeout = 15 * time.Minute
 
 // New returns the view of the work tree root (git dir root/.git) whose
 // watcher sees cookies raised in cookieDir (watch.CookieDir).
@@ -214,8 +248,16 @@ func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
 	return st, nil
 }
 
-// Close removes the view's cookie files.
+// Close stops the view's background build and removes its cookie files.
 func (v *View) Close() {
+	v.mu.Lock()
+	v.closed = true
+	cancel, done := v.warmCancel, v.warmDone
+	v.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 	v.cookieMu.Lock()
 	defer v.cookieMu.Unlock()
 	for _, name := range v.freeCookies {
@@ -225,14 +267,31 @@ func (v *View) Close() {
 }
 
 // advance syncs with the watcher and applies what changed. It returns the
-// position now held, Valid false when the checkout is not watched.
+// position now held, Valid false when the checkout is not watched or the
+// view is not warm (then the caller answers from git and kicks the
+// view).
 func (v *View) advance(ctx context.Context) (Position, error) {
 	v.mu.Lock()
+	if v.warmth != warm {
+		v.mu.Unlock()
+		return Position{}, nil
+	}
 	epoch, gen := v.epoch, v.gen
 	v.mu.Unlock()
 	st, err := v.syncAt(ctx, epoch, gen)
 	if err != nil {
 		return Position{}, err
+	}
+	if !st.Ready && st.Reason == watch.ReasonStarting {
+		// A new watcher (after a passivation) is walking: warm up again
+		// in the background rather than wait for it.
+		v.mu.Lock()
+		if v.warmth == warm {
+			v.resetLocked()
+			v.warmth, v.epoch, v.gen, v.reason = cold, 0, 0, reasonWarming
+		}
+		v.mu.Unlock()
+		return Position{}, nil
 	}
 	if !st.Ready {
 		v.notWatched(st.Reason)
@@ -240,6 +299,9 @@ func (v *View) advance(ctx context.Context) (Position, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.warmth != warm {
+		return Position{}, nil // went cold meanwhile
+	}
 	v.watched = true
 	switch {
 	case st.Epoch < v.epoch:
@@ -272,20 +334,123 @@ func (v *View) notWatched(reason string) {
 }
 
 func (v *View) resetLocked() {
-	v.base, v.ix, v.files = nil, nil, nil
+	v.base, v.ix, v.files, v.attrs = nil, nil, nil, nil
 	clear(v.pending)
 	clear(v.results)
 	v.cache.Reset()
 }
 
+// kickLocked starts warming a cold view in the background. The build
+// takes v.mu before it does anything, so it starts after the call that
+// kicked it (and holds the lock) is done: the first call's git does not
+// share the machine with the watcher's walk.
+func (v *View) kickLocked() {
+	if v.warmth != cold || v.closed {
+		return
+	}
+	v.warmth, v.reason = warming, reasonWarming
+	ctx, cancel := context.WithTimeout(context.Background(), warmTimeout)
+	done := make(chan struct{})
+	v.warmCancel, v.warmDone = cancel, done
+	go func() {
+		defer close(done)
+		defer cancel()
+		v.warmUp(ctx)
+	}()
+}
+
+// warmUp is the background build: wait for the watches (a sync from no
+// position waits for the watcher's walk), then take a base from git at
+// the position the sync gave, and make the view warm. Until then calls
+// are answered by git.
+func (v *View) warmUp(ctx context.Context) {
+	v.mu.Lock()
+	v.mu.Unlock() // after the kicking call
+	st, err := v.syncAt(ctx, 0, 0)
+	if err == nil && st.Ready && !st.Complete {
+		var b *built
+		if b, err = v.build(ctx); err == nil {
+			v.mu.Lock()
+			if v.warmth == warming && !v.closed {
+				v.resetLocked()
+				v.warmth, v.watched, v.epoch, v.gen = warm, true, st.Epoch, st.Gen
+				v.installLocked(b)
+			}
+			v.mu.Unlock()
+			return
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.warmth != warming || v.closed {
+		return
+	}
+	switch {
+	case err != nil:
+		v.warmth = cold // the next call starts over
+	case !st.Ready && st.Reason != watch.ReasonStarting:
+		// Not watchable: warm, in the sense that every call asks the
+		// watcher (cheaply) and runs git with its reason.
+		v.warmth, v.watched, v.reason = warm, false, st.Reason
+	default:
+		v.warmth = cold
+	}
+}
+
 // Position syncs with the watcher and returns the position of the tree.
-func (v *View) Position(ctx context.Context) (Position, error) { return v.advance(ctx) }
+func (v *View) Position(ctx context.Context) (Position, error) {
+	pos, err := v.advance(ctx)
+	if err == nil && !pos.Valid {
+		v.kick()
+	}
+	return pos, err
+}
+
+// Warm starts warming the view if it is cold and waits until the
+// background build is over (or ctx is done); it reports whether the view
+// is warm then: answering from the watcher (in process when it can, or
+// from git with the watcher's reason when the checkout is not watched).
+// Calls do not need it (until the view is warm they are answered by git);
+// benchmarks and tests that measure or prove in-process answers do.
+func (v *View) Warm(ctx context.Context) (bool, error) {
+	v.mu.Lock()
+	v.kickLocked()
+	w, done := v.warmth, v.warmDone
+	v.mu.Unlock()
+	if w == warm {
+		return true, nil
+	}
+	if done == nil {
+		return false, nil // closed
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.warmth == warm, nil
+}
+
+// kick is kickLocked for callers that do not hold v.mu.
+func (v *View) kick() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.kickLocked()
+}
 
 // Changed syncs and returns the paths changed since from (sorted) and
 // whether .git or an ignore file changed too; ok is false when the view
 // cannot tell (from is not Valid, another epoch, not watched).
 func (v *View) Changed(ctx context.Context, from Position) (paths []string, meta, ok bool, err error) {
 	if !from.Valid {
+		return nil, false, false, nil
+	}
+	v.mu.Lock()
+	isWarm := v.warmth == warm
+	v.mu.Unlock()
+	if !isWarm {
 		return nil, false, false, nil
 	}
 	st, err := v.syncAt(ctx, from.Epoch, from.Gen)
@@ -311,13 +476,32 @@ func (v *View) Status(ctx context.Context) (StatusResult, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.statusLocked(ctx, pos)
+	res, err := v.statusLocked(ctx, pos)
+	if !pos.Valid {
+		v.kickLocked() // after git ran: the build waits for the lock
+	}
+	return res, err
 }
 
 func (v *View) statusLocked(ctx context.Context, pos Position) (StatusResult, error) {
 	if !pos.Valid {
 		st, err := v.git.Status(ctx, v.root)
 		return StatusResult{Status: st, Source: SourceExec, Reason: v.reason}, err
+	}
+	if v.base != nil && !v.eligible && v.ix != nil && v.cfg != nil {
+		// Refused before and nothing meta changed since (that resets
+		// the base): only the status itself may differ. One git status,
+		// as without the view; a nested repository may have gone.
+		st, err := v.git.Status(ctx, v.root)
+		if err != nil {
+			return StatusResult{}, err
+		}
+		v.base, v.files = &st, nil
+		clear(v.pending)
+		if !st.Truncated {
+			v.eligible, v.reason = gitindex.Eligible(v.gitDir, v.ix, v.cfg, st.Untracked)
+		}
+		return StatusResult{Status: copyStatus(st), Source: SourceExec, Reason: v.reason}, nil
 	}
 	if v.base == nil || !v.eligible {
 		if err := v.rebuildLocked(ctx); err != nil {
@@ -331,12 +515,13 @@ func (v *View) statusLocked(ctx context.Context, pos Position) (StatusResult, er
 			changed = append(changed, p)
 		}
 		slices.Sort(changed)
-		st, err := gitindex.Refresh(*v.base, v.ix, v.root, changed, func(paths []string) ([]string, error) {
-			return v.lsOthers(ctx, paths)
-		})
+		c := &gitindex.Checkout{Root: v.root, Index: v.ix, Config: v.tree, Attrs: v.attrs,
+			LsOthers: func(paths []string) ([]string, error) { return v.lsOthers(ctx, paths) },
+			AskGit:   gitindex.GitUnstaged(ctx, v.git, v.root)}
+		st, err := c.Refresh(*v.base, changed)
 		if errors.Is(err, gitindex.ErrInexact) {
 			// A change the in-process status does not model (a new nested
-			// repository, a .gitattributes): take a new base from git.
+			// repository, a special file): take a new base from git.
 			why := err.Error()
 			if err := v.rebuildLocked(ctx); err != nil {
 				return StatusResult{}, err
@@ -358,42 +543,105 @@ func (v *View) statusLocked(ctx context.Context, pos Position) (StatusResult, er
 	return StatusResult{Status: copyStatus(*v.base), Source: SourceIndex}, nil
 }
 
-// rebuildLocked takes a new base: git status, the index, the config.
-func (v *View) rebuildLocked(ctx context.Context) error {
-	clear(v.pending)
-	v.files = nil
+// built is a base taken from git: the status, and what decides whether
+// and how the view refreshes it in process.
+type built struct {
+	st       gitx.Status
+	gitDir   string
+	ix       *gitindex.Index
+	cfg      map[string][]string
+	tree     gitindex.TreeConfig
+	attrs    *gitindex.Attributes
+	eligible bool
+	reason   string
+}
+
+// build takes a base: git status, and meanwhile (another process, another
+// core) the configuration, the index and the attribute rules of
+// info/attributes. It touches no field of v but the immutable ones.
+func (v *View) build(ctx context.Context) (*built, error) {
+	b := &built{}
+	var cfgErr error
+	side := make(chan struct{})
+	go func() {
+		defer close(side)
+		cfgErr = v.readMeta(ctx, b)
+	}()
 	st, err := v.git.Status(ctx, v.root)
+	<-side
 	if err != nil {
-		v.base = nil
-		return err
+		return nil, err
 	}
-	v.base = &st
-	v.eligible, v.ix = false, nil
-	if st.Truncated {
-		v.reason = "status output past its cap"
-		return nil
+	b.st = st
+	switch {
+	case st.Truncated:
+		b.reason = "status output past its cap"
+	case cfgErr != nil:
+		b.reason = cfgErr.Error()
+	default:
+		b.eligible, b.reason = gitindex.Eligible(b.gitDir, b.ix, b.cfg, st.Untracked)
 	}
+	if !b.eligible && b.reason == "" {
+		b.reason = "not eligible"
+	}
+	return b, nil
+}
+
+// readMeta reads what the in-process status needs besides the status: the
+// git dirs, the configuration, the index and the attribute reader. An
+// error says why the view cannot answer in process.
+func (v *View) readMeta(ctx context.Context, b *built) error {
+	gitDir, common, err := gitindex.GitDirs(v.root)
+	if err != nil {
+		return fmt.Errorf("git dir: %v", err)
+	}
+	b.gitDir = gitDir
 	cfgOut, _, err := v.git.Run(ctx, v.root, 1<<20, "config", "-z", "--list")
 	if err != nil {
-		v.reason = "git config: " + err.Error()
-		return nil
+		return fmt.Errorf("git config: %v", err)
 	}
-	cfg := gitindex.ParseConfigList(cfgOut)
+	b.cfg = gitindex.ParseConfigList(cfgOut)
+	b.tree, _ = gitindex.ParseTreeConfig(b.cfg) // Eligible refuses what it cannot read
 	hashSize := 20
-	if f := cfg["extensions.objectformat"]; len(f) > 0 && strings.EqualFold(f[len(f)-1], "sha256") {
+	if f := b.cfg["extensions.objectformat"]; len(f) > 0 && strings.EqualFold(f[len(f)-1], "sha256") {
 		hashSize = 32
 	}
-	ix, err := gitindex.ReadFile(filepath.Join(v.gitDir, "index"), hashSize)
+	ix, err := gitindex.ReadFile(filepath.Join(gitDir, "index"), hashSize)
 	if errors.Is(err, os.ErrNotExist) {
 		// An empty repository has no index yet.
 		ix, err = &gitindex.Index{Version: 2, HashSize: hashSize}, nil
 	}
 	if err != nil {
-		v.reason = "read .git/index: " + err.Error()
-		return nil
+		return fmt.Errorf("read the index: %v", err)
 	}
-	ok, reason := gitindex.Eligible(v.gitDir, ix, cfg, st.Untracked)
-	v.ix, v.eligible, v.reason = ix, ok, reason
+	b.ix = ix
+	b.attrs, err = gitindex.NewAttributes(v.root, common, ix, b.tree.IgnoreCase, gitindex.GitBlob(context.WithoutCancel(ctx), v.git, v.root))
+	if err != nil {
+		return fmt.Errorf("info/attributes: %v", err)
+	}
+	return nil
+}
+
+// installLocked makes b the view's base.
+func (v *View) installLocked(b *built) {
+	clear(v.pending)
+	v.files = nil
+	st := b.st
+	v.base = &st
+	v.gitDir, v.ix, v.cfg, v.tree, v.attrs = b.gitDir, b.ix, b.cfg, b.tree, b.attrs
+	v.eligible, v.reason = b.eligible, b.reason
+}
+
+// rebuildLocked takes a new base from git (see build).
+func (v *View) rebuildLocked(ctx context.Context) error {
+	clear(v.pending)
+	v.files = nil
+	b, err := v.build(ctx)
+	if err != nil {
+		v.base = nil
+		return err
+	}
+	v.installLocked(b)
 	return nil
 }
 
@@ -425,6 +673,9 @@ func (v *View) lsOthers(ctx context.Context, paths []string) ([]string, error) {
 func (v *View) Files(ctx context.Context) ([]string, bool, error) {
 	pos, err := v.advance(ctx)
 	if err != nil || !pos.Valid {
+		if err == nil {
+			v.kick()
+		}
 		return nil, false, err
 	}
 	v.mu.Lock()
@@ -498,6 +749,9 @@ func (v *View) Cached(ctx context.Context, key string, fn func() (any, error)) (
 // kept (the checkout is not watched, or its status is not in process).
 func (v *View) Lookup(ctx context.Context, key string) (r any, hit bool, pos Position, err error) {
 	if pos, err = v.advance(ctx); err != nil || !pos.Valid {
+		if err == nil {
+			v.kick()
+		}
 		return nil, false, Position{}, err
 	}
 	v.mu.Lock()
@@ -533,7 +787,10 @@ func (v *View) Store(pos Position, key string, r any) {
 const maxResults = 256
 
 // IndexEntry returns the mode (octal, "100644") and object id (hex) of
-// path's stage-0 entry in the index the view's status is built on.
+// path's stage-0 entry in the index the view's status is built on. A
+// submodule (gitlink) is not reported: what changed in it is the
+// submodule's state, which no index entry describes (a caller hashing
+// dirty paths falls back to git for it).
 func (v *View) IndexEntry(path string) (mode, oid string, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -541,7 +798,7 @@ func (v *View) IndexEntry(path string) (mode, oid string, ok bool) {
 		return "", "", false
 	}
 	e, ok := v.ix.Lookup(path)
-	if !ok {
+	if !ok || e.Mode == gitindex.ModeGitlink {
 		return "", "", false
 	}
 	return strconv.FormatUint(uint64(e.Mode), 8), hex.EncodeToString(e.OID), true
