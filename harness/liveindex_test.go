@@ -222,3 +222,79 @@ func treeState(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
+
+// TestLiveIndexWorktreesSubmodulesAttributes: a linked worktree of a
+// repository with attributes (text=auto, eol=crlf, a filter, linguist
+// lines) and CRLF files, and a superproject with a submodule, both answer
+// git_status in process (source index) after edits, a .gitattributes
+// rewrite, a commit inside the submodule and a change of the main
+// checkout, and equal git's own status each time.
+func TestLiveIndexWorktreesSubmodulesAttributes(t *testing.T) {
+	ctx := context.Background()
+	h := open(t)
+	main := testutil.Repo(t, map[string]string{
+		".gitattributes": "* text=auto\n*.bat eol=crlf\n*.bin filter=x\ndocs/** linguist-documentation\n",
+		"a.txt":          "one\r\ntwo\r\n", "run.bat": "@echo off\r\n", "b.bin": "bb", "docs/d.md": "d\n",
+	})
+	testutil.Git(t, main, "config", "filter.x.clean", "cat")
+	wt := filepath.Join(t.TempDir(), "wt")
+	testutil.Git(t, main, "worktree", "add", "-q", "-b", "wt", wt)
+	sub := testutil.Repo(t, map[string]string{"s.txt": "s\n"})
+	super := testutil.Repo(t, map[string]string{"top.txt": "top\n"})
+	testutil.Git(t, super, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sm")
+	testutil.Git(t, super, "commit", "-qm", "sm")
+
+	ids := map[string]string{wt: register(t, h, wt), super: register(t, h, super)}
+	for root, id := range ids {
+		if _, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.WarmLiveIndex(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		check := func(step string) {
+			t.Helper()
+			got, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := (&gitx.Git{}).Status(ctx, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An index change (git add) rebuilds the view from git once.
+			if !equalStatus(got.Status, want) || (got.Source != "index" && !strings.HasPrefix(step, "staged")) {
+				t.Fatalf("%s: %s (%s: %s)\n got %+v\nwant %+v", filepath.Base(root), step, got.Source, got.IndexReason, got.Status, want)
+			}
+		}
+		write := func(rel, body string) {
+			t.Helper()
+			testutil.WriteFile(t, root, rel, body)
+		}
+		check("warm")
+		if root == wt {
+			write("a.txt", "one\ntwo\n")    // text=auto: the blob has CRLF, git keeps it: modified
+			write("run.bat", "@echo off\n") // eol=crlf: converted to the same blob... but another size
+			write("b.bin", "cc")            // a filter: asked of git
+			write("docs/d.md", "e\n")       // linguist: nothing status sees
+			check("edits")
+			write(".gitattributes", "* -text\n")
+			check("attributes rewritten")
+			testutil.WriteFile(t, main, "a.txt", "main's\n") // the main checkout's, not this one's
+			check("main checkout changed")
+			testutil.Git(t, wt, "add", "-A")
+			check("staged")
+			write("a.txt", "three\r\n")
+			check("after staging")
+			continue
+		}
+		write("sm/s.txt", "changed\n")
+		check("submodule file")
+		testutil.Git(t, filepath.Join(super, "sm"), "commit", "-qam", "in sm")
+		check("submodule commit")
+		write("sm/untracked.txt", "u\n")
+		check("submodule untracked")
+		write("top.txt", "TOP\n")
+		check("superproject file")
+	}
+}
