@@ -14,9 +14,12 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-// LaneRunner runs one admitted read-only step for a lane, in a goroutine of
-// its own; ctx ends at the step's deadline or when its group is cancelled.
-// It is a dependency of the lane, never part of a message.
+// LaneRunner runs one read-only step for a lane, in a goroutine of its own;
+// ctx ends at the step's deadline or when its group is cancelled. The step
+// is data (operation, arguments, the gate's answer, a seal); the runner is
+// code, a dependency of the lane, never part of a message: harnessd's runs
+// the step through the operation registry (op.Pipeline.RunLaneStep), and
+// refuses one whose seal does not match.
 type LaneRunner func(ctx context.Context, step messages.LaneRun) (json.RawMessage, error)
 
 // LaneConfig configures NewLane.
@@ -28,10 +31,11 @@ type LaneConfig struct {
 	Tasks  *Tasks
 }
 
-// Lane runs read-only steps one at a time. Steps queue in its state; the
-// running step executes in a goroutine that reports back with a completion
-// message, and only then does the lane start the next one, so Receive never
-// blocks and a lane never runs two steps at once. Lanes keep no durable
+// Lane runs read-only steps one at a time. Each step arrives as data (a
+// LaneRun) and queues in the lane's state, nowhere else; the running step
+// executes in a goroutine that reports back with a completion message, and
+// only then does the lane start the next one, so Receive never blocks and a
+// lane never runs two steps at once. Lanes keep no durable
 // state: a restarted lane answers the requesters of its lost steps with
 // UNAVAILABLE (the old instance does, on Restarting).
 type Lane struct {

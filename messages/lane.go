@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// LaneRun queues one read-only step on a lane. The step is a spec: the
-// operation Kind and its JSON Args in repository RepoID, admitted by the
-// gate as step Index of the read_lanes call Group. The lane runs its steps
-// one at a time, each in a goroutine of its own through the lane's runner,
-// and answers the sender with LaneDone once the step finished. A step whose
-// Deadline passed or whose Group was cancelled before its turn is answered
-// Skipped without running.
+// LaneRun queues one read-only step on a lane. The step is data: the
+// operation Kind and its JSON Args in repository RepoID, step Index of the
+// read_lanes call Group, with what the gate answered for it. The lane runs
+// its steps one at a time, each in a goroutine of its own through the
+// lane's runner (the pipeline: it prepares the step again from Kind and
+// Args and runs it with Gate), and answers the sender with LaneDone once
+// the step finished. A step whose Deadline passed or whose Group was
+// cancelled before its turn is answered Skipped without running.
 type LaneRun struct {
 	Group    string
 	Index    int
@@ -19,6 +20,19 @@ type LaneRun struct {
 	RepoID   string
 	Args     json.RawMessage
 	Deadline time.Time // zero = none
+	// Caller made the read_lanes call; ParentSpan is the call's span in
+	// the caller's run ("" = outside any run), the step's span's parent.
+	Caller     Caller
+	ParentSpan string
+	// Gate is the gate's answer for the step (its decision and input
+	// hash, in the pipeline's compact form); GateDigest the digest of the
+	// input it decided on. The runner runs the step only when its new plan
+	// has that digest.
+	Gate       json.RawMessage
+	GateDigest string
+	// Seal is the pipeline's MAC of every field above: only a step its
+	// gate passed, unchanged, runs.
+	Seal []byte
 }
 
 // LaneCancel cancels every queued and running step of Group (fail_fast, or

@@ -29,6 +29,7 @@
 //  6. trace and receipt: the latency segments, then the receipt is stored.
 //
 // Batch steps and lanes are prepared with PrepareStep and gated as steps of
-// their parent; they never cross the gate again. A lane runs only a step
-// its parent's gate admitted (Admit, RunAdmitted).
+// their parent; they never cross the gate again. A lane is handed its step
+// as data with the gate's answer, sealed (LaneStep), and runs only a step
+// whose seal and gate input match (RunLaneStep; lane.go says how).
 package op

@@ -12,7 +12,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
-	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -35,15 +34,15 @@ type Pipeline struct {
 	closed   atomic.Bool
 	inflight sync.WaitGroup
 
-	mu       sync.Mutex // protects admitted
-	admitted map[string]*Step
+	// lanes seals the steps handed to lanes (LaneStep, RunLaneStep).
+	lanes *laneSealer
 
 	ids *spanIDs
 }
 
 // NewPipeline returns the pipeline of reg's operations over env.
 func NewPipeline(reg *Registry, env *Env) *Pipeline {
-	return &Pipeline{reg: reg, env: env, admitted: map[string]*Step{}, ids: newSpanIDs()}
+	return &Pipeline{reg: reg, env: env, lanes: newLaneSealer(), ids: newSpanIDs()}
 }
 
 // Registry returns the operations.
@@ -373,6 +372,12 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 	if err != nil {
 		return nil, err
 	}
+	return p.prepareStep(ctx, parent, o, index, raw, in)
+}
+
+// prepareStep prepares step index of parent, operation o with input in
+// decoded from raw.
+func (p *Pipeline) prepareStep(ctx context.Context, parent *Call, o *Op, index int, raw json.RawMessage, in any) (*Step, error) {
 	c := &Call{Env: p.env, Op: o, pipe: p, Repo: parent.Repo, Root: parent.Root, InBatch: true, route: "fast", final: SegExecution, Caller: parent.Caller}
 	tr := StartTrace()
 	c.trace = &tr
@@ -384,7 +389,7 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 		return nil, err
 	}
 	plan.Gate = bindInput(o, plan.Gate, in)
-	return &Step{Index: index, Kind: kind, Raw: raw, Call: c, Plan: plan}, nil
+	return &Step{Index: index, Kind: o.Name, Raw: raw, Call: c, Plan: plan}, nil
 }
 
 // bindInput gives the gate the operation's input: what an approval is
@@ -424,57 +429,6 @@ func (s *Step) Run(ctx context.Context) (any, error) {
 	}
 	s.Call.record(s.Raw, out, nil, &lat)
 	return out, nil
-}
-
-// Admit records a step its parent's gate allowed, so a lane may run it
-// (RunAdmitted) from a message that carries only its spec. Forget the
-// group when the parent returns.
-func (p *Pipeline) Admit(group string, s *Step) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.admitted[group+"/"+strconv.Itoa(s.Index)] = s
-}
-
-// Forget drops a group's admissions that did not run.
-func (p *Pipeline) Forget(group string, n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range n {
-		delete(p.admitted, group+"/"+strconv.Itoa(i))
-	}
-}
-
-// RunAdmitted runs the step a lane was handed: only one the gate admitted
-// (Admit) with exactly these arguments, and only once.
-func (p *Pipeline) RunAdmitted(ctx context.Context, group string, index int, kind string, args json.RawMessage) (json.RawMessage, error) {
-	key := group + "/" + strconv.Itoa(index)
-	p.mu.Lock()
-	s := p.admitted[key]
-	delete(p.admitted, key)
-	p.mu.Unlock()
-	if s == nil || s.Kind != kind || !sameArgs(kind, s.Raw, args) {
-		return nil, errs.New(errs.PolicyDenied, "step %d (%s) of %s was not admitted by the gate", index, kind, group)
-	}
-	leave, err := p.Enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	out, err := s.Run(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "encode step result: %v", err)
-	}
-	return b, nil
-}
-
-func sameArgs(kind string, a, b json.RawMessage) bool {
-	ha, err1 := ledger.InputHash(kind, a)
-	hb, err2 := ledger.InputHash(kind, b)
-	return err1 == nil && err2 == nil && ha == hb
 }
 
 // NewCall returns a call in a repository for work an operation started

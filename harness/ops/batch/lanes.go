@@ -106,15 +106,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// runLanes hands the admitted steps to the lanes as specs and collects
-// their answers in input order.
+// runLanes hands the gated steps to the lanes as data (op.Pipeline.LaneStep:
+// name, arguments and the gate's answer, sealed) and collects their answers
+// in input order.
 func runLanes(ctx context.Context, c *op.Call, steps []*op.Step, conc int, failFast bool) *ReadLanesResult {
 	pipe, lanes := c.Pipeline(), c.Env.RT.Lanes
 	group, first := newGroup()
-	for _, s := range steps {
-		pipe.Admit(group, s)
-	}
-	defer pipe.Forget(group, len(steps))
 	deadline := time.Now().Add(lanesTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -127,10 +124,14 @@ func runLanes(ctx context.Context, c *op.Call, steps []*op.Step, conc int, failF
 	answers := make(chan answer, len(steps))
 	wait := time.Until(deadline) + lanesReplySlop
 	for i, s := range steps {
-		msg := messages.LaneRun{Group: group, Index: i, Kind: s.Kind, RepoID: c.Repo.Repo.ID, Args: s.Raw,
-			Deadline: deadline.Add(-lanesReplySlop / 2)}
-		if d := stepDeadline(ctx, s); time.Now().Add(d).Before(msg.Deadline) {
-			msg.Deadline = time.Now().Add(d)
+		stepEnd := deadline.Add(-lanesReplySlop / 2)
+		if d := stepDeadline(ctx, s); time.Now().Add(d).Before(stepEnd) {
+			stepEnd = time.Now().Add(d)
+		}
+		msg, err := pipe.LaneStep(c, group, s, stepEnd)
+		if err != nil {
+			answers <- answer{index: i, err: err}
+			continue
 		}
 		await := lanes.Submit((first+i%conc)%actors.NumLanes, msg, wait)
 		go func() {
@@ -202,13 +203,10 @@ func newGroup() (string, int) {
 	return "lanes_" + hex.EncodeToString(b[:]), int(b[0])
 }
 
-// LaneRunner returns the runner of the lanes: it runs a step the gate
-// admitted for its group, from the spec the lane was handed.
-func LaneRunner(p *op.Pipeline) actors.LaneRunner {
-	return func(ctx context.Context, s messages.LaneRun) (json.RawMessage, error) {
-		return p.RunAdmitted(ctx, s.Group, s.Index, s.Kind, s.Args)
-	}
-}
+// LaneRunner returns the runner of the lanes: it runs the step a lane was
+// handed, as data, through p's registry with the gate's answer it carries
+// (op.Pipeline.RunLaneStep).
+func LaneRunner(p *op.Pipeline) actors.LaneRunner { return p.RunLaneStep }
 
 // laneSpan returns the time from the first start to the last finish and
 // the largest number of steps running at one instant.
