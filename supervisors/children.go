@@ -44,7 +44,8 @@ type Deps struct {
 	DataDir string
 	// Tasks tracks the goroutines actors start for blocking work.
 	Tasks *actors.Tasks
-	// CheckRunner runs a check's spec; LaneRunner runs an admitted step.
+	// CheckRunner runs a check's spec; LaneRunner runs a lane's step, handed
+	// to it as data with the gate's answer.
 	CheckRunner actors.CheckRunner
 	LaneRunner  actors.LaneRunner
 	// JobConfiner confines the processes of durable jobs.
@@ -100,7 +101,7 @@ func Registry(d Deps) Child {
 		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID, Watch: d.Watch}), mw)
 	}
 	props := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+		actor.WithSupervisor(CheckoutPolicy().Strategy(lg)))
 	return Child{Name: RegistryName, Props: props, Restart: Permanent}
 }
 
@@ -137,7 +138,8 @@ func Lanes(d Deps) Child {
 
 // Checks is the supervisor of the check actors.
 func Checks(d Deps) Child {
-	props := actor.PropsFromProducer(actors.NewChecks(d.Store, d.logger(), actors.ChecksConfig{Now: d.Now, Runner: d.CheckRunner, Tasks: d.Tasks}), d.recover())
+	props := actor.PropsFromProducer(actors.NewChecks(d.Store, d.logger(), actors.ChecksConfig{Now: d.Now, Runner: d.CheckRunner, Tasks: d.Tasks}), d.recover(),
+		actor.WithSupervisor(CheckPolicy().Strategy(d.logger())))
 	return Child{Name: ChecksName, Props: props, Restart: Permanent}
 }
 
@@ -150,7 +152,7 @@ func Jobs(d Deps) Child {
 		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+		actor.WithSupervisor(JobPolicy().Strategy(d.logger())))
 	return Child{Name: JobsName, Props: props, Restart: Permanent}
 }
 
@@ -160,7 +162,7 @@ func Runs(d Deps) Child {
 	cfg := actors.RunsConfig{Store: d.Store, Index: d.Runs, Logger: d.logger(), Now: d.Now, Jobs: d.JobsPID, Tasks: d.Tasks,
 		SweepEvery: o.SweepEvery, ResumeWindow: o.ResumeWindow, Linger: o.Linger, OnEvent: o.OnEvent}
 	props := actor.PropsFromProducer(actors.NewRuns(cfg), d.recover(),
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+		actor.WithSupervisor(RunPolicy().Strategy(d.logger())))
 	return Child{Name: RunsName, Props: props, Restart: Permanent}
 }
 
@@ -168,7 +170,7 @@ func Runs(d Deps) Child {
 // granted root.
 func Targets(d Deps) Child {
 	props := actor.PropsFromProducer(actors.NewTargets(d.Store, d.Targets, d.logger(), d.Now), d.recover(),
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, 30*time.Second, actor.DefaultDecider)))
+		actor.WithSupervisor(TargetPolicy().Strategy(d.logger())))
 	return Child{Name: TargetsName, Props: props, Restart: Permanent}
 }
 
