@@ -23,10 +23,11 @@
 //   - checkout/<id> (CheckoutPolicy: transient, reload). The checkout's
 //     fencing marks and durable leases are in the store; a fresh instance
 //     reloads them, and the crashed one answers its waiters UNAVAILABLE on
-//     Restarting. A checkout whose store cannot be read is stopped, never
-//     restarted: it must not hand out a lease under a fencing token it could
-//     not read. Its repository then answers UNAVAILABLE until harnessd
-//     restarts.
+//     Restarting. A checkout that cannot read its store at restore does
+//     not crash: it refuses every lease request until harnessd restarts.
+//     One that panics on a store failure all the same is stopped, never
+//     restarted: it must not hand out a lease under a fencing token it
+//     could not read (its repository answers UNAVAILABLE).
 //   - check/<identity> (CheckPolicy: transient, reload). A fresh instance
 //     comes back from the check's evidence in the store; the run in flight
 //     is cancelled and its callers hear why. A stopped check actor is
@@ -35,8 +36,10 @@
 //     machine: the fresh instance restores its record and reconciles (a
 //     queued job says hello again, a running one adopts its process, which
 //     the crashed instance hands over on Restarting), so a failure restores
-//     the job rather than restarting it blindly. A job whose store fails is
-//     stopped, which cancels its process: a job must not run on with
+//     the job rather than restarting it blindly. (A record it cannot read
+//     makes the job forgotten, a transition it cannot write is an error
+//     the job handles: neither panics.) One that panics on a store failure
+//     is stopped, which cancels its process: a job must not run on with
 //     transitions it cannot record.
 //   - run/<id> (RunPolicy: transient, reload). A fresh instance reloads the
 //     stored snapshot (counters of reads since the last stored change are
@@ -49,6 +52,6 @@
 //     One that keeps failing is stopped, and its root refuses writes
 //     (UNAVAILABLE) rather than serialize them wrongly.
 //
-// The children below a checkout (lease/<id>, the watcher) are supervised
-// by the checkout (actors/checkout.go).
+// The children below a checkout (lease/<id>, the watcher) are the
+// checkout's to supervise (actors/checkout.go).
 package supervisors
