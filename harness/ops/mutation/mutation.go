@@ -446,29 +446,6 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 	}}, nil
 }
 
-// CheckPaths resolves agent paths (up to 200) for stage and commit: inside
-// the root, not secret, not .git, not a hard link. Deleted files are fine.
-func CheckPaths(root *pathsafe.Root, paths []string, required bool) ([]string, error) {
-	if required && len(paths) == 0 {
-		return nil, errs.New(errs.InvalidArgument, "paths is empty")
-	}
-	if len(paths) > maxMutationPaths {
-		return nil, errs.New(errs.InvalidArgument, "%d paths: at most %d", len(paths), maxMutationPaths)
-	}
-	rels := make([]string, 0, len(paths))
-	for _, p := range paths {
-		_, rel, err := root.ResolveWrite(p)
-		if err != nil {
-			return nil, err
-		}
-		if err := root.CheckLeafAt(rel); err != nil {
-			return nil, err // a hard link's content is another name's
-		}
-		rels = append(rels, rel)
-	}
-	return rels, nil
-}
-
 // checkSomethingToCommit refuses a commit that would record nothing.
 func checkSomethingToCommit(ctx context.Context, c *op.Call, dir string, rels []string) error {
 	var args []string
