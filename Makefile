@@ -9,7 +9,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
 
-.PHONY: help build run test lint bench bench-scale bench-go bench-ci soak tidy fuzz clean
+.PHONY: help build run test lint bench bench-scale bench-real bench-go bench-ci soak tidy fuzz clean
 
 help: ## show this help (colours only on a terminal without NO_COLOR)
 	@if [ -t 1 ] && [ -z "$$NO_COLOR" ] && [ "$$TERM" != dumb ]; then on='\033[36m'; off='\033[0m'; else on=; off=; fi; \
@@ -35,6 +35,9 @@ bench: ## the bench suite: every case through every surface against its floor, t
 
 bench-scale: ## scale curves: generated repositories of FILES files (default 100,10000,100000), in process; TMPDIR=/dev/shm generates faster
 	$(GO) run ./bench --files $(or $(FILES),100,10000,100000) $(ARGS)
+
+bench-real: ## the live index on a real repository DIR (default: $(go env GOROOT)/src copied and committed as is in a temp dir) and a linked worktree of it, in process against git and rg
+	$(GO) run ./bench --real $(or $(DIR),goroot) $(ARGS)
 
 bench-go: ## every Go benchmark of every package
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

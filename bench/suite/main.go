@@ -45,6 +45,11 @@ type config struct {
 	keep          bool
 	warmupSet     bool
 	iterationsSet bool
+	// The real-checkout mode (--real).
+	real         string
+	realWorktree bool
+	rareQuery    string
+	commonQuery  string
 }
 
 const usageHead = `Usage: go run ./bench [flags]     (also: harness bench [flags])
@@ -54,7 +59,11 @@ each against the raw operation it wraps. With --load, drives many
 simulated agents through one surface instead. With --files, generates
 repositories of those sizes and measures git_status, symbol_search,
 git_diff and check_identity on each (status and search also right after
-an edit), in process, against git and rg run on the same tree.
+an edit), in process, against git and rg run on the same tree. With
+--real DIR, measures status, a rare and a common search, diff and diff
+after an edit on the repository DIR as it is ("goroot": a copy of the Go
+toolchain's source committed as is) and on a linked worktree of it, in
+process, against git and rg run on the same tree.
 
 Flags:
 `
@@ -80,18 +89,25 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.repos, "repos", 4, "load: fixture repositories the agents share")
 	fs.IntSliceVar(&c.files, "files", nil, "scale: generate repositories of these many files (e.g. 100,10000,100000) and measure each in process")
 	fs.Uint64Var(&c.seed, "seed", DefaultSeed, "scale: seed of the generated repositories")
-	fs.BoolVar(&c.keep, "keep", false, "scale: keep the generated repositories (their path is printed on stderr)")
+	fs.BoolVar(&c.keep, "keep", false, "scale, real: keep the generated repositories or scratch dir (their path is printed on stderr)")
+	fs.StringVar(&c.real, "real", "", "real: measure the live index on the git repository DIR (goroot: a copy of $(go env GOROOT)/src committed in a temp dir); it edits "+fmt.Sprint(realDirty)+" tracked files and adds 2 untracked ones, and restores them")
+	fs.BoolVar(&c.realWorktree, "real-worktree", true, "real: also measure a linked worktree of DIR")
+	fs.StringVar(&c.rareQuery, "real-rare", DefaultRareQuery, "real: the rare symbol searched")
+	fs.StringVar(&c.commonQuery, "real-common", DefaultCommonQuery, "real: the common symbol searched")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if (c.load || len(c.files) > 0) && !fs.Changed("surfaces") {
+	if (c.load || len(c.files) > 0 || c.real != "") && !fs.Changed("surfaces") {
 		c.surfaces = []string{SurfaceInproc}
 	}
 	if len(c.files) > 0 && !fs.Changed("cases") {
 		c.cases = ScaleCases()
+	}
+	if c.real != "" && !fs.Changed("cases") {
+		c.cases = RealCases()
 	}
 	c.warmupSet, c.iterationsSet = fs.Changed("warmup"), fs.Changed("iterations")
 	if fs.Changed("files") && len(c.files) == 0 {
@@ -116,8 +132,8 @@ func (c *config) validate() error {
 			return fmt.Errorf("--harnessd %q is not a file", c.harnessd)
 		}
 	}
-	if c.load && len(c.files) > 0 {
-		return errors.New("--files and --load are separate modes: give one")
+	if c.load && len(c.files) > 0 || c.real != "" && (c.load || len(c.files) > 0) {
+		return errors.New("--files, --load and --real are separate modes: give one")
 	}
 	if c.load {
 		if len(c.surfaces) != 1 {
@@ -148,6 +164,15 @@ func (c *config) validate() error {
 		}
 		c.files = dedupeInts(c.files)
 		known = ScaleCases()
+	}
+	if c.real != "" {
+		if len(c.surfaces) != 1 || c.surfaces[0] != SurfaceInproc {
+			return fmt.Errorf("--real measures in process only; got --surfaces %s (use --surfaces inproc)", strings.Join(c.surfaces, ","))
+		}
+		if c.rareQuery == "" || c.commonQuery == "" {
+			return errors.New("--real-rare and --real-common must not be empty")
+		}
+		known = RealCases()
 	}
 	for _, k := range c.cases {
 		if !slices.Contains(known, k) {
@@ -218,17 +243,22 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	case len(cfg.files) > 0:
 		rep.Settings.Cases, rep.Settings.Files, rep.Settings.Seed = cfg.cases, cfg.files, cfg.seed
 		runErr = runScale(ctx, cfg, rep, stderr)
+	case cfg.real != "":
+		rep.Settings.Cases, rep.Settings.Real, rep.Settings.Queries = cfg.cases, cfg.real, []string{cfg.rareQuery, cfg.commonQuery}
+		runErr = runReal(ctx, cfg, rep, stderr)
 	default:
 		rep.Settings.Warmup, rep.Settings.Iterations, rep.Settings.Cases = cfg.warmup, cfg.iterations, cfg.cases
 		runErr = runSuite(ctx, cfg, rep, stderr)
 	}
-	if len(rep.Results) > 0 || rep.Load != nil || len(rep.Scale) > 0 {
+	if len(rep.Results) > 0 || rep.Load != nil || len(rep.Scale) > 0 || len(rep.Real) > 0 {
 		var werr error
 		switch {
 		case cfg.json:
 			werr = writeJSON(stdout, rep)
 		case len(cfg.files) > 0:
 			werr = writeScale(stdout, rep)
+		case cfg.real != "":
+			werr = writeReal(stdout, rep)
 		case cfg.load:
 			werr = writeLoad(stdout, rep)
 		default:

@@ -13,7 +13,8 @@ import (
 const SchemaVersion = 1
 
 // Report is the JSON document of a run (--json). Exactly one of Results
-// (the suite), Load (--load) and Scale (--files, with ScaleRepos) is set.
+// (the suite), Load (--load), Scale (--files, with ScaleRepos) and Real
+// (--real, with RealRepos) is set.
 type Report struct {
 	SchemaVersion int           `json:"schema_version"`
 	Machine       Machine       `json:"machine"`
@@ -25,6 +26,8 @@ type Report struct {
 	Load          *LoadReport   `json:"load,omitempty"`
 	Scale         []ScaleResult `json:"scale,omitempty"`
 	ScaleRepos    []ScaleRepo   `json:"scale_repos,omitempty"`
+	Real          []RealResult  `json:"real,omitempty"`
+	RealRepos     []RealRepo    `json:"real_repos,omitempty"`
 }
 
 // Settings records how the run was made.
@@ -37,6 +40,10 @@ type Settings struct {
 	// Files are the repository sizes of --files; Seed seeds their generator.
 	Files []int  `json:"files,omitempty"`
 	Seed  uint64 `json:"seed,omitempty"`
+	// Real is --real's DIR; Queries are the rare and the common symbol
+	// its searches look for.
+	Real    string   `json:"real,omitempty"`
+	Queries []string `json:"queries,omitempty"`
 }
 
 // Result is one case measured through one surface. Times are milliseconds.

@@ -28,13 +28,18 @@ const (
 	CaseSymbolSearchAfterEdit = "symbol_search_after_edit"
 )
 
+// CaseGitStatusFirst is the first touch: each call is the first
+// git_status of a new in-process harness (opened and the repository
+// registered untimed, closed after), its live index cold.
+const CaseGitStatusFirst = "git_status_first"
+
 // DefaultSeed seeds the generated repositories.
 const DefaultSeed = 1
 
 // ScaleCases returns the cases of the generated-repository mode (--files),
 // in run order.
 func ScaleCases() []string {
-	return []string{CaseGitStatus, CaseGitStatusAfterEdit, CaseSymbolSearch, CaseSymbolSearchAfterEdit, CaseGitDiff, CaseCheckIdentity}
+	return []string{CaseGitStatus, CaseGitStatusAfterEdit, CaseSymbolSearch, CaseSymbolSearchAfterEdit, CaseGitDiff, CaseCheckIdentity, CaseGitStatusFirst}
 }
 
 // scaleIterations returns the default warmup and measured iterations for
@@ -64,6 +69,10 @@ type ScaleResult struct {
 	// IdentityMs (check_identity only) is the median snapshot segment of
 	// run_check: computing the identity, inside HarnessdMs.
 	IdentityMs *float64 `json:"identity_ms,omitempty"`
+	// FirstMs (git_status only) is the first call's time: the checkout's
+	// first touch, with a cold live index (answered by git while the
+	// view builds in the background).
+	FirstMs *float64 `json:"first_ms,omitempty"`
 	// RSSMB is VmRSS of this process in MiB after the case's warmup.
 	RSSMB *float64 `json:"rss_mb,omitempty"`
 	// Harnessd says what was timed on harnessd's side, Raw what the raw
@@ -105,6 +114,9 @@ type scaleCase struct {
 	segment bool
 	// edit, when set, runs before the i-th call (untimed).
 	edit func(i int) error
+	// first, when set, runs after the first call (untimed): the first
+	// call is then reported as FirstMs.
+	first func(ctx context.Context) error
 }
 
 // scaleCheckArgv is the check check_identity runs once and then reuses.
@@ -115,8 +127,37 @@ var scaleCheckArgv = []string{"true"}
 // content revision costs from scratch.
 var identityStatusArgs = []string{"git", "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "--no-renames", "-z", "--untracked-files=all"}
 
+// firstTouch is the git_status_first case on the checkout root: each call
+// opens a harness (untimed), registers root, times its first git_status,
+// and closes it (untimed).
+func firstTouch(root string, open func(context.Context) (*inproc, error), fl *floors, verify func(out map[string]any) error) scaleCase {
+	return scaleCase{
+		name:     CaseGitStatusFirst,
+		harnessd: "the first git_status of a new in-process harness (live index cold; opening, registering and closing untimed)",
+		raw:      statusStep.floorName(fl),
+		call: func(ctx context.Context, i int) (sample, error) {
+			s, err := open(ctx)
+			if err != nil {
+				return sample{}, err
+			}
+			defer s.Close()
+			id, err := register(ctx, s, root)
+			if err != nil {
+				return sample{}, err
+			}
+			var out map[string]any
+			smp, err := s.Call(ctx, statusStep.op, statusStep.args(iter{repoID: id}), &out)
+			if err == nil {
+				err = verify(out)
+			}
+			return smp, err
+		},
+		floor: func(ctx context.Context) error { return statusStep.floor(ctx, fl) },
+	}
+}
+
 // scaleCases builds the cases for g, reached through s as repoID.
-func scaleCases(s surface, repoID string, g *GenRepo, fl *floors) []scaleCase {
+func scaleCases(s surface, repoID string, g *GenRepo, fl *floors, work string) []scaleCase {
 	it := iter{repoID: repoID}
 	viaOp := func(st step, verify func(out map[string]any) error) scaleCase {
 		return scaleCase{
@@ -145,6 +186,11 @@ func scaleCases(s surface, repoID string, g *GenRepo, fl *floors) []scaleCase {
 		return nil
 	})
 	status.name = CaseGitStatus
+	if in, ok := s.(*inproc); ok {
+		// The first status is the first touch; then the live index is
+		// let finish its background build before the warmup goes on.
+		status.first = func(ctx context.Context) error { return in.h.WarmLiveIndex(ctx, repoID) }
+	}
 	search := viaOp(searchStep, func(out map[string]any) error {
 		if lenOf(out["matches"]) == 0 {
 			return fmt.Errorf("search found no %s, want matches in %d files", Symbol, g.SymbolFiles)
@@ -240,7 +286,16 @@ func scaleCases(s surface, repoID string, g *GenRepo, fl *floors) []scaleCase {
 		}
 		return smp, nil
 	}
-	return []scaleCase{status, afterEdit(status, CaseGitStatusAfterEdit), search, searchEdited, diff, ident}
+	statusEdited := afterEdit(status, CaseGitStatusAfterEdit)
+	statusEdited.first = nil
+	open := func(ctx context.Context) (*inproc, error) { return openInproc(ctx, work) }
+	first := firstTouch(g.Root, open, fl, func(out map[string]any) error {
+		if u, n := lenOf(out["unstaged"]), lenOf(out["untracked"]); u != GenDirty || n != GenUntracked {
+			return fmt.Errorf("git_status shows %d unstaged and %d untracked paths, want %d and %d", u, n, GenDirty, GenUntracked)
+		}
+		return nil
+	})
+	return []scaleCase{status, statusEdited, search, searchEdited, diff, ident, first}
 }
 
 // jobStderr returns "; stderr: ..." with the tail of a failed check job's
@@ -333,7 +388,7 @@ func runScaleSize(ctx context.Context, cfg config, n int, work string, rep *Repo
 	}
 	rep.Settings.SearchFloor = fl.searchTool()
 	var errList []error
-	for _, c := range scaleCases(s, repoID, g, fl) {
+	for _, c := range scaleCases(s, repoID, g, fl, work) {
 		if !slices.Contains(cfg.cases, c.name) {
 			continue
 		}
@@ -377,6 +432,14 @@ func measureScale(ctx context.Context, c scaleCase, n, warmup, iterations int) S
 		if err != nil {
 			r.Error = fmt.Sprintf("iteration %d: %v", i, err)
 			return r
+		}
+		if i == 0 && c.first != nil {
+			first := round3(ms(smp.wall))
+			r.FirstMs = &first
+			if err := c.first(ctx); err != nil {
+				r.Error = fmt.Sprintf("after the first call: %v", err)
+				return r
+			}
 		}
 		start := time.Now()
 		if err := c.floor(ctx); err != nil {
@@ -444,6 +507,9 @@ func writeScale(w io.Writer, rep *Report) error {
 			note := ""
 			if r.IdentityMs != nil {
 				note = "identity " + f3(*r.IdentityMs) + " ms of it"
+			}
+			if r.FirstMs != nil {
+				note = fmt.Sprintf("first call (cold) %s ms = %.2fx raw", f3(*r.FirstMs), *r.FirstMs / *r.RawMs)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", r.Case, f3(*r.HarnessdMs), f3(*r.RawMs), ratio, *r.RSSMB, note)
 		}
