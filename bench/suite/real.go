@@ -479,7 +479,7 @@ func realCases(s *inproc, repoID string, c *realCheckout, fl *floors, cfg config
 	first := firstTouch(c.root, open, fl, func(out map[string]any) error { return statusCheck(lenOf(out["unstaged"]), lenOf(out["untracked"])) })
 	return []realCase{
 		{name: RealStatus, harnessd: "git_status through CallOp (in process)", raw: "git status --porcelain=v2 --branch -z",
-			call: viaOp("git_status", map[string]any{"repo_id": repoID}, func(a answer) error { return statusCheck(len(a.Unstaged), len(a.Untracked)) }),
+			call:  viaOp("git_status", map[string]any{"repo_id": repoID}, func(a answer) error { return statusCheck(len(a.Unstaged), len(a.Untracked)) }),
 			floor: func(ctx context.Context) error { return statusStep.floor(ctx, fl) }},
 		search(RealSearchRare, cfg.rareQuery),
 		search(RealSearchCommon, cfg.commonQuery),
