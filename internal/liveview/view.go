@@ -364,8 +364,12 @@ func (v *View) kickLocked() {
 // the position the sync gave, and make the view warm. Until then calls
 // are answered by git.
 func (v *View) warmUp(ctx context.Context) {
-	v.mu.Lock()
-	v.mu.Unlock() // after the kicking call
+	v.mu.Lock() // held by the kicking call until it is done
+	closed := v.closed
+	v.mu.Unlock()
+	if closed {
+		return
+	}
 	st, err := v.syncAt(ctx, 0, 0)
 	if err == nil && st.Ready && !st.Complete {
 		var b *built
