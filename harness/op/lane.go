@@ -5,11 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"hash"
-	"reflect"
 	"sync"
 	"time"
 
@@ -74,10 +72,7 @@ type laneGate struct {
 // with its steps) as the work a lane is handed: group names the call's
 // steps for cancellation, deadline ends the step (zero = none).
 func (p *Pipeline) LaneStep(parent *Call, group string, s *Step, deadline time.Time) (messages.LaneRun, error) {
-	gate, err := appendData(nil, reflect.ValueOf(laneGate{Decision: s.Call.gated.Decision, InputHash: s.Call.gated.InputHash}))
-	if err != nil {
-		return messages.LaneRun{}, errs.Wrap(errs.Internal, err, "encode the gate's answer for step %d (%s): %v", s.Index, s.Kind, err)
-	}
+	gate := appendGate(make([]byte, 0, 128), laneGate{Decision: s.Call.gated.Decision, InputHash: s.Call.gated.InputHash})
 	digest, err := gateDigest(s.GateInput())
 	if err != nil {
 		return messages.LaneRun{}, StepError(err, s.Index, s.Kind)
@@ -108,8 +103,8 @@ func (p *Pipeline) RunLaneStep(ctx context.Context, m messages.LaneRun) (json.Ra
 		return nil, err
 	}
 	defer leave()
-	var gate laneGate
-	if rest, err := readData(m.Gate, reflect.ValueOf(&gate).Elem()); err != nil || len(rest) > 0 {
+	gate, err := readGate(m.Gate)
+	if err != nil {
 		return nil, errs.New(errs.Internal, "step %d (%s): the gate's answer it carries cannot be read", m.Index, m.Kind)
 	}
 	s, err := p.prepareLaneStep(ctx, m)
@@ -170,28 +165,19 @@ func (p *Pipeline) prepareLaneStep(ctx context.Context, m messages.LaneRun) (*St
 	return p.prepareStep(ctx, parent, o, m.Index, m.Args, in)
 }
 
-// seal returns the seal of m: the HMAC of every field but Seal, each
-// length-prefixed so that no two messages write the same bytes.
+// seal returns the seal of m: the HMAC of every field but Seal.
 func (s *laneSealer) seal(m messages.LaneRun) []byte {
 	b := make([]byte, 0, 160+len(m.Group)+len(m.Args)+len(m.Gate)+len(m.Caller.Session))
-	str := func(v string) { b = append(binary.AppendUvarint(b, uint64(len(v))), v...) }
-	str(m.Group)
-	b = binary.AppendVarint(b, int64(m.Index))
-	str(m.Kind)
-	str(m.RepoID)
-	b = append(binary.AppendUvarint(b, uint64(len(m.Args))), m.Args...)
-	if m.Deadline.IsZero() {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendVarint(append(b, 1), m.Deadline.UnixNano())
-	}
-	str(m.Caller.RunID)
-	str(m.Caller.Session)
-	str(m.Caller.Client.Name)
-	str(m.Caller.Client.Version)
-	str(m.ParentSpan)
-	b = append(binary.AppendUvarint(b, uint64(len(m.Gate))), m.Gate...)
-	str(m.GateDigest)
+	b = appendString(b, m.Group)
+	b = appendInt(b, int64(m.Index))
+	b = appendString(b, m.Kind)
+	b = appendString(b, m.RepoID)
+	b = appendBytes(b, m.Args)
+	b = appendTime(b, m.Deadline)
+	b = appendCaller(b, m.Caller)
+	b = appendString(b, m.ParentSpan)
+	b = appendBytes(b, m.Gate)
+	b = appendString(b, m.GateDigest)
 	mac := s.macs.Get().(hash.Hash)
 	mac.Reset()
 	_, _ = mac.Write(b)
@@ -200,24 +186,10 @@ func (s *laneSealer) seal(m messages.LaneRun) []byte {
 	return sum
 }
 
-// gateDigest returns the digest of what the gate decides on for in:
-// every field of the input in the lane codec's form (the root by its path,
-// each step by its own digest). Equal digests mean the gate saw the same
-// action.
+// gateDigest returns the digest of what the gate decides on for in
+// (appendGateInput): equal digests mean the gate saw the same action.
 func gateDigest(in govern.Input) (string, error) {
-	f := struct {
-		In    govern.Input
-		Steps []string
-	}{In: in}
-	f.In.Steps = nil
-	for _, s := range in.Steps {
-		d, err := gateDigest(s)
-		if err != nil {
-			return "", err
-		}
-		f.Steps = append(f.Steps, d)
-	}
-	b, err := appendData(make([]byte, 0, 512), reflect.ValueOf(f))
+	b, err := appendGateInput(make([]byte, 0, 512), in)
 	if err != nil {
 		return "", errs.Wrap(errs.InvalidArgument, err, "the arguments of %s cannot be encoded: %v", in.Tool, err)
 	}

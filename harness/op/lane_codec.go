@@ -4,187 +4,269 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"time"
 
-	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/internal/mediate"
+	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/messages"
 )
 
-// The compact binary form of plain data a lane step carries: the gate's
-// answer (LaneRun.Gate) is written and read with it, and gateDigest hashes
-// a gate input written with it. Values are written field by field, in
-// declaration order, each length-prefixed, so no two values write the same
-// bytes; reflection keeps the form complete when a struct gains a field
-// (encoding/json would too, at ten times the cost per step).
-//
-// Written: strings, bools, integers, slices, exported struct fields,
-// pointers; for a digest also time.Time (its instant), a *pathsafe.Root (its
-// path) and an interface (its value's JSON: the gate's Args). Read: what
-// the gate's answer holds (strings, bools, integers, slices, structs).
+// The compact binary form of what a lane step carries: the gate's answer
+// (LaneRun.Gate) is written and read with it, the seal and gateDigest
+// hash what it writes. Fields are written one by one, in declaration
+// order, each length-prefixed, so no two values write the same bytes. It
+// is written by hand (encoding/json costs ten times as much per step);
+// tests fill every field by reflection and fail when a struct gains one
+// this file does not carry (TestLaneGateRoundTrips,
+// TestGateDigestCoversEveryInputField, TestLaneSealCoversEveryField).
 
-var (
-	rootType = reflect.TypeFor[*pathsafe.Root]()
-	timeType = reflect.TypeFor[time.Time]()
-)
-
-// errCodec is a value the lane codec cannot write or read.
-var errCodec = errors.New("lane codec: unsupported value")
-
-// appendData appends v's binary form to b.
-func appendData(b []byte, v reflect.Value) ([]byte, error) {
-	switch {
-	case v.Type() == rootType:
-		if v.IsNil() {
-			return append(b, 0), nil
-		}
-		return appendString(append(b, 1), v.Interface().(*pathsafe.Root).Path()), nil
-	case v.Type() == timeType:
-		t := v.Interface().(time.Time)
-		if t.IsZero() {
-			return append(b, 0), nil
-		}
-		return binary.AppendVarint(append(b, 1), t.UnixNano()), nil
-	}
-	switch v.Kind() {
-	case reflect.String:
-		return appendString(b, v.String()), nil
-	case reflect.Bool:
-		if v.Bool() {
-			return append(b, 1), nil
-		}
-		return append(b, 0), nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return binary.AppendVarint(b, v.Int()), nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return binary.AppendUvarint(b, v.Uint()), nil
-	case reflect.Slice:
-		if v.IsNil() {
-			return append(b, 0), nil
-		}
-		b = binary.AppendUvarint(b, uint64(v.Len())+1)
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return append(b, v.Bytes()...), nil
-		}
-		for i := range v.Len() {
-			var err error
-			if b, err = appendData(b, v.Index(i)); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	case reflect.Struct:
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if !f.CanInterface() { // unexported
-				continue
-			}
-			var err error
-			if b, err = appendData(b, f); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
-	case reflect.Pointer:
-		if v.IsNil() {
-			return append(b, 0), nil
-		}
-		return appendData(append(b, 1), v.Elem())
-	case reflect.Interface:
-		if v.IsNil() {
-			return append(b, 0), nil
-		}
-		j, err := json.Marshal(v.Interface())
-		if err != nil {
-			return nil, err
-		}
-		return appendString(append(b, 1), string(j)), nil
-	}
-	return nil, errCodec
-}
+// errCodec is a gate's answer that cannot be read.
+var errCodec = errors.New("lane codec: truncated or malformed")
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// readData reads v's binary form from b into v and returns the rest of b.
-func readData(b []byte, v reflect.Value) ([]byte, error) {
-	switch v.Kind() {
-	case reflect.String:
-		s, rest, err := readString(b)
+func appendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+// appendStrings writes a nil slice apart from an empty one.
+func appendStrings(b []byte, v []string) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(v))+1)
+	for _, s := range v {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+func appendInt(b []byte, n int64) []byte { return binary.AppendVarint(b, n) }
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, 0)
+	}
+	return appendInt(append(b, 1), t.UnixNano())
+}
+
+func appendCaller(b []byte, c messages.Caller) []byte {
+	b = appendString(b, c.RunID)
+	b = appendString(b, c.Session)
+	b = appendString(b, c.Client.Name)
+	return appendString(b, c.Client.Version)
+}
+
+func appendRoute(b []byte, r route.Decision) []byte {
+	b = appendString(b, string(r.Mode))
+	b = appendStrings(b, r.Reasons)
+	b = appendInt(b, int64(r.Risk))
+	b = appendString(b, string(r.EstimatedClass))
+	b = appendBool(b, r.RequiresIsolation)
+	b = appendBool(b, r.RequiresRecovery)
+	b = appendString(b, r.SuggestedOperation)
+	b = appendString(b, string(r.Tier))
+	b = appendString(b, r.CommandClass)
+	return appendBool(b, r.Mutation)
+}
+
+// appendGate writes the gate's answer for a step.
+func appendGate(b []byte, g laneGate) []byte {
+	d := g.Decision
+	b = appendString(b, string(d.Outcome))
+	b = appendString(b, d.Reason)
+	b = appendString(b, d.RuleID)
+	b = appendInt(b, int64(d.Risk))
+	b = appendString(b, string(d.Code))
+	b = appendString(b, string(d.Tier))
+	b = appendRoute(b, d.Route)
+	if d.RequireVerified == nil {
+		b = append(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(d.RequireVerified))+1)
+		for _, r := range d.RequireVerified {
+			b = appendString(b, r.RuleID)
+			b = appendString(b, r.Stage)
+		}
+	}
+	return appendString(b, g.InputHash)
+}
+
+// appendGateInput writes what the gate decides on for in (gateDigest
+// hashes it): the repository by its id and root, the root checker by its
+// path, the arguments as JSON, each step by its own digest.
+func appendGateInput(b []byte, in govern.Input) ([]byte, error) {
+	b = appendString(b, in.Tool)
+	b = appendInt(b, int64(in.Kind))
+	b = appendStrings(b, in.HashIgnore)
+	if in.Repo == nil {
+		b = append(b, 0)
+	} else {
+		b = appendString(appendString(append(b, 1), in.Repo.ID), in.Repo.Root)
+	}
+	if in.Root == nil {
+		b = append(b, 0)
+	} else {
+		b = appendString(append(b, 1), in.Root.Path())
+	}
+	b = appendStrings(b, in.Argv)
+	b = appendStrings(b, in.Paths)
+	b = appendInt(b, int64(in.TimeoutMs))
+	b = appendBool(b, in.Writes)
+	if in.Args == nil {
+		b = append(b, 0)
+	} else {
+		j, err := json.Marshal(in.Args)
 		if err != nil {
 			return nil, err
 		}
-		v.SetString(s)
-		return rest, nil
-	case reflect.Bool:
-		if len(b) == 0 || b[0] > 1 {
-			return nil, errCodec
-		}
-		v.SetBool(b[0] == 1)
-		return b[1:], nil
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, k := binary.Varint(b)
-		if k <= 0 || v.OverflowInt(n) {
-			return nil, errCodec
-		}
-		v.SetInt(n)
-		return b[k:], nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, k := binary.Uvarint(b)
-		if k <= 0 || v.OverflowUint(n) {
-			return nil, errCodec
-		}
-		v.SetUint(n)
-		return b[k:], nil
-	case reflect.Slice:
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return nil, errCodec
-		}
-		b = b[k:]
-		if n == 0 {
-			v.SetZero()
-			return b, nil
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			if n-1 > uint64(len(b)) {
-				return nil, errCodec
-			}
-			v.SetBytes(append(reflect.MakeSlice(v.Type(), 0, int(n-1)).Bytes(), b[:n-1]...))
-			return b[n-1:], nil
-		}
-		s := reflect.MakeSlice(v.Type(), int(n-1), int(n-1))
-		for i := range s.Len() {
-			var err error
-			if b, err = readData(b, s.Index(i)); err != nil {
-				return nil, err
-			}
-		}
-		v.Set(s)
-		return b, nil
-	case reflect.Struct:
-		if v.Type() == timeType {
-			return nil, errCodec
-		}
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if !f.CanSet() { // unexported
-				continue
-			}
-			var err error
-			if b, err = readData(b, f); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		b = appendBytes(append(b, 1), j)
 	}
-	return nil, errCodec
+	b = appendString(b, in.ApprovalID)
+	b = appendString(b, in.TreeRevision)
+	if in.Route == nil {
+		b = append(b, 0)
+	} else {
+		b = appendRoute(append(b, 1), *in.Route)
+	}
+	b = binary.AppendUvarint(b, uint64(len(in.Steps)))
+	for _, s := range in.Steps {
+		d, err := gateDigest(s)
+		if err != nil {
+			return nil, err
+		}
+		b = appendString(b, d)
+	}
+	b = appendBool(b, in.Confined)
+	b = appendBool(b, in.Network)
+	b = appendBool(b, in.RunsDurable)
+	b = appendCaller(b, in.Caller)
+	b = appendStrings(b, in.RequireVerified)
+	return appendString(b, in.Grant), nil
 }
 
-func readString(b []byte) (string, []byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return "", nil, errCodec
+// reader reads what the append functions wrote; its first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], nil
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.err = errCodec
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *reader) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	n, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.err = errCodec
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *reader) str() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errCodec
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) bool() bool {
+	if r.err != nil {
+		return false
+	}
+	if len(r.b) == 0 || r.b[0] > 1 {
+		r.err = errCodec
+		return false
+	}
+	v := r.b[0] == 1
+	r.b = r.b[1:]
+	return v
+}
+
+// count reads a slice's length: -1 for nil. A length larger than the bytes
+// left is refused before anything is made.
+func (r *reader) count() int {
+	n := r.uvarint()
+	if r.err != nil || n == 0 {
+		return -1
+	}
+	if n-1 > uint64(len(r.b)) {
+		r.err = errCodec
+		return -1
+	}
+	return int(n - 1)
+}
+
+func (r *reader) strs() []string {
+	n := r.count()
+	if n < 0 {
+		return nil
+	}
+	v := make([]string, n)
+	for i := range v {
+		v[i] = r.str()
+	}
+	return v
+}
+
+func (r *reader) route() route.Decision {
+	return route.Decision{Mode: route.Mode(r.str()), Reasons: r.strs(), Risk: int(r.int()), EstimatedClass: route.Class(r.str()),
+		RequiresIsolation: r.bool(), RequiresRecovery: r.bool(), SuggestedOperation: r.str(), Tier: route.Tier(r.str()),
+		CommandClass: r.str(), Mutation: r.bool()}
+}
+
+// readGate reads the gate's answer appendGate wrote; trailing bytes are
+// an error.
+func readGate(b []byte) (laneGate, error) {
+	r := &reader{b: b}
+	var g laneGate
+	d := &g.Decision
+	d.Outcome, d.Reason, d.RuleID = mediate.Outcome(r.str()), r.str(), r.str()
+	d.Risk = int(r.int())
+	d.Code, d.Tier = errs.Code(r.str()), route.Tier(r.str())
+	d.Route = r.route()
+	if n := r.count(); n >= 0 {
+		d.RequireVerified = make([]policy.Requirement, n)
+		for i := range d.RequireVerified {
+			d.RequireVerified[i] = policy.Requirement{RuleID: r.str(), Stage: r.str()}
+		}
+	}
+	g.InputHash = r.str()
+	if r.err == nil && len(r.b) > 0 {
+		r.err = errCodec
+	}
+	return g, r.err
 }

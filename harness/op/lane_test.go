@@ -14,6 +14,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/mediate"
 	"github.com/harnessd/harnessd/internal/pathsafe"
+	"github.com/harnessd/harnessd/internal/policy"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -343,33 +344,33 @@ func mutateLeaf(v reflect.Value) bool {
 }
 
 // The gate's answer survives its trip to the lane whole: every field of
-// the decision, filled in by reflection (a field added to
-// mediate.Decision is carried without a change here), and a zero one.
+// the decision, filled in by reflection (a field added to mediate.Decision
+// and left out of appendGate and readGate fails here), a zero one, and
+// empty lists apart from none.
 func TestLaneGateRoundTrips(t *testing.T) {
 	var full laneGate
 	fill(reflect.ValueOf(&full).Elem(), 1)
-	for _, g := range []laneGate{full, {}, {Decision: mediate.Decision{Route: route.Decision{Reasons: []string{}}}}} {
-		b, err := appendData(nil, reflect.ValueOf(g))
-		if err != nil {
-			t.Fatal(err)
+	for _, g := range []laneGate{full, {}, {Decision: mediate.Decision{Route: route.Decision{Reasons: []string{}}, RequireVerified: []policy.Requirement{}}}} {
+		b := appendGate(nil, g)
+		back, err := readGate(b)
+		if err != nil || !reflect.DeepEqual(back, g) {
+			t.Fatalf("round trip of %+v = %+v (err %v)", g, back, err)
 		}
-		var back laneGate
-		rest, err := readData(b, reflect.ValueOf(&back).Elem())
-		if err != nil || len(rest) != 0 || !reflect.DeepEqual(back, g) {
-			t.Fatalf("round trip of %+v = %+v (rest %d, err %v)", g, back, len(rest), err)
-		}
-		// Every shorter form is refused, never read as something else.
+		// Every shorter form, and a longer one, is refused, never read as
+		// something else.
 		for n := range len(b) {
-			var cut laneGate
-			if rest, err := readData(b[:n], reflect.ValueOf(&cut).Elem()); err == nil && len(rest) == 0 {
+			if cut, err := readGate(b[:n]); err == nil {
 				t.Fatalf("%d of %d bytes read as %+v", n, len(b), cut)
 			}
 		}
+		if _, err := readGate(append(b, 0)); err == nil {
+			t.Fatal("a trailing byte was accepted")
+		}
 	}
 	// A length larger than what follows is refused before anything is made.
-	var s []string
-	if _, err := readData([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}, reflect.ValueOf(&s).Elem()); err == nil {
-		t.Fatal("a 4 GiB slice length was accepted")
+	r := &reader{b: []byte{0xff, 0xff, 0xff, 0xff, 0x0f}}
+	if v := r.strs(); v != nil || r.err == nil {
+		t.Fatalf("a 4 GiB list length was accepted: %d strings", len(v))
 	}
 }
 
