@@ -3,7 +3,6 @@ package op
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
@@ -23,8 +22,12 @@ import (
 // this file does not carry (TestLaneGateRoundTrips,
 // TestGateDigestCoversEveryInputField, TestLaneSealCoversEveryField).
 
-// errCodec is a gate's answer that cannot be read.
-var errCodec = errors.New("lane codec: truncated or malformed")
+// codecError is a gate's answer that cannot be read.
+type codecError string
+
+func (e codecError) Error() string { return string(e) }
+
+const errCodec = codecError("lane codec: truncated or malformed")
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
