@@ -74,17 +74,25 @@
 // SearchGo's, and the parity and property tests hold it to SearchGo's and
 // rg's results.
 //
-// The Cache keeps each file's content, or the negative fact that it is
-// binary, larger than the size limit, not a regular file (vanished,
-// symlink, FIFO) or not permitted, so a warm search opens nothing and stats
-// nothing; a failure that may pass (no file descriptors left, an I/O error)
-// is not kept. Entries
-// are never revalidated: a change is seen only after the caller passes its
-// path (or a parent directory) to Cache.Invalidate; an edit that is not
+// The Cache keeps a trigram index of the files' contents (see postings:
+// segments of posting lists over file ids, a small tail of recent files,
+// updated as files are invalidated and read again), the negative fact
+// that a file is binary, larger than the size limit, not a regular file
+// (vanished, symlink, FIFO), not permitted or excluded, and, within a
+// share of its bound, contents. A query's trigram plan (a literal's
+// trigrams; for a regular expression, an AND/OR of trigrams derived from
+// its syntax, as in Russ Cox's codesearch) picks the files to read, so a
+// warm search costs what its candidates cost, not what the tree costs;
+// files the index does not cover yet (never read, changed, over the
+// bound) are read as before. A failure that may pass (no file
+// descriptors left, an I/O error) is not kept. Entries are never
+// revalidated: a change is seen only after the caller passes its path (or
+// a parent directory) to Cache.Invalidate; an edit that is not
 // invalidated is served stale. A read that overlaps an Invalidate is not
-// kept. The Cache charges each entry its content, its path and a fixed
-// overhead against its byte bound and refuses new entries once full
-// (CacheStats.OverBound counts them): those files are read from disk on
-// every search, so a tree past the bound is better served by rg. One Cache
-// serves one root.
+// kept. The Cache charges each entry its path and a fixed overhead, the
+// index its size and contents their bytes against its byte bound and
+// refuses new entries once full (CacheStats.OverBound counts them): those
+// files are read from disk on every search, so a tree past the bound is
+// better served by rg. One Cache serves one root, and recognizes the
+// candidate list by identity: a list passed again must not have changed.
 package search

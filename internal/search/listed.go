@@ -30,9 +30,13 @@ const listedChunk = 16
 // Filtering, matching, ordering, cut, truncation, errors and timeouts are
 // SearchGo's (see the package doc); Result.Engine is EngineIndex. Cached
 // entries are trusted: the caller must Invalidate every changed path first
-// (see Cache). Symbolic links are never followed and only regular files are
-// read, as by SearchGo.
+// (see Cache). With a cache, the files read are those the query's trigram
+// plan picks in the cache's index and those it does not cover yet; the
+// cache recognizes a list passed again by identity, so a list must not be
+// modified once passed (pass a new slice instead). Symbolic links are
+// never followed and only regular files are read, as by SearchGo.
 func (s *Searcher) SearchListed(ctx context.Context, root string, files []string, req Request, cache *Cache) (Result, error) {
+	input := files
 	p, err := s.prepare(root, req)
 	if err != nil {
 		return Result{}, err
@@ -42,24 +46,34 @@ func (s *Searcher) SearchListed(ctx context.Context, root string, files []string
 	if err := ctx.Err(); err != nil {
 		return Result{}, ctxErr(ctx, err)
 	}
-	files, err = orderList(files)
-	if err != nil {
-		return Result{}, err
-	}
 	if cache != nil && !cache.bind(p.root, s) {
 		return Result{}, errs.New(errs.InvalidArgument, "the cache holds another work tree's or another Searcher's files; use one Cache per root and Searcher")
+	}
+	var m *listMap
+	if cache != nil {
+		m = cache.known(files) // a list checked and ordered before
+	}
+	if m != nil {
+		files = m.files
+	} else if files, err = orderList(files); err != nil {
+		return Result{}, err
 	}
 	closeRoot, err := p.openRoot()
 	if err != nil {
 		return Result{}, err
 	}
 	defer closeRoot()
-	if cache != nil {
-		p.fbits = p.m.filterBits()
-	}
 	r := runPool.Get().(*listedRun)
 	defer r.release()
-	excluded := r.filter(p, files, cache)
+	var excluded int
+	if cache != nil {
+		if m == nil {
+			m = cache.mapList(input, files, p.exclude)
+		}
+		excluded = r.candidates(p, m, cache)
+	} else {
+		excluded = r.filter(p, files)
+	}
 	ms, err := r.search(ctx, p, files, cache, p.max+1)
 	if err != nil {
 		return Result{}, ctxErr(ctx, err)
@@ -126,7 +140,6 @@ func orderList(files []string) ([]string, error) {
 // search allocates little more than its matches.
 type listedRun struct {
 	cands []int32 // indexes into files of the candidates, in order
-	block []int32 // filter's paths of one block
 
 	next atomic.Int64 // the next chunk to take
 	stop atomic.Int64 // chunks at or past stop are not started
@@ -148,74 +161,61 @@ func (r *listedRun) release() {
 	runPool.Put(r)
 }
 
-// filter picks the candidates as plan.filter does (temp files, glob,
-// Exclude, in that order, counting what Exclude rejects) and drops paths
-// with a .git component. With a cache, Exclude is asked once per path:
-// a path with an entry passed it (entries are only made for candidates),
-// or failed it (kindExcluded); Exclude is a function of the path alone.
-func (r *listedRun) filter(p *plan, files []string, cache *Cache) (excluded int) {
+// filter picks the candidates of a search without a cache as plan.filter
+// does (temp files, glob, Exclude, in that order, counting what Exclude
+// rejects) and drops paths with a .git component.
+func (r *listedRun) filter(p *plan, files []string) (excluded int) {
 	r.cands = r.cands[:0]
-	var epoch uint64
-	if cache != nil {
-		epoch = cache.epoch.Load()
-	}
-	var newlyExcluded []string
-	var kinds [filterBlock]uint8
-	for start := 0; start < len(files); start += filterBlock {
-		block := r.block[:0]
-		for i := start; i < min(start+filterBlock, len(files)); i++ {
-			f := files[i]
-			if isTemp(f) {
-				continue
-			}
-			if strings.Contains(f, ".git") {
-				if _, dotGit := relPath(f); dotGit {
-					continue
-				}
-			}
-			if p.glob != nil && !p.glob.match(f) {
-				continue
-			}
-			block = append(block, int32(i))
-		}
-		r.block = block
-		if p.exclude == nil {
-			r.cands = append(r.cands, block...)
+	for i, f := range files {
+		if isTemp(f) {
 			continue
 		}
-		if cache != nil {
-			cache.kinds(files, block, kinds[:len(block)])
-		}
-		for j, i := range block { // without a cache every kind is kindNone
-			switch k := kinds[j]; {
-			case k == kindExcluded:
-				excluded++
-			case k != kindNone:
-				r.cands = append(r.cands, i)
-			case p.exclude(files[i]):
-				excluded++
-				if cache != nil {
-					newlyExcluded = append(newlyExcluded, files[i])
-				}
-			default:
-				r.cands = append(r.cands, i)
+		if strings.Contains(f, ".git") {
+			if _, dotGit := relPath(f); dotGit {
+				continue
 			}
 		}
-	}
-	if len(newlyExcluded) > 0 {
-		cache.putExcluded(newlyExcluded, epoch)
+		if p.glob != nil && !p.glob.match(f) {
+			continue
+		}
+		if p.exclude != nil && p.exclude(f) {
+			excluded++
+			continue
+		}
+		r.cands = append(r.cands, int32(i))
 	}
 	return excluded
 }
 
-// filterBlock is how many listed paths filter looks up in the cache under
-// one read lock.
-const filterBlock = 1024
+// candidates picks the candidates of a search through the cache: the
+// files the query's trigram plan selects in the index, and those the
+// index does not cover yet (never read, changed, or over the bound),
+// that the glob selects; it counts the excluded files the glob selects.
+// Temp files and .git components never are candidates. Exclude is asked
+// once per path (its answer depends on the path alone) when the list is
+// first seen.
+func (r *listedRun) candidates(p *plan, m *listMap, cache *Cache) (excluded int) {
+	files := m.files
+	cands, excl := cache.candidates(m, p.m.plan())
+	r.cands = r.cands[:0]
+	for _, pos := range cands {
+		if p.glob == nil || p.glob.match(files[pos]) {
+			r.cands = append(r.cands, pos)
+		}
+	}
+	for _, pos := range excl {
+		if p.glob == nil || p.glob.match(files[pos]) {
+			excluded++
+		}
+	}
+	return excluded
+}
 
 // listedWorker is one worker's reusable buffers.
 type listedWorker struct {
 	buf  bytes.Buffer
 	ents []entry
+	tris trigramSet
 }
 
 var workerPool = sync.Pool{New: func() any { return new(listedWorker) }}
@@ -313,7 +313,7 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 			e = w.ents[i]
 		}
 		if e.kind == kindNone || e.kind == kindLarge && e.size <= max {
-			e = load(p, rel, max, cache, &w.buf)
+			e = load(p, rel, int(fi), max, cache, w)
 			misses++
 		} else {
 			hits++
@@ -321,14 +321,18 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 		if e.kind != kindText || e.size > max {
 			continue
 		}
-		if e.bloom != nil && p.fbits != nil && !e.bloom.mayContain(p.fbits) {
-			continue // its trigrams prove it cannot match
-		}
 		data := e.data
-		if data == nil { // only its filter is kept: read it
+		if data == nil { // its content is not kept: read it
+			var epoch uint64
+			if cache != nil {
+				epoch = cache.epoch.Load()
+			}
 			var kind uint8
 			if data, kind, _ = readFile(p, rel, max, &w.buf); kind != kindText {
 				continue
+			}
+			if cache != nil {
+				cache.keepContent(rel, data, epoch)
 			}
 		}
 		p.m.scan(data, func(line, start, end, col int) bool {
@@ -346,32 +350,33 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 	return ms
 }
 
-// load reads rel from disk and keeps what it found in cache (when not nil
-// and there is room). The returned data may alias buf.
-func load(p *plan, rel string, max int64, cache *Cache, buf *bytes.Buffer) entry {
+// load reads rel (at position pos of the list) from disk and keeps what
+// it found in cache (when not nil and there is room): for a text file,
+// its trigrams in the index and, when it fits, its content. The returned
+// data may alias w's buffer.
+func load(p *plan, rel string, pos int, max int64, cache *Cache, w *listedWorker) entry {
 	var epoch uint64
 	if cache != nil {
 		epoch = cache.epoch.Load()
 	}
-	data, kind, size := readFile(p, rel, max, buf)
+	data, kind, size := readFile(p, rel, max, &w.buf)
 	e := entry{data: data, kind: kind, size: size}
 	if cache == nil || kind == kindRetry {
 		return e
 	}
-	if kind == kindText {
-		e.bloom = newBloom(data)
-		if !cache.fits(rel, size) {
-			// Keep the filter only; the content is read when a query's
-			// trigrams pass it.
-			cache.put(rel, entry{kind: kindText, size: size, bloom: e.bloom}, epoch)
-			cache.over.Add(1)
-			return e
-		}
-		e.data = bytes.Clone(data)
-		if e.data == nil {
-			e.data = []byte{}
-		}
+	if kind != kindText {
+		cache.put(rel, e, epoch)
+		return e
 	}
-	cache.put(rel, e, epoch)
+	kept := e
+	kept.data = nil
+	if cache.fits(rel, size) {
+		if kept.data = bytes.Clone(data); kept.data == nil {
+			kept.data = []byte{}
+		}
+	} else {
+		cache.over.Add(1) // its content is read from disk when the index picks it
+	}
+	cache.putIndexed(rel, pos, kept, w.tris.of(data), epoch)
 	return e
 }

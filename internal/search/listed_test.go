@@ -712,10 +712,10 @@ func TestCachedExclusionNeverLetsASecretThrough(t *testing.T) {
 	}
 }
 
-// When the tree does not fit, every file keeps its entry (its trigram
-// filter) and contents take what is left: the oldest contents give way to
-// the filters of files read later, so a warm search reads no file its
-// filter rules out, and the bound holds.
+// When the tree does not fit, every file keeps its entry (and its
+// trigrams in the index) and contents take what is left: the oldest
+// contents give way to the entries of files read later, so a warm search
+// reads no file the index rules out, and the bound holds.
 func TestCacheKeepsEveryFilterBeforeContents(t *testing.T) {
 	root := t.TempDir()
 	var files []string
@@ -729,8 +729,9 @@ func TestCacheKeepsEveryFilterBeforeContents(t *testing.T) {
 		files = append(files, rel)
 	}
 	s := &Searcher{}
-	// Room for every entry and about 20 contents.
-	const bound = 200*(entryOverhead+bloomMinBits/8+32+32) + 20<<10
+	// Room for every entry and its trigrams (about 30 a file) and about
+	// 20 contents (contents take at most an eighth of the bound).
+	const bound = contentShare * 20 << 10
 	cache := NewCache(bound)
 	req := Request{Query: "needleSymbol"}
 	want, err := s.SearchGo(context.Background(), root, req)

@@ -138,7 +138,6 @@ type plan struct {
 	exclude func(string) bool
 	dir     *os.File // the open root (openRoot); nil = nothing can be read
 	dirfd   int
-	fbits   []uint32 // the query's trigram filter bits (SearchListed with a cache); nil = no filtering
 	start   func(ctx context.Context, dir string, cmd *exec.Cmd) (func() error, error)
 }
 
@@ -326,6 +325,9 @@ type matcher struct {
 	foldKS bool
 	// caseFold: the query folds case (then reqLit is not used to filter).
 	caseFold bool
+	// tree is the parsed pattern (regexp and case-insensitive modes):
+	// the trigram plan is derived from it.
+	tree *syntax.Regexp
 }
 
 func hasNonASCII(data []byte) bool {
@@ -371,6 +373,7 @@ func newMatcher(req Request) (*matcher, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.InvalidArgument, err, "bad regular expression: %v", err)
 	}
+	m.tree = tree
 	m.perLine = hasTextAnchor(tree)
 	if req.Regex && !m.perLine {
 		m.reqLit = requiredLiteral(tree)
