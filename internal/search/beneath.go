@@ -81,3 +81,46 @@ func statBeneath(dirfd int, rel string) (mode uint32, size int64, err error) {
 	}
 	return uint32(st.Mode) & unix.S_IFMT, st.Size, nil
 }
+
+// readKnown reads rel, which the cache holds as a regular file of size
+// bytes, with the fewest system calls: an open beneath dirfd (no stat
+// before it, no poller registration), reads into buf until end of file,
+// a close. It reports false, having read nothing it returns, when the file
+// is not what the cache says (gone, of another size, not a regular file):
+// the caller then reads it the careful way (readFile).
+func readKnown(dirfd int, rel string, size int64, buf []byte) ([]byte, bool) {
+	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := openat2Beneath(dirfd, rel, flags)
+	if err == unix.ENOSYS || err == unix.EPERM || err == unix.E2BIG {
+		fd, err = openWalk(dirfd, rel, flags)
+	}
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	if int64(cap(buf)) < size+1 {
+		buf = make([]byte, 0, size+1)
+	}
+	buf = buf[:size+1]
+	n := 0
+	for {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false // a FIFO (EAGAIN), a directory (EISDIR), an I/O error
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+		if int64(n) > size {
+			return nil, false // it grew
+		}
+	}
+	if int64(n) != size {
+		return nil, false
+	}
+	return buf[:n], true
+}

@@ -213,9 +213,10 @@ func (r *listedRun) candidates(p *plan, m *listMap, cache *Cache) (excluded int)
 
 // listedWorker is one worker's reusable buffers.
 type listedWorker struct {
-	buf  bytes.Buffer
-	ents []entry
-	tris trigramSet
+	buf   bytes.Buffer
+	known []byte // readKnown's buffer
+	ents  []entry
+	tris  trigramSet
 }
 
 var workerPool = sync.Pool{New: func() any { return new(listedWorker) }}
@@ -327,9 +328,14 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 			if cache != nil {
 				epoch = cache.epoch.Load()
 			}
-			var kind uint8
-			if data, kind, _ = readFile(p, rel, max, &w.buf); kind != kindText {
-				continue
+			var ok bool
+			if data, ok = readKnown(p.dirfd, rel, e.size, w.known); ok && bytes.IndexByte(data, 0) < 0 {
+				w.known = data[:0]
+			} else {
+				var kind uint8
+				if data, kind, _ = readFile(p, rel, max, &w.buf); kind != kindText {
+					continue
+				}
 			}
 			if cache != nil {
 				cache.keepContent(rel, data, epoch)

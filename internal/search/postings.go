@@ -27,8 +27,8 @@ import (
 // once, not twice.
 
 const (
-	segSpan  = 2048 // ids per level-0 segment
-	segMerge = 8    // segments of one level merged into one of the next
+	segSpan  = 256 // ids per level-0 segment
+	segMerge = 8   // segments of one level merged into one of the next
 	// segmentHeader is the bookkeeping charged per segment beyond its
 	// mapping.
 	segmentHeader = 256
@@ -457,7 +457,7 @@ func (s *segment) hasBit(i int, id int32) bool {
 
 // eval appends the live ids of s that q accepts, in order.
 func (s *segment) eval(q *tquery, p *postings, out []int32) []int32 {
-	ids, all := s.evalNode(q)
+	ids, all := s.evalNode(q, nil, false)
 	if all {
 		for id := s.lo; id < s.lo+s.span; id++ {
 			if p.isAlive(id) {
@@ -474,11 +474,54 @@ func (s *segment) eval(q *tquery, p *postings, out []int32) []int32 {
 	return out
 }
 
-// evalNode returns the ids q accepts (all: every id of the range).
-func (s *segment) evalNode(q *tquery) (ids []int32, all bool) {
+// estimate is an upper bound of the ids q accepts (-1: every id).
+func (s *segment) estimate(q *tquery) int {
 	switch q.op {
 	case qAll:
-		return nil, true
+		return -1
+	case qNone:
+		return 0
+	case qAnd:
+		best := -1
+		for _, t := range q.tris {
+			i := s.find(t)
+			if i < 0 {
+				return 0
+			}
+			if c := s.count(i); best < 0 || c < best {
+				best = c
+			}
+		}
+		for _, sub := range q.sub {
+			if c := s.estimate(sub); c >= 0 && (best < 0 || c < best) {
+				best = c
+			}
+		}
+		return best
+	default:
+		n := 0
+		for _, t := range q.tris {
+			if i := s.find(t); i >= 0 {
+				n += s.count(i)
+			}
+		}
+		for _, sub := range q.sub {
+			c := s.estimate(sub)
+			if c < 0 {
+				return -1
+			}
+			n += c
+		}
+		return n
+	}
+}
+
+// evalNode returns the ids q accepts, among within when restrict is set
+// (all: every id of the range, or of within).
+func (s *segment) evalNode(q *tquery, within []int32, restrict bool) (ids []int32, all bool) {
+	switch q.op {
+	case qAll:
+		return within, !restrict
 	case qNone:
 		return nil, false
 	case qAnd:
@@ -491,40 +534,49 @@ func (s *segment) evalNode(q *tquery) (ids []int32, all bool) {
 			lists = append(lists, i)
 		}
 		slices.SortFunc(lists, func(a, b int) int { return s.count(a) - s.count(b) })
-		var cur []int32
-		have := false
-		if len(lists) > 0 {
-			cur, have = s.decode(lists[0], nil), true
-			var tmp []int32
-			for _, i := range lists[1:] {
-				if len(cur) == 0 {
-					return nil, false
-				}
-				if s.counts[i]&bitmapFlag != 0 {
-					kept := cur[:0]
-					for _, id := range cur {
-						if s.hasBit(i, id) {
-							kept = append(kept, id)
-						}
+		cur, have := within, restrict
+		var tmp []int32
+		for _, i := range lists {
+			switch {
+			case !have:
+				cur, have = s.decode(i, nil), true
+			case s.counts[i]&bitmapFlag != 0:
+				kept := make([]int32, 0, len(cur))
+				for _, id := range cur {
+					if s.hasBit(i, id) {
+						kept = append(kept, id)
 					}
-					cur = kept
-					continue
 				}
+				cur = kept
+			default:
 				tmp = s.decode(i, tmp[:0])
-				cur = intersect(cur, tmp)
+				cur = intersect(slices.Clone(cur), tmp)
 			}
-		}
-		for _, sub := range q.sub {
-			if have && len(cur) == 0 {
+			if len(cur) == 0 {
 				return nil, false
 			}
-			r, rall := s.evalNode(sub)
+		}
+		subs := slices.Clone(q.sub)
+		est := make(map[*tquery]int, len(subs))
+		for _, sub := range subs {
+			c := s.estimate(sub)
+			if c < 0 {
+				c = int(s.span) + 1
+			}
+			est[sub] = c
+		}
+		slices.SortFunc(subs, func(a, b *tquery) int { return est[a] - est[b] })
+		for _, sub := range subs {
+			r, rall := s.evalNode(sub, cur, have)
 			switch {
 			case rall:
 			case !have:
 				cur, have = r, true
 			default:
-				cur = intersect(cur, r)
+				cur = r
+			}
+			if have && len(cur) == 0 {
+				return nil, false
 			}
 		}
 		if !have {
@@ -533,15 +585,32 @@ func (s *segment) evalNode(q *tquery) (ids []int32, all bool) {
 		return cur, false
 	default: // qOr
 		var acc []int32
+		var tmp []int32
 		for _, t := range q.tris {
-			if i := s.find(t); i >= 0 {
+			i := s.find(t)
+			if i < 0 {
+				continue
+			}
+			switch {
+			case !restrict:
 				acc = unionSorted(acc, s.decode(i, nil))
+			case s.counts[i]&bitmapFlag != 0:
+				var r []int32
+				for _, id := range within {
+					if s.hasBit(i, id) {
+						r = append(r, id)
+					}
+				}
+				acc = unionSorted(acc, r)
+			default:
+				tmp = s.decode(i, tmp[:0])
+				acc = unionSorted(acc, intersect(slices.Clone(within), tmp))
 			}
 		}
 		for _, sub := range q.sub {
-			r, rall := s.evalNode(sub)
+			r, rall := s.evalNode(sub, within, restrict)
 			if rall {
-				return nil, true
+				return within, !restrict
 			}
 			acc = unionSorted(acc, r)
 		}
