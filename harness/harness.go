@@ -362,9 +362,6 @@ type Op = op.Op
 // listings without an open Harness).
 func Ops() []Op { return ops.Registry().All() }
 
-// LookupOp returns the named operation of a fresh registry.
-func LookupOp(name string) (*Op, bool) { return ops.Registry().Lookup(name) }
-
 // CallOp runs the named operation with raw JSON arguments through the
 // request pipeline (the MCP, HTTP and CLI surfaces).
 func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage) (any, error) {

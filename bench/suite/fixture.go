@@ -217,6 +217,3 @@ func (f *Fixture) Restore() error {
 	}
 	return nil
 }
-
-// Remove deletes the fixture.
-func (f *Fixture) Remove() error { return os.RemoveAll(f.Root) }

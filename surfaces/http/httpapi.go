@@ -225,9 +225,6 @@ func (a *api) ops(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"operations": out})
 }
 
-// WriteJSON writes v as a JSON response.
-func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
-
 // WriteError writes err as a JSON error response with its HTTP status.
 func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
 

@@ -468,14 +468,6 @@ func CheapRevision(root string, gen uint64) string {
 	return hex.EncodeToString(sum.Sum(nil))
 }
 
-// TreeDigest fingerprints the work tree: the porcelain status plus the size
-// and modification time of every changed or untracked file, so a change to
-// an already-modified file shows too.
-func TreeDigest(ctx context.Context, git *gitx.Git, root string) (string, error) {
-	ts, err := snapshotTree(ctx, gitStatusOf(git, root), root)
-	return ts.digest, err
-}
-
 // RouteExplainArgs are the arguments of route_explain.
 type RouteExplainArgs struct {
 	Tool         string             `json:"tool" jsonschema:"operation name, e.g. run_command, read_file, apply_patch, job_start, batch"`
