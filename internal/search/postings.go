@@ -233,7 +233,6 @@ const bitmapFlag = 1 << 31
 func (s *segment) dead() int      { return s.files - s.live }
 func (s *segment) bytes() int64   { return int64(len(s.mem.b)) + segmentHeader }
 func (s *segment) free()          { s.mem.free() }
-func (s *segment) bitmapLen() int { return int(s.span+7) / 8 }
 
 // u32s views b as uint32s (b is 4-byte aligned: it starts a mapping).
 func u32s(b []byte) []uint32 {
