@@ -230,9 +230,9 @@ type segment struct {
 // bitmapFlag marks a list stored as a bitmap over the segment's range.
 const bitmapFlag = 1 << 31
 
-func (s *segment) dead() int      { return s.files - s.live }
-func (s *segment) bytes() int64   { return int64(len(s.mem.b)) + segmentHeader }
-func (s *segment) free()          { s.mem.free() }
+func (s *segment) dead() int    { return s.files - s.live }
+func (s *segment) bytes() int64 { return int64(len(s.mem.b)) + segmentHeader }
+func (s *segment) free()        { s.mem.free() }
 
 // u32s views b as uint32s (b is 4-byte aligned: it starts a mapping).
 func u32s(b []byte) []uint32 {
