@@ -218,14 +218,12 @@ func cleanMMatch(dis []byte, i, s, e int) bool {
 
 // myers holds the state of one xdl_do_diff.
 type myers struct {
-	ha1, ha2       []int
-	rchg1, rchg2   *file
-	kvdf, kvdb     []int // diagonals, offset by off
-	off            int
-	mxcost         int
-	needMin        bool
-	split1, split2 int
-	minLo, minHi   bool
+	ha1, ha2     []int
+	rchg1, rchg2 *file
+	kvdf, kvdb   []int // diagonals, offset by off
+	off          int
+	mxcost       int
+	needMin      bool
 }
 
 // doDiff runs the search (xdl_do_diff for Myers) and marks the changed
