@@ -98,7 +98,8 @@ func (d Deps) recover() actor.PropsOption {
 func Registry(d Deps) Child {
 	lg, mw := d.logger(), d.recover()
 	checkout := func(r messages.Repository) *actor.Props {
-		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID, Watch: d.Watch}), mw)
+		return actor.PropsFromProducer(actors.NewCheckoutWith(r, d.Store, lg, d.Now, actors.CheckoutConfig{Deadlocks: d.DeadlocksPID, Watch: d.Watch}), mw,
+			actor.WithSupervisor(CheckoutChildPolicy().Strategy(lg)))
 	}
 	props := actor.PropsFromProducer(actors.NewRegistry(d.Store, d.Index, checkout, lg), mw,
 		actor.WithSupervisor(CheckoutPolicy().Strategy(lg)))

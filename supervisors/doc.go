@@ -28,6 +28,12 @@
 //     One that panics on a store failure all the same is stopped, never
 //     restarted: it must not hand out a lease under a fencing token it
 //     could not read (its repository answers UNAVAILABLE).
+//   - lease-<id> and the watcher below a checkout (CheckoutChildPolicy:
+//     transient, reload). A crashed lease actor hands its renewed expiry
+//     and owner to the fresh instance on Restarting; a crashed watcher
+//     comes back as a new epoch, so every asker rebuilds from git. A lease
+//     actor that is stopped (a store failure, or past the window) is a
+//     lost lease: the checkout frees its keys and its owner aborts.
 //   - check/<identity> (CheckPolicy: transient, reload). A fresh instance
 //     comes back from the check's evidence in the store; the run in flight
 //     is cancelled and its callers hear why. A stopped check actor is

@@ -156,6 +156,12 @@ func CheckoutPolicy() Policy {
 	return Policy{Child: "checkout", Restart: Transient, Recovery: Reload, Intensity: 5, Period: 30 * time.Second}
 }
 
+// CheckoutChildPolicy is how a checkout supervises its lease-<id> actors
+// and its watcher.
+func CheckoutChildPolicy() Policy {
+	return Policy{Child: "lease or watcher", Restart: Transient, Recovery: Reload, Intensity: 5, Period: 30 * time.Second}
+}
+
 // CheckPolicy is how the checks supervisor supervises check/<identity>.
 func CheckPolicy() Policy {
 	return Policy{Child: "check", Restart: Transient, Recovery: Reload, Intensity: 5, Period: 30 * time.Second}

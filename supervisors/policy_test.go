@@ -55,6 +55,9 @@ func TestPolicyDeciders(t *testing.T) {
 		{CheckoutPolicy(), bug, 5, actor.RestartDirective},
 		{CheckoutPolicy(), bug, 6, actor.StopDirective},
 		{CheckoutPolicy(), store, 1, actor.StopDirective},
+		{CheckoutChildPolicy(), bug, 1, actor.RestartDirective},
+		{CheckoutChildPolicy(), bug, 6, actor.StopDirective},
+		{CheckoutChildPolicy(), store, 1, actor.StopDirective},
 		// job: restored from its record, adopting its process.
 		{JobPolicy(), bug, 1, actor.RestartDirective},
 		{JobPolicy(), bug, 6, actor.StopDirective},
@@ -86,7 +89,7 @@ func TestPolicyDeciders(t *testing.T) {
 // The declared policies: on-demand children are never Permanent (their
 // parents stop them when their work ends), and every window is typed.
 func TestDeclaredPolicies(t *testing.T) {
-	for _, p := range []Policy{CheckoutPolicy(), JobPolicy(), RunPolicy(), CheckPolicy(), TargetPolicy()} {
+	for _, p := range []Policy{CheckoutPolicy(), CheckoutChildPolicy(), JobPolicy(), RunPolicy(), CheckPolicy(), TargetPolicy()} {
 		if p.Child == "" || p.Restart == Permanent || p.Intensity < 1 || p.Period < time.Second {
 			t.Errorf("policy %+v: want a named, non-permanent child with a window of at least 1 s", p)
 		}
