@@ -506,42 +506,31 @@ func realCases(s *inproc, repoID string, c *realCheckout, fl *floors, cfg config
 // finish its background build.
 func measureReal(ctx context.Context, s *inproc, repoID, checkout string, rc realCase, warmup, iterations int) RealResult {
 	r := RealResult{Checkout: checkout, Case: rc.name, Harnessd: rc.harnessd, Raw: rc.raw, Sources: map[string]int{}}
-	var hs, raws []float64
-	for i := 0; i < warmup+iterations; i++ {
-		if rc.edit != nil {
-			if err := rc.edit(i); err != nil {
-				r.Error = fmt.Sprintf("iteration %d: edit: %v", i, err)
-				return r
-			}
-		}
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		smp, source, reason, err := rc.call(cctx, i)
-		cancel()
-		if err != nil {
-			r.Error = fmt.Sprintf("iteration %d: %v", i, err)
-			return r
-		}
-		if i == 0 && rc.name == RealStatus {
-			first := round3(ms(smp.wall))
-			r.FirstMs = &first
-			if err := s.h.WarmLiveIndex(ctx, repoID); err != nil {
-				r.Error = fmt.Sprintf("warm the live index: %v", err)
-				return r
-			}
-		}
-		start := time.Now()
-		if err := rc.floor(ctx); err != nil {
-			r.Error = fmt.Sprintf("iteration %d: raw: %v", i, err)
-			return r
-		}
-		if i >= warmup {
-			hs = append(hs, ms(smp.wall))
-			raws = append(raws, ms(time.Since(start)))
+	var source, reason string // of the last call
+	m := paired{edit: rc.edit, floor: rc.floor,
+		call: func(ctx context.Context, i int) (smp sample, err error) {
+			smp, source, reason, err = rc.call(ctx, i)
+			return smp, err
+		},
+		each: func(sample) {
 			r.Sources[source]++
 			if source != "index" && source != "cache" && reason != "" {
 				r.Reason = reason
 			}
+		}}
+	if rc.name == RealStatus {
+		m.first = func(ctx context.Context) error {
+			if err := s.h.WarmLiveIndex(ctx, repoID); err != nil {
+				return fmt.Errorf("warm the live index: %v", err)
+			}
+			return nil
 		}
+	}
+	hs, raws, first, err := m.run(ctx, warmup, iterations)
+	r.FirstMs = first
+	if err != nil {
+		r.Error = err.Error()
+		return r
 	}
 	r.Iterations = len(hs)
 	if r.Iterations > 0 {
@@ -571,11 +560,7 @@ func writeReal(w io.Writer, rep *Report) error {
 				continue
 			}
 			if r.HarnessdMs == nil {
-				note := "no measured iterations"
-				if r.Error != "" {
-					note = "error: " + oneLine(r.Error, 160)
-				}
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Case, note)
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Case, unmeasured(r.Error))
 				continue
 			}
 			ratio := "-"

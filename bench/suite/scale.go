@@ -410,52 +410,91 @@ func runScaleSize(ctx context.Context, cfg config, n int, work string, rep *Repo
 // ones with VmRSS after the warmup. The first call checks its result.
 func measureScale(ctx context.Context, c scaleCase, n, warmup, iterations int) ScaleResult {
 	r := ScaleResult{Files: n, Case: c.name, Harnessd: c.harnessd, Raw: c.raw}
-	warmup = max(warmup, c.minWarmup)
-	hs := make([]float64, 0, iterations)
-	raws := make([]float64, 0, iterations)
 	var segs []float64
 	var rss float64
-	for i := 0; i < warmup+iterations; i++ {
-		if i == warmup {
+	m := paired{edit: c.edit, call: c.call, first: c.first, floor: c.floor,
+		measuring: func() {
 			kb, _ := procKB("/proc/self/status", "VmRSS")
 			rss = round3(float64(kb) / 1024)
+		},
+		each: func(smp sample) {
+			if c.segment {
+				segs = append(segs, smp.seg[2])
+			}
+		}}
+	hs, raws, first, err := m.run(ctx, max(warmup, c.minWarmup), iterations)
+	r.FirstMs = first
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.summarize(hs, raws, segs, rss)
+	return r
+}
+
+// unmeasured is a table's remark for a case without measured iterations.
+func unmeasured(errText string) string {
+	if errText != "" {
+		return "error: " + oneLine(errText, 160)
+	}
+	return "no measured iterations"
+}
+
+// paired is the measured loop of a scale or real case: before the i-th
+// call an optional untimed edit, then harnessd's call, an optional untimed
+// hook after the first call (which is then reported on its own), and the
+// raw floor timed the same way.
+type paired struct {
+	edit  func(i int) error
+	call  func(ctx context.Context, i int) (sample, error)
+	first func(ctx context.Context) error
+	floor func(ctx context.Context) error
+	// measuring runs once, before the first measured iteration; each sees
+	// every measured call.
+	measuring func()
+	each      func(sample)
+}
+
+// run returns the measured harnessd and raw times (ms) and the first
+// call's time when first is set; an error names its iteration.
+func (p paired) run(ctx context.Context, warmup, iterations int) (hs, raws []float64, firstMs *float64, err error) {
+	hs = make([]float64, 0, iterations)
+	raws = make([]float64, 0, iterations)
+	for i := 0; i < warmup+iterations; i++ {
+		if i == warmup && p.measuring != nil {
+			p.measuring()
 		}
-		if c.edit != nil {
-			if err := c.edit(i); err != nil {
-				r.Error = fmt.Sprintf("iteration %d: edit: %v", i, err)
-				return r
+		if p.edit != nil {
+			if err := p.edit(i); err != nil {
+				return nil, nil, firstMs, fmt.Errorf("iteration %d: edit: %v", i, err)
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		smp, err := c.call(cctx, i)
+		smp, err := p.call(cctx, i)
 		cancel()
 		if err != nil {
-			r.Error = fmt.Sprintf("iteration %d: %v", i, err)
-			return r
+			return nil, nil, firstMs, fmt.Errorf("iteration %d: %v", i, err)
 		}
-		if i == 0 && c.first != nil {
+		if i == 0 && p.first != nil {
 			first := round3(ms(smp.wall))
-			r.FirstMs = &first
-			if err := c.first(ctx); err != nil {
-				r.Error = fmt.Sprintf("after the first call: %v", err)
-				return r
+			firstMs = &first
+			if err := p.first(ctx); err != nil {
+				return nil, nil, firstMs, fmt.Errorf("after the first call: %v", err)
 			}
 		}
 		start := time.Now()
-		if err := c.floor(ctx); err != nil {
-			r.Error = fmt.Sprintf("iteration %d: raw: %v", i, err)
-			return r
+		if err := p.floor(ctx); err != nil {
+			return nil, nil, firstMs, fmt.Errorf("iteration %d: raw: %v", i, err)
 		}
 		if i >= warmup {
 			hs = append(hs, ms(smp.wall))
 			raws = append(raws, ms(time.Since(start)))
-			if c.segment {
-				segs = append(segs, smp.seg[2])
+			if p.each != nil {
+				p.each(smp)
 			}
 		}
 	}
-	r.summarize(hs, raws, segs, rss)
-	return r
+	return hs, raws, firstMs, nil
 }
 
 // summarize fills r's figures from the measured times (ms); identityMs
@@ -493,11 +532,7 @@ func writeScale(w io.Writer, rep *Report) error {
 				continue
 			}
 			if r.HarnessdMs == nil {
-				note := "no measured iterations"
-				if r.Error != "" {
-					note = "error: " + oneLine(r.Error, 160)
-				}
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Case, note)
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Case, unmeasured(r.Error))
 				continue
 			}
 			ratio := "-"
