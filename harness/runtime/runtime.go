@@ -243,25 +243,43 @@ func Ask[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any) (T, er
 	if timeout <= 0 {
 		return zero, errs.New(errs.Timeout, "deadline passed before %T was sent", msg)
 	}
-	f := r.system.Root.RequestFuture(pid, msg, timeout)
-	type answer struct {
-		res any
-		err error
-	}
-	// The waiter ends with the future (its reply, or its timeout), also
-	// after Ask returned on ctx.
-	done := make(chan answer, 1)
-	go func() {
-		res, err := f.Result()
-		done <- answer{res, err}
-	}()
+	// The reply comes to a one-shot process registered for this call: no
+	// goroutine waits on a future, so nothing outlives Ask when ctx ends
+	// first (the actor's late reply lands in the dropped process's buffer
+	// or in dead letters).
+	reply := &askReply{ch: make(chan any, 1)}
+	self, _ := r.system.ProcessRegistry.Add(reply, "ask"+r.system.ProcessRegistry.NextId())
+	defer r.system.ProcessRegistry.Remove(self)
+	r.system.Root.RequestWithCustomSender(pid, msg, self)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
 	select {
-	case a := <-done:
-		return replyAs[T](pid, msg, a.res, a.err, timeout)
+	case res := <-reply.ch:
+		if _, dead := res.(*actor.DeadLetterResponse); dead {
+			return replyAs[T](pid, msg, nil, actor.ErrDeadLetter, timeout)
+		}
+		return replyAs[T](pid, msg, res, nil, timeout)
+	case <-timer.C:
+		return replyAs[T](pid, msg, nil, actor.ErrTimeout, timeout)
 	case <-ctx.Done():
 		return zero, stoppedWaiting(ctx, pid, msg)
 	}
 }
+
+// askReply is the sender of one Ask: the first reply is kept, any later
+// one dropped. It is safe to call from any goroutine.
+type askReply struct{ ch chan any }
+
+func (p *askReply) SendUserMessage(_ *actor.PID, m any) {
+	_, msg, _ := actor.UnwrapEnvelope(m)
+	select {
+	case p.ch <- msg:
+	default:
+	}
+}
+
+func (p *askReply) SendSystemMessage(pid *actor.PID, m any) { p.SendUserMessage(pid, m) }
+func (p *askReply) Stop(*actor.PID)                         {}
 
 // stoppedWaiting is Ask's error when ctx ended before the reply.
 func stoppedWaiting(ctx context.Context, pid *actor.PID, msg any) error {

@@ -78,6 +78,7 @@ func newAskRuntime(t *testing.T) (*Runtime, *actor.PID, <-chan string) {
 
 func TestAskReturnsWhenTheContextIsCancelled(t *testing.T) {
 	r, pid, got := newAskRuntime(t)
+	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		err  error
@@ -103,6 +104,9 @@ func TestAskReturnsWhenTheContextIsCancelled(t *testing.T) {
 	if res.took > 5*time.Second {
 		t.Fatalf("Ask returned after %s, want at once (the request timeout is 30 s)", res.took)
 	}
+	// The probe still holds the request, yet nothing of Ask may wait on:
+	// its waiter ends with the call, not with the 30 s timeout.
+	goleak.VerifyNone(t, before)
 }
 
 func TestAskReturnsAtTheContextsDeadline(t *testing.T) {
