@@ -13,9 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/internal/jsonx"
 )
 
 // Backend is what the server serves: the operations of the registry, and
@@ -46,8 +44,7 @@ func Local(h *harness.Harness) Backend { return local{h} }
 // ex, each run by ex.
 func New(ex Backend, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: version}, &mcp.ServerOptions{
-		Instructions: "harnessd mediates repository work: register a repository with repository_register, " +
-			"then use its repo_id with the other tools. Errors carry a stable code in structuredContent.error.code.",
+		Instructions: Instructions,
 	})
 	ss := &sessions{ids: map[*mcp.ServerSession]string{}}
 	if c, ok := ex.(sessionCloser); ok {
@@ -84,32 +81,6 @@ func New(ex Backend, version string) *mcp.Server {
 	}
 	registerContext(s, ex)
 	return s
-}
-
-// ToolOf is the MCP tool of an operation: its title, description, input
-// and output schemas, and the annotations the op table says (read-only,
-// destructive, idempotent; never open-world: harnessd acts on the
-// registered checkouts only).
-func ToolOf(o harness.Op) *mcp.Tool {
-	t := &mcp.Tool{
-		Name:        o.Name,
-		Title:       o.Title,
-		Description: o.Description,
-		InputSchema: o.InputSchema,
-		Annotations: &mcp.ToolAnnotations{
-			Title:          o.Title,
-			ReadOnlyHint:   o.ReadOnly,
-			IdempotentHint: o.Idempotent,
-			OpenWorldHint:  new(false),
-		},
-	}
-	if !o.ReadOnly {
-		t.Annotations.DestructiveHint = new(o.Destructive)
-	}
-	if o.OutputSchema != nil {
-		t.OutputSchema = o.OutputSchema
-	}
-	return t
 }
 
 // sessions names the MCP sessions: streamable HTTP sessions by their
@@ -203,51 +174,4 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest, token any) (con
 		}
 	}()
 	return harness.WithProgress(ctx, notify), func() { close(done); <-stopped }
-}
-
-// Texter is a result whose text block is not its JSON: read_file's is the
-// file's text itself, so a client that shows the model only text blocks
-// shows the code as it is. The structured content keeps everything; the
-// note (may be empty) is a second text block with what the text omits
-// (the window, truncation, redactions).
-type Texter interface {
-	TextBlock() (text, note string, ok bool)
-}
-
-// Result wraps an operation result as a tool result: structured content
-// plus the same JSON as text for clients that read only text (or the
-// result's own text, see Texter). JSON is written without HTML escaping:
-// `2>/dev/null && x` stays itself in the text block.
-func Result(out any) (*mcp.CallToolResult, error) {
-	b, err := jsonx.Marshal(out)
-	if err != nil {
-		return ErrorResult(errs.Wrap(errs.Internal, err, "encode result: %v", err)), nil
-	}
-	content := []mcp.Content{&mcp.TextContent{Text: string(b)}}
-	if t, ok := out.(Texter); ok {
-		if text, note, ok := t.TextBlock(); ok {
-			content = []mcp.Content{&mcp.TextContent{Text: text}}
-			if note != "" {
-				content = append(content, &mcp.TextContent{Text: note})
-			}
-		}
-	}
-	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}, nil
-}
-
-// ErrorBody is the structured content of a tool error.
-type ErrorBody struct {
-	Error *errs.Error `json:"error"`
-}
-
-// ErrorResult wraps err as an isError tool result whose structured content
-// is {"error": {"code", "message", "details"}}.
-func ErrorResult(err error) *mcp.CallToolResult {
-	body := ErrorBody{Error: errs.From(err)}
-	b, _ := jsonx.Marshal(body)
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
-	}
 }
