@@ -29,11 +29,15 @@ type Client struct {
 }
 
 // Caller is who made a call: the run it belongs to, the MCP session and
-// the client. Audit entries and approvals carry it.
+// the client, and the role the session acts as. Audit entries and
+// approvals carry it.
 type Caller struct {
 	RunID   string `json:"run_id,omitempty"`
 	Session string `json:"session,omitempty"`
 	Client  Client `json:"client,omitzero"`
+	// Role is the role the session acts as (reader, editor, reviewer,
+	// operator), set by the person who started the client; "" = operator.
+	Role string `json:"role,omitempty"`
 }
 
 // RunBudget limits a run. Zero means "no limit" for every field.

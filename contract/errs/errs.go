@@ -93,6 +93,12 @@ const (
 	// name those receipts and their paths, "paths" the files. Revert the
 	// later ones first, or pass cascade: true (not for run_revert).
 	RevertConflict Code = "REVERT_CONFLICT"
+	// RoleDenied: the operation is outside the role the session acts as
+	// (reader, editor, reviewer, operator); nothing ran. The message names
+	// the roles that may call it and how a person grants one (harnessd mcp
+	// --role, HARNESSD_ROLE, ?role= on the MCP URL, the policy): an agent
+	// cannot raise its own role.
+	RoleDenied Code = "ROLE_DENIED"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

@@ -69,7 +69,8 @@ func appendCaller(b []byte, c messages.Caller) []byte {
 	b = appendString(b, c.RunID)
 	b = appendString(b, c.Session)
 	b = appendString(b, c.Client.Name)
-	return appendString(b, c.Client.Version)
+	b = appendString(b, c.Client.Version)
+	return appendString(b, c.Role)
 }
 
 func appendRoute(b []byte, r route.Decision) []byte {

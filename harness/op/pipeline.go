@@ -107,6 +107,9 @@ func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (
 func (p *Pipeline) run(ctx context.Context, o *Op, in any, raw json.RawMessage, runID string) (any, error) {
 	tr := StartTrace()
 	c := &Call{Env: p.env, Op: o, pipe: p, trace: &tr, route: "fast", final: SegExecution}
+	if err := c.checkRole(ctx, o); err != nil { // the caller's role, before anything runs (role.go)
+		return nil, err
+	}
 	if err := p.joinRun(ctx, c, runID, in, &raw); err != nil {
 		err = c.redactError(ctx, err)
 		if c.run != nil { // a retry past the run's bound: the refusal is a span
@@ -379,6 +382,9 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 // decoded from raw.
 func (p *Pipeline) prepareStep(ctx context.Context, parent *Call, o *Op, index int, raw json.RawMessage, in any) (*Step, error) {
 	c := &Call{Env: p.env, Op: o, pipe: p, Repo: parent.Repo, Root: parent.Root, InBatch: true, route: "fast", final: SegExecution, Caller: parent.Caller}
+	if err := c.checkRoleOf(o); err != nil { // each step's own roles (role.go)
+		return nil, err
+	}
 	tr := StartTrace()
 	c.trace = &tr
 	if parent.run != nil {
