@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -150,7 +149,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	reg := prometheus.NewRegistry()
 	metrics := httpapi.NewMetrics(reg, h)
 	mcpSrv := mcpserver.New(counted{Backend: mcpserver.Local(h), m: metrics}, harness.VersionString())
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	mcpHandler := newMCPHTTP(oneServer(mcpSrv)) // mcphttp.go: both protocol generations
 	ui := console.Handler(h, token)
 	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
 
