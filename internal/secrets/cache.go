@@ -194,6 +194,17 @@ func (c *Cache) Get(ctx context.Context, root string) (Set, error) {
 	return s, err
 }
 
+// Current is Get without the wait for the history: the Set of the work
+// tree, the index and HEAD, learned now, with HistoryPending while the
+// first learning of the repository's history still runs, and then a
+// channel closed when it finished (a Get after that knows its values).
+// It is for what can print only the work tree (a read of a file): what can
+// print history (git log -p, cat-file of an old blob, a diff against an
+// old revision, any command) takes Get, which waits.
+func (c *Cache) Current(ctx context.Context, root string) (Set, <-chan struct{}, error) {
+	return c.get(ctx, root)
+}
+
 // get is Get without the wait: it also returns, while the first learning
 // of the history runs, a channel closed when it finished.
 func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, error) {

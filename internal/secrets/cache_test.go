@@ -411,3 +411,38 @@ func TestCacheLearnsCredentialsOfTheGitConfig(t *testing.T) {
 		t.Errorf("a token set in the config later is not known: %v", err)
 	}
 }
+
+// Current answers before the history is learned: the values of the work
+// tree, the index and HEAD, HistoryPending, and a channel closed when the
+// history is learned; a Get after it knows the history's values.
+func TestCacheCurrentDoesNotWaitForTheHistory(t *testing.T) {
+	old, cur := "rotated-"+fake(65, 16), "current-"+fake(66, 16)
+	root := testutil.Repo(t, map[string]string{".env": "K=" + old + "\n", "main.go": "package main\n"})
+	writeFile(t, root, ".env", "K="+cur+"\n")
+	testutil.Git(t, root, "commit", "-q", "-am", "rotate")
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour, HistoryWait: time.Minute})
+	t.Cleanup(func() { c.Close() })
+	release := make(chan struct{})
+	c.histHook = func(string) { <-release }
+	ctx := testCtx(t)
+	s, pending, err := c.Current(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending == nil || !s.HistoryPending || redacts(s.Known, old) || !redacts(s.Known, cur) {
+		t.Fatalf("while the history is learned: channel %v, pending %v, knows the old value %v, the current %v",
+			pending != nil, s.HistoryPending, redacts(s.Known, old), redacts(s.Known, cur))
+	}
+	close(release)
+	<-pending
+	s, err = c.Get(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HistoryPending || !redacts(s.Known, old) {
+		t.Errorf("after the learning: pending %v, knows the old value %v", s.HistoryPending, redacts(s.Known, old))
+	}
+	if _, pending, err := c.Current(ctx, root); err != nil || pending != nil {
+		t.Errorf("Current after the learning: channel %v, err %v", pending != nil, err)
+	}
+}
