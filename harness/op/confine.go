@@ -99,6 +99,31 @@ func (e *Env) KnownFor(ctx context.Context, root string) *redact.Redactor {
 	return e.knownBase.WithKnown(set.Known)
 }
 
+// currentSecrets is a Secrets that can answer before the history of a
+// checkout is learned (secrets.Cache).
+type currentSecrets interface {
+	Current(ctx context.Context, root string) (secrets.Set, <-chan struct{}, error)
+}
+
+// KnownNow is KnownFor without the wait for the first learning of a
+// checkout's history: the redactor knows the values of the work tree, the
+// index and HEAD, and while the history is learned pending is a channel
+// closed when it is (then KnownFor knows its values too). Only for reads
+// of the work tree (read_file): what can print history takes KnownFor or
+// RedactorFor.
+func (e *Env) KnownNow(ctx context.Context, root string) (k *redact.Redactor, pending <-chan struct{}) {
+	cur, ok := e.Secrets.(currentSecrets)
+	if m, _ := ctx.Value(secretMemoKey{}).(*secretMemo); !ok || m != nil {
+		return e.KnownFor(ctx, root), nil
+	}
+	set, pending, err := cur.Current(ctx, root)
+	if err != nil || set.Known == nil {
+		return nil, nil
+	}
+	e.knownOnce.Do(func() { e.knownBase = redact.New(nil) })
+	return e.knownBase.WithKnown(set.Known), pending
+}
+
 // Policy returns the sandbox policy of profile in repository r: the
 // checkout with its secret paths closed, git's directories outside it, the
 // tool caches.

@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/search"
+	"github.com/harnessd/harnessd/internal/secrets"
 )
 
 // Ops returns the read operations.
@@ -22,30 +23,30 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", Output: ReadFileResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Read a window of lines of a file in the repository (size and line caps, sha256 of the whole file; binary files are reported, not dumped). Secret paths and .git are refused.",
+			Description: "Read a file of the repository, or a window of its lines: before you edit it, or to follow what search found. The text comes as is, with a note of the lines shown; a truncated read continues at offset_line. To find where something is: search. Example: {\"path\":\"src/app.go\",\"offset_line\":120}",
 			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
 		op.Def(op.Spec[SearchArgs]{Name: "search", Output: SearchResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Search the repository's files (tracked and untracked, .gitignore respected, secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
+			Description: "Find text in the repository's files (tracked and untracked, .gitignore respected): where a name is defined or used, which files mention something. Literal unless regex. To read a file you already know, use read_file. Example: {\"query\":\"func Parse\",\"glob\":\"**/*.go\"}",
 			Repo:        func(a SearchArgs) string { return a.RepoID }, Prepare: searchRepo}),
 		op.Def(op.Spec[GitStatusArgs]{Name: "git_status", Output: GitStatusResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Branch, HEAD, upstream, ahead/behind and the staged, unstaged, untracked and conflicted paths of the work tree.",
+			Description: "What changed in the work tree: branch, HEAD, upstream, ahead/behind, and the staged, unstaged, untracked and conflicted paths. Use it before committing; for the changes themselves, git_diff. Example: {}",
 			Repo:        func(a GitStatusArgs) string { return a.RepoID }, Prepare: gitStatus}),
 		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", Output: GitDiffResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Unified diff of the work tree (unstaged), the index (staged) or against a revision, with numstat, optional path filter and a byte cap. Secrets in the patch are redacted.",
+			Description: "The changes themselves, as a unified diff: the work tree's (default), the index's (staged) or against a revision, with numstat. Use it to review your edits before git_commit; for the list of changed paths only, git_status. Example: {\"staged\":true,\"paths\":[\"src\"]}",
 			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
 	}
 }
 
 // ReadFileArgs are the arguments of read_file.
 type ReadFileArgs struct {
-	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Path                    string `json:"path" jsonschema:"file path relative to the repository root"`
-	OffsetLine              int    `json:"offset_line,omitempty" jsonschema:"1-based first line (default 1)"`
-	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"lines to return (default and maximum 2000)"`
-	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"bytes to return (default and maximum 262144)"`
+	RepoID                  string `json:"repo_id" jsonschema:"from repository_list"`
+	Path                    string `json:"path" jsonschema:"relative to the repository root"`
+	OffsetLine              int    `json:"offset_line,omitempty" jsonschema:"first line, 1-based (default 1)"`
+	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"default and max 2000"`
+	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"default and max 262144"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty" jsonschema:"report the latency of each segment"`
 	op.Approval
 }
@@ -76,6 +77,18 @@ func (r *ReadFileResult) TextBlock() (text, note string, ok bool) {
 	return r.Content, note + "]", true
 }
 
+// WithoutText is read_file's result without its content, for the MCP
+// structured content when the text block carries the content: the content
+// crosses the wire once.
+func (r *ReadFileResult) WithoutText() any { return readFileMeta{ReadFileResult: r} }
+
+// readFileMeta is a ReadFileResult whose content is left out of its JSON:
+// the field of the shallower depth wins, and omitempty leaves it out.
+type readFileMeta struct {
+	*ReadFileResult
+	Content string `json:"content,omitempty"`
+}
+
 func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error) {
 	return &op.Plan{Gate: govern.Input{Paths: []string{args.Path}}, Breakdown: args.IncludeLatencyBreakdown,
 		Run: func(context.Context) (any, error) {
@@ -85,23 +98,52 @@ func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error
 			}
 			// Code is shown as it is, but never a value of a secret file
 			// (sha256 stays that of the whole file on disk).
-			if k := c.Env.KnownFor(context.Background(), c.Root.Path()); k != nil && res.Content != "" {
+			if res.Content != "" {
 				var n int
-				res.Content, n = k.String(res.Content)
+				res.Content, n = redactKnown(c, args.Path, res.Content)
 				return &ReadFileResult{Result: res, Redactions: n}, nil
 			}
 			return &ReadFileResult{Result: res}, nil
 		}}, nil
 }
 
+// redactKnown replaces the values of the checkout's secret files in the
+// content of the file at path. The first read of a checkout does not wait
+// for its history to be learned (seconds, in a long one) unless the
+// content is suspect (secrets.Suspect: something the rules take for a
+// secret, or a token that mixes letters and digits): then a value rotated
+// out of a secret file and still written here could be one only the
+// history knows, and the read waits for it; if the history is still not
+// learned after the wait, the rules redact what they find too.
+func redactKnown(c *op.Call, path, content string) (string, int) {
+	ctx, root := context.Background(), c.Root.Path()
+	k, pending := c.Env.KnownNow(ctx, root)
+	rules := false
+	if pending != nil && secrets.Suspect(c.Env.Redactor, path, content) {
+		k = c.Env.KnownFor(ctx, root) // waits, at most the cache's HistoryWait
+		_, still := c.Env.KnownNow(ctx, root)
+		rules = still != nil
+	}
+	n := 0
+	if k != nil {
+		content, n = k.String(content)
+	}
+	if rules && c.Env.Redactor != nil {
+		var m int
+		content, m = c.Env.Redactor.StringIn(path, content)
+		n += m
+	}
+	return content, n
+}
+
 // SearchArgs are the arguments of search.
 type SearchArgs struct {
-	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Query                   string `json:"query" jsonschema:"text to find (literal unless regex is true)"`
-	Regex                   bool   `json:"regex,omitempty" jsonschema:"treat query as a regular expression (RE2 syntax)"`
-	Glob                    string `json:"glob,omitempty" jsonschema:"only files matching this glob, e.g. src/**/*.go or *.md"`
+	RepoID                  string `json:"repo_id" jsonschema:"from repository_list"`
+	Query                   string `json:"query" jsonschema:"text to find"`
+	Regex                   bool   `json:"regex,omitempty" jsonschema:"query is an RE2 regular expression"`
+	Glob                    string `json:"glob,omitempty" jsonschema:"only files matching it, e.g. src/**/*.go"`
 	CaseInsensitive         bool   `json:"case_insensitive,omitempty"`
-	MaxResults              int    `json:"max_results,omitempty" jsonschema:"default 50, maximum 500"`
+	MaxResults              int    `json:"max_results,omitempty" jsonschema:"default 50, max 500"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -191,7 +233,7 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 
 // GitStatusArgs are the arguments of git_status.
 type GitStatusArgs struct {
-	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
+	RepoID                  string `json:"repo_id" jsonschema:"from repository_list"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -243,11 +285,11 @@ func EmptySlices(st gitx.Status) gitx.Status {
 
 // GitDiffArgs are the arguments of git_diff.
 type GitDiffArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Staged                  bool     `json:"staged,omitempty" jsonschema:"diff the index against HEAD (or against rev)"`
-	Rev                     string   `json:"rev,omitempty" jsonschema:"diff against this revision (e.g. HEAD~1, main, v1.0, A..B, A...B, @{u}); never a file path: put paths in paths"`
-	Paths                   []string `json:"paths,omitempty" jsonschema:"limit the diff to these paths"`
-	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"patch byte cap (default 262144)"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	Staged                  bool     `json:"staged,omitempty" jsonschema:"the index against HEAD (or rev)"`
+	Rev                     string   `json:"rev,omitempty" jsonschema:"against this revision or range (HEAD~1, main, A..B); paths go in paths"`
+	Paths                   []string `json:"paths,omitempty" jsonschema:"only these paths"`
+	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"default 262144"`
 	Context                 int      `json:"context,omitempty" jsonschema:"lines of context (default 3)"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
