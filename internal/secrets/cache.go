@@ -6,6 +6,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -423,38 +424,38 @@ func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
 	if (gitChanged || !e.ready) && c.cfg.Git != nil {
 		c.startHistory(root, e)
 	}
+	var blobs []blob // of the index and HEAD, when listed now
+	listed := false
 	if (gitChanged || !e.ready) && c.cfg.Git != nil {
-		t, err := listTracked(ctx, c.cfg.Git, root, e.deny)
+		t, bl, err := trackedSecrets(ctx, c.cfg.Git, root, e.deny)
 		if err != nil {
 			return err
 		}
-		tracked = t
-		bl, err := trackedBlobs(ctx, c.cfg.Git, root, tracked)
-		if err != nil {
-			return err
-		}
+		tracked, blobs, listed = t, bl, true
 		e.trackedOids = nil
 		for _, b := range bl {
-			e.trackedOids = append(e.trackedOids, b.oid)
+			if wanted(tracked, b.path) {
+				e.trackedOids = append(e.trackedOids, b.oid)
+			}
 		}
 	}
-	learn := e.learned
+	learnPaths := e.learned
 	if e.dirty || gitChanged || !e.ready {
-		learn = union(e.tree.found.Files, e.tree.inner, tracked)
+		learnPaths = union(e.tree.found.Files, e.tree.inner, tracked)
 	}
-	learnSt := fileStamps(root, learn)
-	if e.ready && !e.dirty && !gitChanged && slices.Equal(learn, e.learned) && slices.Equal(learnSt, e.learnSt) &&
+	learnSt := fileStamps(root, learnPaths)
+	if e.ready && !e.dirty && !gitChanged && slices.Equal(learnPaths, e.learned) && slices.Equal(learnSt, e.learnSt) &&
 		!racy(e.learnAt, e.learnSt) && !racy(e.learnAt, e.gitSt) && !e.histNew {
 		return nil
 	}
 	learnAt := time.Now()
-	values, err := Learn(ctx, c.cfg.Git, root, learn)
+	values, err := learn(ctx, c.cfg.Git, root, learnPaths, blobs, listed)
 	if err != nil {
 		return err
 	}
 	values = union(values, e.histValues, gitConfigValues(gitPaths))
 	e.histNew = false
-	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learn, learnSt, learnAt, false
+	e.gitPaths, e.gitSt, e.learned, e.learnSt, e.learnAt, e.dirty = gitPaths, gitSt, learnPaths, learnSt, learnAt, false
 	s := Set{
 		Files: e.tree.found.Files, Dirs: e.tree.found.Dirs, Links: e.tree.links, Tracked: tracked,
 		Truncated: e.tree.found.Truncated || e.tree.trunc, Known: e.set.Known, Gen: e.set.Gen,
@@ -509,41 +510,67 @@ func racy(at time.Time, sts []stamp) bool {
 	return false
 }
 
-// listTracked returns the paths of the index and of HEAD that deny matches,
-// sorted. Outside a repository, and for an unborn HEAD, there are none.
-func listTracked(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) ([]string, error) {
+// trackedSecrets lists the index (all stages) and HEAD once each: the
+// paths deny matches there (sorted), and the
+// blobs of every regular file at or below a path deny matches (a secret
+// file, or one in a secret directory: what Learn reads of the index and
+// HEAD), index entries first. Outside a repository, and for an unborn
+// HEAD, there are none.
+func trackedSecrets(ctx context.Context, git *gitx.Git, root string, deny *pathsafe.Denylist) ([]string, []blob, error) {
 	var paths []string
-	add := func(out []byte, truncated bool) {
+	var blobs []blob
+	add := func(out []byte, truncated bool, parse func(meta []string) (oid string, file bool)) {
 		recs := bytes.Split(out, []byte{0})
 		if truncated && len(recs) > 0 {
-			recs = recs[:len(recs)-1] // cut mid-path
+			recs = recs[:len(recs)-1] // cut mid-record
 		}
 		for _, r := range recs {
-			if p := string(r); p != "" {
-				if _, ok := deny.Match(p); ok {
-					paths = append(paths, p)
-				}
+			meta, p, ok := bytes.Cut(r, []byte{'\t'})
+			if !ok || len(p) == 0 || !secretInHistory(deny, string(p)) {
+				continue
+			}
+			if _, ok := deny.Match(string(p)); ok {
+				paths = append(paths, string(p))
+			}
+			if oid, file := parse(strings.Fields(string(meta))); file {
+				blobs = append(blobs, blob{oid: oid, path: string(p)})
 			}
 		}
 	}
-	out, trunc, err := git.Run(ctx, root, 0, "ls-files", "-z")
+	out, trunc, err := git.Run(ctx, root, maxTrackedListing, "ls-files", "-s", "-z")
 	if err != nil {
 		if errs.CodeOf(err) == errs.NotAGitRepository {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	add(out, trunc)
-	out, trunc, err = git.Run(ctx, root, 0, "ls-tree", "-r", "-z", "--name-only", "HEAD")
+	// "<mode> <oid> <stage>\t<path>"
+	add(out, trunc, func(f []string) (string, bool) {
+		if len(f) != 3 {
+			return "", false
+		}
+		return f[1], isFileMode(f[0]) && validOID(f[1])
+	})
+	out, trunc, err = git.Run(ctx, root, maxTrackedListing, "ls-tree", "-r", "-z", "HEAD")
 	switch {
 	case err == nil:
-		add(out, trunc)
+		// "<mode> <type> <oid>\t<path>"
+		add(out, trunc, func(f []string) (string, bool) {
+			if len(f) != 3 {
+				return "", false
+			}
+			return f[2], f[1] == "blob" && isFileMode(f[0]) && validOID(f[2])
+		})
 	case errs.CodeOf(err) != errs.NotFound: // NotFound: unborn HEAD
-		return nil, err
+		return nil, nil, err
 	}
 	slices.Sort(paths)
-	return slices.Compact(paths), nil
+	return slices.Compact(paths), blobs, nil
 }
+
+// maxTrackedListing bounds the listing of the index or of HEAD that
+// trackedSecrets reads (modes and object ids with the paths).
+const maxTrackedListing = 32 << 20
 
 // union returns the sorted, distinct paths of all lists.
 func union(lists ...[]string) []string {

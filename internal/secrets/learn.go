@@ -51,6 +51,13 @@ const (
 // On a failure Learn still returns the values it found, with the first
 // error. Neither values nor file contents appear in errors.
 func Learn(ctx context.Context, git *gitx.Git, root string, files []string) ([]string, error) {
+	return learn(ctx, git, root, files, nil, false)
+}
+
+// learn is Learn; with listed, the blobs of the index and HEAD are taken
+// from tracked (every regular file at or below a secret path there, as
+// trackedSecrets lists them) instead of listed again.
+func learn(ctx context.Context, git *gitx.Git, root string, files []string, tracked []blob, listed bool) ([]string, error) {
 	root = filepath.Clean(root)
 	paths := slices.Clone(files)
 	slices.Sort(paths)
@@ -87,8 +94,18 @@ func Learn(ctx context.Context, git *gitx.Git, root string, files []string) ([]s
 		}
 	}
 	if git != nil {
-		blobs, err := trackedBlobs(ctx, git, root, paths)
-		l.note(err)
+		var blobs []blob
+		if listed {
+			for _, b := range tracked {
+				if wanted(paths, b.path) {
+					blobs = append(blobs, b)
+				}
+			}
+		} else {
+			var err error
+			blobs, err = trackedBlobs(ctx, git, root, paths)
+			l.note(err)
+		}
 		for _, bl := range blobs {
 			if l.seen[bl.oid] {
 				continue
