@@ -34,6 +34,10 @@ type StreamTransport struct {
 	MaxFrameBytes int
 	// Logger gets a debug line per refused frame; nil logs nothing.
 	Logger *zap.Logger
+	// Tasks, when set, serves MCP tasks on the connection (tasks.go):
+	// tasks/* requests are answered here, and task-eligible calls are
+	// answered with a task handle.
+	Tasks *Tasks
 }
 
 // Connect implements mcp.Transport. The connection reads its frames in
@@ -54,6 +58,9 @@ func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 		limit:  limit,
 		fr:     &frameReader{br: bufio.NewReaderSize(t.Conn, readBufSize), limit: limit},
 		closed: make(chan struct{}),
+	}
+	if t.Tasks != nil {
+		c.tasks = newTaskConn(t.Tasks, c.writeFrame)
 	}
 	return c, nil
 }
@@ -80,6 +87,8 @@ type streamConn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+
+	tasks *taskConn // nil: no tasks
 }
 
 func (c *streamConn) SessionID() string { return "" }
@@ -109,6 +118,9 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			m, fe := c.decode(frame, over)
 			if fe == nil {
 				msg = m
+				if req, ok := m.(*jsonrpc.Request); ok && c.tasks != nil && c.tasks.incoming(req) {
+					msg = nil // a tasks/* request, answered by c.tasks
+				}
 			} else if werr := c.refuse(fe); werr != nil && err == nil {
 				err = werr
 			}
@@ -134,6 +146,9 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if c.tasks != nil {
+		msg = c.tasks.outgoing(ctx, msg)
 	}
 	data, ok := encodeResult(msg)
 	if !ok {
@@ -184,6 +199,9 @@ func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.closeErr = c.rwc.Close()
+		if c.tasks != nil {
+			c.tasks.close()
+		}
 	})
 	return c.closeErr
 }
