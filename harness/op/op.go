@@ -57,6 +57,7 @@ type Op struct {
 	draw         runs.Draw
 	noRun        bool
 	decode       func(raw json.RawMessage) (any, error)
+	aliases      *aliasTable // the field aliases its input schema takes (alias.go)
 	repoOf       func(in any) string
 	prepare      func(ctx context.Context, c *Call, in any) (*Plan, error)
 }
@@ -175,6 +176,7 @@ func Def[In any](s Spec[In]) Op {
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
 		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly, Descriptor: s.descriptor(),
 		InputSchema: schema, OutputSchema: out, resolved: resolved, step: step, stepResolved: stepResolved, inType: reflect.TypeFor[In](),
+		aliases: compileAliases(schema),
 		outType: reflect.TypeOf(s.Output),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
@@ -222,66 +224,89 @@ func (o *Op) approvalOf(in any) string {
 
 // Decode validates raw against the input schema (unknown fields, wrong
 // types and missing required fields are INVALID_ARGUMENT) and decodes it
-// strictly into the operation's input type.
+// strictly into the operation's input type. Field aliases are rewritten
+// first (alias.go).
 func (o *Op) Decode(raw json.RawMessage) (any, error) {
-	raw, err := o.check(raw)
-	if err != nil {
-		return nil, err
-	}
-	return o.decode(raw)
+	in, _, err := o.decodeCall(raw)
+	return in, err
 }
 
-// decodeStep is Decode for a step of a batch: the batch's request_id
-// covers its steps, so a step's missing request_id is not an error.
-func (o *Op) decodeStep(raw json.RawMessage) (any, error) {
-	raw, err := o.checkAgainst(raw, o.step, o.stepResolved)
+// decodeCall is Decode that also returns the arguments the call is: raw
+// itself, or raw with its field aliases rewritten (what the run's span
+// records, so a retry spelled canonically is the same call).
+func (o *Op) decodeCall(raw json.RawMessage) (any, json.RawMessage, error) {
+	args, aliased, err := o.checkAgainst(raw, o.InputSchema, o.resolved)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return o.decode(raw)
+	in, err := o.decode(args)
+	if aliased {
+		raw = args
+	}
+	return in, raw, err
+}
+
+// decodeStep is decodeCall for a step of a batch: the batch's request_id
+// covers its steps, so a step's missing request_id is not an error.
+func (o *Op) decodeStep(raw json.RawMessage) (any, json.RawMessage, error) {
+	args, aliased, err := o.checkAgainst(raw, o.step, o.stepResolved)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := o.decode(args)
+	if aliased {
+		raw = args
+	}
+	return in, raw, err
 }
 
 // Validate checks args against the input schema without running anything.
 func (o *Op) Validate(args json.RawMessage) error {
-	_, err := o.check(args)
+	_, _, err := o.check(args)
 	return err
 }
 
 // check validates args and returns them as decode should read them:
 // members sent as null are dropped (an optional field sent as null is
-// absent). An unknown or missing field, or a value outside an enum, is
+// absent) and field aliases are rewritten (alias.go; aliased says whether
+// any was). An unknown or missing field, or a value outside an enum, is
 // INVALID_ARGUMENT naming the field and the fix (REQUEST_ID_REQUIRED for
 // a missing request_id); other schema violations are INVALID_ARGUMENT
 // with the validator's message.
-func (o *Op) check(args json.RawMessage) (json.RawMessage, error) {
+func (o *Op) check(args json.RawMessage) (json.RawMessage, bool, error) {
 	return o.checkAgainst(args, o.InputSchema, o.resolved)
 }
 
 // checkAgainst is check against the given schema (the input schema, or
 // the step schema) and its resolved form.
-func (o *Op) checkAgainst(args json.RawMessage, schema *jsonschema.Schema, resolved *jsonschema.Resolved) (json.RawMessage, error) {
+func (o *Op) checkAgainst(args json.RawMessage, schema *jsonschema.Schema, resolved *jsonschema.Resolved) (json.RawMessage, bool, error) {
 	args = normArgs(args)
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
-		return nil, errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
+		return nil, false, errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
 	}
 	if _, ok := inst.(map[string]any); !ok {
-		return nil, errs.New(errs.InvalidArgument, "%s: arguments must be a JSON object", o.Name)
+		return nil, false, errs.New(errs.InvalidArgument, "%s: arguments must be a JSON object", o.Name)
 	}
-	if dropNulls(inst) {
+	dropped := dropNulls(inst)
+	aliased, err := o.rewriteAliases(inst, schema)
+	if err != nil {
+		return nil, false, err
+	}
+	if dropped || aliased {
 		b, err := json.Marshal(inst)
 		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "%s: re-encode arguments: %v", o.Name, err)
+			return nil, false, errs.Wrap(errs.Internal, err, "%s: re-encode arguments: %v", o.Name, err)
 		}
 		args = b
 	}
 	if e := fieldError(o.Name, "", inst, schema); e != nil {
-		return nil, e
+		return nil, false, e
 	}
 	if err := resolved.Validate(inst); err != nil {
-		return nil, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
+		return nil, false, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
 	}
-	return args, nil
+	return args, aliased, nil
 }
 
 // normArgs treats absent and null arguments as the empty object.

@@ -90,7 +90,7 @@ func (p *Pipeline) Call(ctx context.Context, name string, raw json.RawMessage) (
 	if !ok {
 		return nil, errs.New(errs.NotFound, "unknown operation %q (see the tool list, or harness ops)", name).With("operation", name)
 	}
-	in, err := o.Decode(raw)
+	in, raw, err := o.decodeCall(raw) // raw with its field aliases rewritten
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +371,7 @@ func (p *Pipeline) PrepareStep(ctx context.Context, parent *Call, index int, kin
 	if !ok || !o.Agent {
 		return nil, errs.New(errs.InvalidArgument, "unknown step kind %q", kind)
 	}
-	in, err := o.decodeStep(raw)
+	in, raw, err := o.decodeStep(raw)
 	if err != nil {
 		return nil, err
 	}
