@@ -3,10 +3,15 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/internal/testutil"
 	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
@@ -219,5 +224,76 @@ func TestTasksOverTheStreamTransport(t *testing.T) {
 	}
 	if m := c.rpc("tasks/cancel", `{"taskId":"`+id+`"}`); m.Error == nil || m.Error.Code != -32602 || !strings.Contains(m.Error.Message, "terminal status 'completed'") {
 		t.Fatalf("tasks/cancel of a completed 2025 task: %+v", m.Error)
+	}
+}
+
+// Over streamable HTTP (stateless, 2026-07-28): WithTasks turns
+// job_start's answer into a task and answers tasks/get itself.
+func TestTasksOverHTTP(t *testing.T) {
+	h := openHarness(t)
+	root := testutil.Repo(t, map[string]string{"README.md": "tasks\n"})
+	ex := mcpserver.Local(h)
+	srv := mcpserver.New(ex, "test")
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(mcpserver.WithTasks(inner, mcpserver.NewTasks(ex)))
+	defer ts.Close()
+	out, err := ex.Exec(context.Background(), "repository_register", json.RawMessage(`{"path":"`+root+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	var reg struct {
+		RepoID string `json:"repo_id"`
+	}
+	_ = json.Unmarshal(b, &reg)
+	post := func(method, name, params string) wireMsg {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":`+params+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("Mcp-Name", name)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+			for _, line := range strings.Split(string(body), "\n") {
+				if d, ok := strings.CutPrefix(line, "data:"); ok && strings.Contains(d, `"id":7`) {
+					body = []byte(strings.TrimSpace(d))
+				}
+			}
+		}
+		var m wireMsg
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s: %d %s: %v", method, resp.StatusCode, body, err)
+		}
+		return m
+	}
+	m := post("tools/call", "job_start", `{"name":"job_start","arguments":{"repo_id":"`+reg.RepoID+`","argv":["sh","-c","echo http"],"request_id":"http"},`+extMeta+`}`)
+	var w wireTask
+	if m.Error != nil || json.Unmarshal(m.Result, &w) != nil || w.ResultType != "task" || !strings.HasPrefix(w.TaskID, "job_") {
+		t.Fatalf("job_start over HTTP: %+v %s", m.Error, m.Result)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m = post("tasks/get", w.TaskID, `{"taskId":"`+w.TaskID+`",`+extMeta+`}`)
+		var got wireTask
+		if m.Error != nil || json.Unmarshal(m.Result, &got) != nil {
+			t.Fatalf("tasks/get over HTTP: %+v %s", m.Error, m.Result)
+		}
+		if got.Status == "completed" {
+			if !strings.Contains(string(got.Result), `"text":"http\n"`) {
+				t.Fatalf("result %s", got.Result)
+			}
+			return
+		}
+		if got.Status != "working" || time.Now().After(deadline) {
+			t.Fatalf("got %+v", got)
+		}
+		time.Sleep(time.Duration(got.PollIntervalMs) * time.Millisecond) // the server's hint, within the deadline
 	}
 }
