@@ -52,7 +52,7 @@ func BenchmarkMCPReadFile(b *testing.B) {
 	ctx := context.Background()
 	h, repo := benchHarness(b)
 	ct, st := mcp.NewInMemoryTransports()
-	srv := mcpserver.New(mcpserver.Local(h), "bench")
+	srv := mcpserver.New(mcpserver.Local(h), "bench", everySet)
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -148,7 +148,7 @@ func callFrame(id int, repo string) []byte {
 func BenchmarkMCPStreamReadFile(b *testing.B) {
 	ctx := context.Background()
 	h, repo := benchHarness(b)
-	srv := mcpserver.New(mcpserver.Local(h), "bench")
+	srv := mcpserver.New(mcpserver.Local(h), "bench", everySet)
 	serve := func(b *testing.B) net.Conn {
 		c, s := socketPair(b)
 		ss, err := srv.Connect(ctx, &mcpserver.StreamTransport{Conn: s}, nil)
@@ -214,7 +214,7 @@ func BenchmarkMCPStreamReadFile(b *testing.B) {
 func BenchmarkMCPHTTPReadFile(b *testing.B) {
 	ctx := context.Background()
 	h, repo := benchHarness(b)
-	srv := mcpserver.New(mcpserver.Local(h), "bench")
+	srv := mcpserver.New(mcpserver.Local(h), "bench", everySet)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
 	defer hs.Client().CloseIdleConnections()

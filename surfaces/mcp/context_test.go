@@ -22,7 +22,7 @@ func TestContextResourceAndPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	ctx := context.Background()
 
 	found := false

@@ -146,7 +146,7 @@ func TestEncodeResultAsTheSDKDoes(t *testing.T) {
 // message. A frame that is not JSON is refused before any decoding.
 func TestBadArgumentsOverTheStreamTransport(t *testing.T) {
 	h := openHarness(t)
-	srv := mcpserver.New(mcpserver.Local(h), "test")
+	srv := mcpserver.New(mcpserver.Local(h), "test", everySet)
 	root := testutil.Repo(t, map[string]string{"a.txt": "alpha\n"})
 	r, err := h.RegisterRepository(context.Background(), harness.RegisterArgs{Path: root})
 	if err != nil {

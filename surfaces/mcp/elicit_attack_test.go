@@ -39,7 +39,7 @@ func askingServer(t *testing.T) (*harness.Harness, *mcp.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, mcpserver.New(mcpserver.Local(h), "test"), r.ID
+	return h, mcpserver.New(mcpserver.Local(h), "test", everySet), r.ID
 }
 
 // TestElicitationEscapesAgentText: the question lists the operation on

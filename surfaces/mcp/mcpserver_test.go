@@ -143,7 +143,7 @@ func errorOf(t *testing.T, res *mcp.CallToolResult) *errs.Error {
 
 func TestToolsAreTheAgentOps(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	tools := listTools(t, cs)
 
 	agent := 0
@@ -167,7 +167,7 @@ func TestToolsAreTheAgentOps(t *testing.T) {
 		if schema["type"] != "object" {
 			t.Errorf("%s: input schema %v, want an object schema", o.Name, tool.InputSchema)
 		}
-		for name := range o.InputSchema.Properties {
+		for name := range mcpserver.CompactInput(o.InputSchema, o.ReadOnly).Properties { // the common parameters: Instructions
 			props, _ := schema["properties"].(map[string]any)
 			if _, ok := props[name]; !ok {
 				t.Errorf("%s: input schema lacks property %s", o.Name, name)
@@ -177,8 +177,8 @@ func TestToolsAreTheAgentOps(t *testing.T) {
 			t.Errorf("%s: annotations %+v, want readOnlyHint %v", o.Name, tool.Annotations, o.ReadOnly)
 		}
 	}
-	if agent == 0 || len(tools) != agent {
-		t.Errorf("%d tools for %d agent ops", len(tools), agent)
+	if agent == 0 || len(tools) != agent+1 || tools[mcpserver.ToolsetsTool] == nil { // and the toolsets tool
+		t.Errorf("%d tools for %d agent ops and the toolsets tool", len(tools), agent)
 	}
 	if !tools["read_file"].Annotations.ReadOnlyHint || tools["apply_patch"].Annotations.ReadOnlyHint {
 		t.Errorf("read_file must be read-only and apply_patch not")
@@ -187,7 +187,7 @@ func TestToolsAreTheAgentOps(t *testing.T) {
 
 func TestNoHumanToolsForAgents(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	for name := range listTools(t, cs) {
 		for _, bad := range []string{"approv", "deny", "denial", "policy"} {
 			if strings.Contains(name, bad) {
@@ -200,7 +200,7 @@ func TestNoHumanToolsForAgents(t *testing.T) {
 func TestReadFile(t *testing.T) {
 	h := openHarness(t)
 	root := testutil.Repo(t, map[string]string{"README.md": "hello\n", ".env": "TOKEN=s3cret\n"})
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 
 	res := call(t, cs, "repository_register", map[string]any{"path": root})
 	if res.IsError {
@@ -227,7 +227,7 @@ func TestReadFile(t *testing.T) {
 	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &rf) != nil {
 		t.Fatalf("structured content: %v", err)
 	}
-	if rf.Path != "README.md" || rf.Content != "hello\n" || rf.SHA256 == "" {
+	if rf.Path != "README.md" || rf.Content != "" || rf.SHA256 == "" { // the content is in the text block only
 		t.Errorf("read_file = %+v", rf)
 	}
 	if got := res.Content[0].(*mcp.TextContent).Text; got != "hello\n" {
@@ -245,7 +245,7 @@ func TestReadFile(t *testing.T) {
 
 func TestToolErrors(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	tests := []struct {
 		name string
 		args any
@@ -302,8 +302,8 @@ func TestCustomBackendAndProgress(t *testing.T) {
 		},
 	})
 	tools := listTools(t, cs)
-	if len(tools) != 1 || tools["count"] == nil {
-		t.Fatalf("tools = %v, want only the agent op count", tools)
+	if len(tools) != 2 || tools["count"] == nil || tools[mcpserver.ToolsetsTool] == nil {
+		t.Fatalf("tools = %v, want only the agent op count and the toolsets tool", tools)
 	}
 
 	// Without a progress token nothing is reported.
@@ -428,7 +428,7 @@ func toolJSON(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 func TestImplicitRunsPerMCPSession(t *testing.T) {
 	h := openHarness(t)
 	root := testutil.Repo(t, map[string]string{"a.txt": "hello\n"})
-	srv := mcpserver.New(mcpserver.Local(h), "test")
+	srv := mcpserver.New(mcpserver.Local(h), "test", everySet)
 	a, ssA := connectAs(t, srv, "agent-a", "1.2.3")
 	b, _ := connectAs(t, srv, "agent-b", "0.1")
 	var reg struct {

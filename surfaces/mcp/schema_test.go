@@ -82,7 +82,7 @@ func jsonStr(v any) string { b, _ := json.Marshal(v); return string(b) }
 // required, no title, no outputSchema, unset annotations, open enums.
 func TestToolSchemasAreBuiltForModels(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	tools := toolsAsJSON(t, cs)
 	var problems []string
 	for name, tool := range tools {
@@ -170,7 +170,7 @@ func at(s any, path string) map[string]any {
 // field to use.
 func TestFirstGuessesNameTheRightField(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	root := testutil.Repo(t, map[string]string{"a.txt": "alpha\n"})
 	var reg harness.RegisterResult
 	if err := json.Unmarshal(structured(t, call(t, cs, "repository_register", map[string]any{"path": root})), &reg); err != nil {
@@ -236,7 +236,7 @@ func TestFirstGuessesNameTheRightField(t *testing.T) {
 // SDK does) must never refuse one.
 func TestResultsMatchTheirOutputSchemas(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	tools := listTools(t, cs)
 	root := testutil.Repo(t, map[string]string{"a.txt": "alpha\nbeta\n", "Makefile": "x:\n\tcmd 2>/dev/null && <y>\n"})
 	var reg harness.RegisterResult
@@ -329,7 +329,7 @@ func remarshal(from, to any) error {
 // themselves, and read_file's text block is the file's text.
 func TestTextIsNotHTMLEscaped(t *testing.T) {
 	h := openHarness(t)
-	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", everySet), nil)
 	body := "check:\n\tgo vet ./... 2>/dev/null && echo '<ok>'\n"
 	root := testutil.Repo(t, map[string]string{"Makefile": body})
 	var reg harness.RegisterResult
@@ -370,7 +370,7 @@ func TestApprovalInTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	srv := mcpserver.New(mcpserver.Local(h), "test")
+	srv := mcpserver.New(mcpserver.Local(h), "test", everySet)
 	root := testutil.Repo(t, map[string]string{"a.txt": "a\n"})
 
 	var asked []string
@@ -466,7 +466,7 @@ func TestNoClientApprovals(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	asked := 0
-	cs, _ := connectWith(t, mcpserver.New(mcpserver.Local(h), "test"), &mcp.Implementation{Name: "inspector", Version: "1"},
+	cs, _ := connectWith(t, mcpserver.New(mcpserver.Local(h), "test", everySet), &mcp.Implementation{Name: "inspector", Version: "1"},
 		&mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			asked++
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil

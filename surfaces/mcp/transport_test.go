@@ -378,7 +378,7 @@ func TestStreamTransportBlankLinesAndEOF(t *testing.T) {
 // server.
 func TestStreamTransportWithSDKClient(t *testing.T) {
 	h := openHarness(t)
-	srv := mcpserver.New(mcpserver.Local(h), "test")
+	srv := mcpserver.New(mcpserver.Local(h), "test", everySet)
 	a, b := net.Pipe()
 	ss, err := srv.Connect(context.Background(), &mcpserver.StreamTransport{Conn: b}, nil)
 	if err != nil {
