@@ -251,7 +251,7 @@ func StatusOf(c errs.Code) int {
 		return http.StatusBadRequest
 	case errs.NotFound, errs.RepositoryNotRegistered:
 		return http.StatusNotFound
-	case errs.PathOutsideRoot, errs.SecretPathDenied, errs.PathNotAllowed, errs.PolicyDenied, errs.ApprovalRequired:
+	case errs.PathOutsideRoot, errs.SecretPathDenied, errs.PathNotAllowed, errs.PolicyDenied, errs.RoleDenied, errs.ApprovalRequired:
 		return http.StatusForbidden
 	case errs.RouteRejected, errs.RouteDurableRequired, errs.LoopDetected:
 		return http.StatusUnprocessableEntity

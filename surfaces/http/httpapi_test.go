@@ -399,6 +399,7 @@ func TestStatusOf(t *testing.T) {
 		{errs.SecretPathDenied, 403},
 		{errs.PathNotAllowed, 403},
 		{errs.PolicyDenied, 403},
+		{errs.RoleDenied, 403},
 		{errs.ApprovalRequired, 403},
 		{errs.RouteRejected, 422},
 		{errs.RouteDurableRequired, 422},
