@@ -48,14 +48,14 @@ type LeafChecker interface {
 
 // Op is one edit operation of a patch.
 type Op struct {
-	Op        string `json:"op" enum:"replace,create,write,delete" jsonschema:"replace: swap old_text for new_text in an existing file; create: a new file with content (fails if it exists unless overwrite); write: set the file to content whether or not it exists; delete: remove an existing file"`
-	Path      string `json:"path" jsonschema:"file path relative to the repository root"`
-	OldText   string `json:"old_text,omitempty" jsonschema:"replace only: the exact text to replace; must occur exactly once unless all is true"`
-	NewText   string `json:"new_text,omitempty" jsonschema:"replace only: the text that takes old_text's place (empty deletes it)"`
-	All       bool   `json:"all,omitempty" jsonschema:"replace only: replace every occurrence of old_text (at least one)"`
-	Content   string `json:"content,omitempty" jsonschema:"create and write: the whole text of the file"`
-	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"create only: allow replacing an existing file"`
-	Mode      string `json:"mode,omitempty" jsonschema:"create and write: octal file mode such as 0755 (default 0644 for new files, the existing mode otherwise)"`
+	Op        string `json:"op" enum:"replace,create,write,delete" jsonschema:"replace old_text by new_text; create a new file; write a whole file; delete"`
+	Path      string `json:"path" jsonschema:"relative to the root"`
+	OldText   string `json:"old_text,omitempty" jsonschema:"replace: the exact text, found once unless all"`
+	NewText   string `json:"new_text,omitempty" jsonschema:"replace: its replacement (empty deletes it)"`
+	All       bool   `json:"all,omitempty" jsonschema:"replace: every occurrence"`
+	Content   string `json:"content,omitempty" jsonschema:"create, write: the whole file"`
+	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"create: replace an existing file"`
+	Mode      string `json:"mode,omitempty" jsonschema:"create, write: octal, e.g. 0755"`
 }
 
 // Options tune Apply. The zero value is safe: defaults apply and files are

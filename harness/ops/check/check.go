@@ -41,7 +41,7 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RunCheckArgs]{Name: "run_check", Output: RunCheckResult{}, Draw: runs.Draw{Commands: 1},
 			Route: route.Check, Toolset: op.Core, Roles: op.CheckRoles, Topics: []string{"test", "build"}, BatchStep: true,
-			Description: "Run a check (tests, vet, lint) with semantic identity: identical concurrent calls share one process, and a passing result is reused while the content, definition and environment are unchanged (reused: true, with the original run). Focused checks run on the Fast Path (15 s); unfocused ones as a durable job. miss_reasons explain why earlier evidence did not apply.",
+			Description: "Run a test, vet, lint or build whose pass is evidence, after an edit and before git_commit; a pass is reused while the code is unchanged. A focused check (one package or test) answers here, an unfocused one becomes a job for job_status. One-off commands: run_command. Example: {\"argv\":[\"go\",\"test\",\"./parse\",\"-run\",\"TestEmpty\"]}",
 			Repo:        func(a RunCheckArgs) string { return a.RepoID }, Prepare: runCheck}),
 	}
 }
@@ -73,11 +73,11 @@ func Effects() []string { return []string{EffectWorkspaceWrite, EffectNetwork} }
 
 // RunCheckArgs are the arguments of run_check.
 type RunCheckArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Argv                    []string `json:"argv" jsonschema:"the check as a typed argv, e.g. [\"go\",\"test\",\"./pkg\",\"-run\",\"TestX\"]"`
-	Cwd                     string   `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root"`
-	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 15000 for focused checks (Fast Path maximum) and 600000 for unfocused ones"`
-	Effects                 []string `json:"effects,omitempty" jsonschema:"declared effects, part of the identity: workspace_write (the check writes the work tree) and network (outside network, which needs a policy rule or a person's approval; loopback needs nothing)"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	Argv                    []string `json:"argv" jsonschema:"program and arguments; no shell string"`
+	Cwd                     string   `json:"cwd,omitempty" jsonschema:"relative to the repository root"`
+	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 15000 focused, 600000 unfocused"`
+	Effects                 []string `json:"effects,omitempty" jsonschema:"workspace_write (it writes files), network (needs a rule or approval)"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }

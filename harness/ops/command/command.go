@@ -38,27 +38,26 @@ func Ops() []op.Op {
 			Repo:        func(a RunCommandArgs) string { return a.RepoID }, Prepare: runCommand}),
 		op.Def(op.Spec[RouteExplainArgs]{Name: "route_explain", Output: RouteExplainResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Admin, Roles: op.ReadRoles, NoRepo: true,
-			Description: "Explain how harnessd would route an operation (fast, durable or reject) and why, without executing anything.",
+			Description: "Explain, without running anything, how harnessd would route a call (fast, durable or reject) and why: before a command you are unsure of, or after ROUTE_DURABLE_REQUIRED. Example: {\"tool\":\"run_command\",\"argv\":[\"make\",\"test\"]}",
 			Prepare:     routeExplain}),
 	}
 }
 
-// runCommandDescription is run_command's description in the tool list,
-// with the fields of its result that need saying.
-const runCommandDescription = "Run a read-only command given as a typed argv (no shell string) on the Fast Path, bounded in time and output. " +
-	"Writing, unknown or long commands answer ROUTE_DURABLE_REQUIRED; destructive or remote-writing ones ROUTE_REJECTED. " +
-	"tree_changed says the work tree changed while the command ran, tree_changed_by who changed it: " +
-	"\"others\" (other writers held the changed paths meanwhile, named in concurrent_writes, with concurrent_receipts once their receipts are stored; the output may reflect their changes), " +
-	"\"command\" (no other writer held the checkout: the command itself or a process outside harnessd) or \"command_and_others\" (some change is under nothing the other writers held). " +
-	"Under the sandbox's read-only profile the command cannot write: there tree_changed only ever means other writers held the checkout while it ran."
+// runCommandDescription is run_command's description in the tool list:
+// when to use it rather than run_check or job_start, and the result field
+// that needs saying.
+const runCommandDescription = "Run a one-off read-only command (git log, ls, go list) and get its output within 15 s. " +
+	"A test or build whose pass is evidence: run_check; longer or writing work: job_start. " +
+	"tree_changed: files changed meanwhile (tree_changed_by says who). " +
+	"Example: {\"argv\":[\"git\",\"log\",\"--oneline\",\"-5\"]}"
 
 // RunCommandArgs are the arguments of run_command.
 type RunCommandArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Argv                    []string `json:"argv" jsonschema:"program and arguments, e.g. [\"git\",\"log\",\"--oneline\",\"-5\"]; no shell string"`
-	Cwd                     string   `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root"`
-	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, Fast Path maximum 15000"`
-	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this command"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	Argv                    []string `json:"argv" jsonschema:"program and arguments; no shell string"`
+	Cwd                     string   `json:"cwd,omitempty" jsonschema:"relative to the repository root"`
+	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, max 15000"`
+	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once approved"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 

@@ -42,27 +42,27 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Output: JobResult{}, Destructive: true, Idempotent: true, Draw: runs.Draw{Jobs: 1},
 			Route: route.Job, Toolset: op.Core, Roles: op.WriteRoles, Topics: []string{"test", "build"}, ChangesCheckout: true,
-			Description: "Start a durable job: a typed argv (no shell string) run in the background with a timeout (default 600 s, max 86400), its output logged to disk, and its state persisted so it survives a harnessd restart (it is marked interrupted, and re-run when retry.max allows). isolation \"worktree\" runs it in a throw-away git worktree carrying the checkout's dirty state; writes=true on the main checkout holds the workspace lease, so Fast Path writers get MUTATION_BUSY until it ends. request_id is required: a retry with the same request_id and input returns the same job.",
+			Description: "Start work that takes longer than ~15 s, writes, or must survive a restart (a test suite, a build, a generator): it runs in the background and answers a job_id for job_status. A one-off read: run_command; a focused test: run_check. Example: {\"request_id\":\"j1\",\"argv\":[\"make\",\"test\"]}",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
 		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", Output: JobResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, NoRepo: true,
-			Description: "A durable job's state and result: exit code, duration, output sizes, failure summary, the head and tail of stdout and stderr (redacted, 64 KiB each), and sandbox_hints when a wall of the sandbox made it fail (the layer, the path or syscall, the fix). wait_s waits up to that long (max 600) for the job to finish, reporting progress.",
+			Description: "Follow a job from job_start or run_check: its state and, once ended, exit code, failure summary, the head and tail of its output, and sandbox_hints when the sandbox stopped it. wait_s waits for the end. Example: {\"job_id\":\"job_1\",\"wait_s\":120}",
 			Prepare:     status}),
 		op.Def(op.Spec[JobLogsArgs]{Name: "job_logs", Output: JobLogsResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Jobs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "Read a durable job's stdout or stderr log (redacted) from a byte offset, or its last bytes with tail. eof is true once the job finished and the offset reached the end.",
+			Description: "Read a job's stdout or stderr log beyond what job_status shows: from a byte offset, or its last bytes with tail; eof once the job ended and the offset reached the end. Example: {\"job_id\":\"job_1\",\"stream\":\"stderr\",\"tail\":4000}",
 			Prepare:     logs}),
 		op.Def(op.Spec[JobCancelArgs]{Name: "job_cancel", Output: JobResult{}, Destructive: true, Idempotent: true,
 			Route: route.Signal, Toolset: op.Jobs, Roles: op.WriteRoles,
-			Description: "Cancel a durable job: a queued job ends at once, a running one once its whole process tree is killed. Idempotent on finished jobs.",
+			Description: "Stop a job you no longer need: a queued one ends at once, a running one once its processes are killed; a finished job stays as it is. Example: {\"job_id\":\"job_1\"}",
 			Prepare:     cancel}),
 		op.Def(op.Spec[JobListArgs]{Name: "job_list", Output: JobListResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Jobs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "List durable jobs, newest first, optionally of one repository or in one state.",
+			Description: "List jobs, newest first, to find one whose job_id you lost or to see what still runs. Example: {\"state\":\"running\"}",
 			Prepare:     list}),
 		op.Def(op.Spec[JobCleanArgs]{Name: "job_clean", Output: JobCleanResult{}, Destructive: true, Idempotent: true,
 			Route: route.Readonly, Toolset: op.Jobs, Roles: op.OperatorRoles,
-			Description: "Remove the worktrees kept for inspection after failed, cancelled or interrupted jobs (older_than_s: only those of jobs that ended at least that long ago). They are removed automatically 24 h after the job ended.",
+			Description: "Remove the worktrees kept for inspection after failed, cancelled or interrupted jobs, once nobody needs them (they go by themselves 24 h after the job ended). Example: {\"older_than_s\":3600}",
 			Prepare:     clean}),
 	}
 }
@@ -247,8 +247,8 @@ func Confiner(env *op.Env) actors.JobConfiner {
 
 // JobStatusArgs are the arguments of job_status.
 type JobStatusArgs struct {
-	JobID string `json:"job_id" jsonschema:"job id from job_start"`
-	WaitS int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds (max 600) for the job to finish"`
+	JobID string `json:"job_id" jsonschema:"from job_start"`
+	WaitS int    `json:"wait_s,omitempty" jsonschema:"seconds to wait for the end (default 0, max 600)"`
 	op.Approval
 }
 
@@ -346,10 +346,10 @@ func humanBytes(n int64) string {
 
 // JobLogsArgs are the arguments of job_logs.
 type JobLogsArgs struct {
-	JobID  string `json:"job_id" jsonschema:"job id from job_start"`
+	JobID  string `json:"job_id" jsonschema:"from job_start"`
 	Stream string `json:"stream,omitempty" enum:"stdout,stderr" jsonschema:"stdout (default) or stderr"`
-	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset in the (redacted) stream to read from"`
-	Tail   int64  `json:"tail,omitempty" jsonschema:"read the last this many bytes instead (ignores offset)"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"byte offset to read from (default 0)"`
+	Tail   int64  `json:"tail,omitempty" jsonschema:"the last this many bytes instead"`
 	op.Approval
 }
 
@@ -422,7 +422,7 @@ func ReadLog(dir, name string, offset, tail int64) ([]byte, int64, int64, error)
 
 // JobCancelArgs are the arguments of job_cancel.
 type JobCancelArgs struct {
-	JobID string `json:"job_id" jsonschema:"job id from job_start"`
+	JobID string `json:"job_id" jsonschema:"from job_start"`
 	op.Approval
 }
 
@@ -442,8 +442,8 @@ func cancel(_ context.Context, c *op.Call, args JobCancelArgs) (*op.Plan, error)
 // JobListArgs are the arguments of job_list.
 type JobListArgs struct {
 	RepoID string `json:"repo_id,omitempty" jsonschema:"only jobs of this repository"`
-	State  string `json:"state,omitempty" enum:"queued,running,succeeded,failed,timed_out,cancelled,interrupted" jsonschema:"only jobs in this state (queued, running, succeeded, failed, timed_out, cancelled, interrupted)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many jobs (default 50, max 1000)"`
+	State  string `json:"state,omitempty" enum:"queued,running,succeeded,failed,timed_out,cancelled,interrupted" jsonschema:"only jobs in this state"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 50, max 1000"`
 	op.Approval
 }
 
@@ -483,7 +483,7 @@ func list(_ context.Context, c *op.Call, args JobListArgs) (*op.Plan, error) {
 
 // JobCleanArgs are the arguments of job_clean.
 type JobCleanArgs struct {
-	OlderThanS int `json:"older_than_s,omitempty" jsonschema:"only worktrees of jobs that ended at least this many seconds ago (default 0: all)"`
+	OlderThanS int `json:"older_than_s,omitempty" jsonschema:"only of jobs that ended this long ago (default 0: all)"`
 	op.Approval
 }
 

@@ -16,20 +16,20 @@ import (
 
 // RetryPolicy re-runs a job interrupted by a harnessd restart.
 type RetryPolicy struct {
-	Max int `json:"max" jsonschema:"how many times an interrupted job is run again (0-5)"`
+	Max int `json:"max" jsonschema:"re-runs, 0-5"`
 }
 
 // JobStartArgs are the arguments of job_start.
 type JobStartArgs struct {
-	RepoID    string       `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Argv      []string     `json:"argv" jsonschema:"the command and its arguments (no shell string)"`
-	Cwd       string       `json:"cwd,omitempty" jsonschema:"working directory relative to the repository root (default the root)"`
-	TimeoutS  int          `json:"timeout_s,omitempty" jsonschema:"timeout in seconds (default 600, max 86400); the process tree is killed when it expires"`
-	Isolation string       `json:"isolation,omitempty" enum:"none,worktree" jsonschema:"none (default: the main checkout) or worktree (a detached git worktree with the checkout's dirty state)"`
-	Writes    bool         `json:"writes,omitempty" jsonschema:"the job writes files; with isolation none it holds the workspace lease while it runs"`
-	RequestID string       `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this start (up to 255 characters); a retry with the same id and input returns the same job"`
-	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run the job when a harnessd restart interrupted it"`
-	Network   bool         `json:"network,omitempty" jsonschema:"the job needs the network: a policy rule must allow it or a person approve it (APPROVAL_REQUIRED); without it the job has no network at all"`
+	RepoID    string       `json:"repo_id" jsonschema:"from repository_list"`
+	Argv      []string     `json:"argv" jsonschema:"program and arguments; no shell string"`
+	Cwd       string       `json:"cwd,omitempty" jsonschema:"relative to the repository root"`
+	TimeoutS  int          `json:"timeout_s,omitempty" jsonschema:"default 600, max 86400"`
+	Isolation string       `json:"isolation,omitempty" enum:"none,worktree" jsonschema:"worktree: in a copy with your uncommitted changes (default none)"`
+	Writes    bool         `json:"writes,omitempty" jsonschema:"it writes files: other writes get MUTATION_BUSY until it ends"`
+	RequestID string       `json:"request_id,omitempty" required:"true" jsonschema:"unique per job; a retry with it returns the same job"`
+	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run it when a restart interrupted it"`
+	Network   bool         `json:"network,omitempty" jsonschema:"it needs the network (a rule or approval)"`
 	op.Approval
 }
 

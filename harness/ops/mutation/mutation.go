@@ -40,7 +40,7 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
 			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
-			Description: "Apply edit operations (replace, create, write, delete) to files of the repository, all-or-nothing with rollback, under a write lease with a fencing token. request_id is required: a retry with the same request_id and input replays the stored result instead of writing twice.",
+			Description: "Change files of the repository: replace exact text, create, write or delete files, all or nothing. Use it for every edit, never run_command. Read the file first: old_text must match exactly once (or set all). Example: {\"request_id\":\"fix-1\",\"operations\":[{\"op\":\"replace\",\"path\":\"a.go\",\"old_text\":\"n := 1\",\"new_text\":\"n := 2\"}]}",
 			Repo:        func(a ApplyPatchArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, error) {
 				w, err := PlanApplyPatch(c, a)
@@ -48,7 +48,7 @@ func Ops() []op.Op {
 			}}),
 		op.Def(op.Spec[GitStageArgs]{Name: "git_stage", Output: op.MutationResult{}, Idempotent: true,
 			Route: route.IndexMutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
-			Description: "Stage exactly the named paths (git add), under a lease on the index. request_id is required (idempotent retries).",
+			Description: "Stage exactly the named paths (git add) when you build a commit in steps; git_commit with paths needs no staging. Deletions are staged too. Example: {\"request_id\":\"s1\",\"paths\":[\"src/a.go\"]}",
 			Repo:        func(a GitStageArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
 				w, err := PlanGitStage(ctx, c, a)
@@ -58,7 +58,7 @@ func Ops() []op.Op {
 			}}),
 		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit", Output: op.MutationResult{}, Idempotent: true,
 			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
-			Description: "Commit what is staged (or only the named paths) with a message; repository hooks do not run. request_id is required (idempotent retries). The message is kept as given and harnessd appends provenance trailers (Harnessd-Receipt, Harnessd-Run, Harnessd-Policy, Harnessd-Approvals, Harnessd-Verified, Harnessd-Repo) that commit_verify checks; a message that already holds a Harnessd- trailer line is refused.",
+			Description: "Commit your change once its check passed: the named paths as they are in the work tree (or, without paths, what is staged). Hooks do not run; harnessd appends Harnessd- trailers, so write none. Example: {\"request_id\":\"c1\",\"message\":\"parser: accept empty input\",\"paths\":[\"parse.go\"]}",
 			Repo:        func(a GitCommitArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {
 				w, err := PlanGitCommit(ctx, c, a)
@@ -104,12 +104,12 @@ func WithWait(t op.Txn, waitMs int) *op.Txn {
 
 // ApplyPatchArgs are the arguments of apply_patch.
 type ApplyPatchArgs struct {
-	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string     `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write (up to 255 characters); retries reuse it"`
-	Operations              []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
-	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs (e.g. src/**) every operation's path must match"`
-	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
-	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this input"`
+	RepoID                  string     `json:"repo_id" jsonschema:"from repository_list"`
+	RequestID               string     `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
+	Operations              []patch.Op `json:"operations" jsonschema:"applied in order"`
+	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs every path must match, e.g. src/**"`
+	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once approved"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -157,11 +157,11 @@ func PlanApplyPatch(c *op.Call, args ApplyPatchArgs) (Write, error) {
 
 // GitStageArgs are the arguments of git_stage.
 type GitStageArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
-	Paths                   []string `json:"paths" jsonschema:"paths to stage (up to 200); deletions are staged too"`
-	WaitMs                  int      `json:"wait_ms,omitempty"`
-	ApprovalID              string   `json:"approval_id,omitempty"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
+	Paths                   []string `json:"paths" jsonschema:"up to 200"`
+	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once approved"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 
@@ -335,14 +335,14 @@ func literal(paths []string) []string {
 
 // GitCommitArgs are the arguments of git_commit.
 type GitCommitArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
-	Message                 string   `json:"message" jsonschema:"commit message (up to 4000 characters)"`
-	Paths                   []string `json:"paths,omitempty" jsonschema:"commit only these paths (their work-tree content); default: what is staged"`
-	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"allow a commit with no changes"`
-	RequireVerified         string   `json:"require_verified,omitempty" jsonschema:"a stage of this call's run that must be verified now (run_claim, then run_verify): the commit verifies it again before it writes, answers VERIFICATION_REQUIRED with the blockers if it is not, and records the verification in its receipt"`
-	WaitMs                  int      `json:"wait_ms,omitempty"`
-	ApprovalID              string   `json:"approval_id,omitempty"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
+	Message                 string   `json:"message" jsonschema:"up to 4000 characters"`
+	Paths                   []string `json:"paths,omitempty" jsonschema:"commit these paths as they are (default: what is staged)"`
+	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"commit even with no changes"`
+	RequireVerified         string   `json:"require_verified,omitempty" jsonschema:"a stage of the run that must be verified (run_claim, run_verify), else VERIFICATION_REQUIRED"`
+	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once approved"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
 

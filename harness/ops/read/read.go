@@ -23,7 +23,7 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", Output: ReadFileResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Read a file of the repository, or a window of its lines: before you edit it, or to follow what search found. The text comes as is, with a note of the lines shown; a truncated read continues at offset_line. To find where something is: search. Example: {\"path\":\"src/app.go\",\"offset_line\":120}",
+			Description: "Read a file, or a window of its lines: before you edit it, or to follow what search found. The text comes as is, with a note of the lines shown; continue a truncated read at offset_line. To find where something is: search. Example: {\"path\":\"src/app.go\",\"offset_line\":120}",
 			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
 		op.Def(op.Spec[SearchArgs]{Name: "search", Output: SearchResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
@@ -35,7 +35,7 @@ func Ops() []op.Op {
 			Repo:        func(a GitStatusArgs) string { return a.RepoID }, Prepare: gitStatus}),
 		op.Def(op.Spec[GitDiffArgs]{Name: "git_diff", Output: GitDiffResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "The changes themselves, as a unified diff: the work tree's (default), the index's (staged) or against a revision, with numstat. Use it to review your edits before git_commit; for the list of changed paths only, git_status. Example: {\"staged\":true,\"paths\":[\"src\"]}",
+			Description: "Review changes as a unified diff: the work tree's (default), the index's (staged) or against rev, with numstat; before git_commit. Just the changed paths: git_status. Example: {\"paths\":[\"src\"]}",
 			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
 	}
 }
@@ -142,7 +142,7 @@ type SearchArgs struct {
 	Query                   string `json:"query" jsonschema:"text to find"`
 	Regex                   bool   `json:"regex,omitempty" jsonschema:"query is an RE2 regular expression"`
 	Glob                    string `json:"glob,omitempty" jsonschema:"only files matching it, e.g. src/**/*.go"`
-	CaseInsensitive         bool   `json:"case_insensitive,omitempty"`
+	CaseInsensitive         bool   `json:"case_insensitive,omitempty" jsonschema:"ignore case"`
 	MaxResults              int    `json:"max_results,omitempty" jsonschema:"default 50, max 500"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
@@ -290,7 +290,7 @@ type GitDiffArgs struct {
 	Rev                     string   `json:"rev,omitempty" jsonschema:"against this revision or range (HEAD~1, main, A..B); paths go in paths"`
 	Paths                   []string `json:"paths,omitempty" jsonschema:"only these paths"`
 	MaxBytes                int      `json:"max_bytes,omitempty" jsonschema:"default 262144"`
-	Context                 int      `json:"context,omitempty" jsonschema:"lines of context (default 3)"`
+	Context                 int      `json:"context,omitempty" jsonschema:"context lines (default 3)"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }

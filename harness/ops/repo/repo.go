@@ -25,15 +25,15 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RegisterArgs]{Name: "repository_register", Output: RegisterResult{}, Idempotent: true,
 			Route: route.Readonly, Toolset: op.Admin, Roles: op.OperatorRoles,
-			Description: "Register a git work tree with harnessd. Returns a stable repo_id (and checkout_id) used by every other tool. Idempotent.",
+			Description: "Register a git work tree so the other tools can work in it, when repository_list does not show it yet: answers its stable repo_id. Registering again answers the same id. Example: {\"path\":\"/home/me/src/app\"}",
 			Prepare:     register}),
 		op.Def(op.Spec[ListArgs]{Name: "repository_list", Output: ListResult{}, ReadOnly: true,
-			Route: route.Readonly, Toolset: op.Admin, Roles: op.ReadRoles, NoRepo: true,
-			Description: "List the registered repositories.",
+			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, NoRepo: true,
+			Description: "List the registered repositories with their repo_id, which the other tools take: call it first. If yours is missing, register it with repository_register (admin set). Example: {}",
 			Prepare:     list}),
 		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister", Output: UnregisterResult{},
 			Route: route.Readonly, Toolset: op.Admin, Roles: op.OperatorRoles,
-			Description: "Forget a registered repository (its files are not touched).",
+			Description: "Forget a registered repository when harnessd should no longer work in it; its files are not touched. Example: {\"repo_id\":\"repo_1\"}",
 			Prepare:     unregister}),
 	}
 }
@@ -43,7 +43,7 @@ type Repository = messages.Repository
 
 // RegisterArgs are the arguments of repository_register.
 type RegisterArgs struct {
-	Path string `json:"path" jsonschema:"absolute path of a git work tree (or a directory inside one); it is canonicalised. Relative paths are refused"`
+	Path string `json:"path" jsonschema:"absolute path of a git work tree or a directory inside one"`
 	op.Approval
 }
 
@@ -155,7 +155,7 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 
 // UnregisterArgs are the arguments of repository_unregister.
 type UnregisterArgs struct {
-	RepoID string `json:"repo_id" jsonschema:"the repo_id returned by repository_register"`
+	RepoID string `json:"repo_id" jsonschema:"from repository_list"`
 	op.Approval
 }
 
