@@ -59,8 +59,29 @@ func mcpCaller(s *mcp.ClientSession) caller {
 			}
 			return nil, errs.New(errs.Internal, "mcp %s: error result without a code: %.200s", op, b)
 		}
+		if tc, ok := firstText(res); ok && op == "read_file" {
+			// read_file's content is its text block only; the structured
+			// content is its metadata.
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err == nil {
+				m["content"] = tc
+				b, _ = json.Marshal(m)
+			}
+		}
 		return b, nil
 	}
+}
+
+// firstText is the text of res's first content block.
+func firstText(res *mcp.CallToolResult) (string, bool) {
+	if len(res.Content) == 0 {
+		return "", false
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return "", false
+	}
+	return tc.Text, true
 }
 
 // badResult is an answer that came back OK but is wrong.

@@ -11,30 +11,45 @@ import (
 
 // Texter is a result whose text block is not its JSON: read_file's is the
 // file's text itself, so a client that shows the model only text blocks
-// shows the code as it is. The structured content keeps everything; the
-// note (may be empty) is a second text block with what the text omits
-// (the window, truncation, redactions).
+// shows the code as it is. The note (may be empty) is a second text block
+// with what the text omits (the window, truncation, redactions).
 type Texter interface {
 	TextBlock() (text, note string, ok bool)
 }
 
+// TextOnce is a Texter whose text block is content its JSON holds too:
+// the structured content is then WithoutText, the result without that
+// content (its metadata), so the content crosses the wire once.
+type TextOnce interface {
+	Texter
+	WithoutText() any
+}
+
 // Result wraps an operation result as a tool result: structured content
 // plus the same JSON as text for clients that read only text (or the
-// result's own text, see Texter). JSON is written without HTML escaping:
+// result's own text, see Texter; with TextOnce the structured content
+// leaves that text out). JSON is written without HTML escaping:
 // `2>/dev/null && x` stays itself in the text block.
 func Result(out any) (*mcp.CallToolResult, error) {
-	b, err := jsonx.Marshal(out)
-	if err != nil {
-		return ErrorResult(errs.Wrap(errs.Internal, err, "encode result: %v", err)), nil
-	}
-	content := []mcp.Content{&mcp.TextContent{Text: string(b)}}
+	var content []mcp.Content
+	structured := out
 	if t, ok := out.(Texter); ok {
 		if text, note, ok := t.TextBlock(); ok {
 			content = []mcp.Content{&mcp.TextContent{Text: text}}
 			if note != "" {
 				content = append(content, &mcp.TextContent{Text: note})
 			}
+			if once, ok := out.(TextOnce); ok {
+				structured = once.WithoutText()
+			}
 		}
+	}
+	b, err := jsonx.Marshal(structured)
+	if err != nil {
+		return ErrorResult(errs.Wrap(errs.Internal, err, "encode result: %v", err)), nil
+	}
+	if content == nil {
+		content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
 	}
 	return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}, nil
 }
