@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
@@ -19,8 +20,11 @@ import (
 // newline-delimited JSON-RPC loop with encoding/json, like the minimal
 // clients agents embed (TypeScript, Rust, Python). It measures what harnessd
 // adds over stdio without the go-sdk client's own decoding (see the MCP
-// paragraph of the README).
+// paragraph of the README). The same client drives Forge's MCP server for
+// the side by side (forge.go).
 type rawSurface struct {
+	name  string // the surface's name
+	what  string // the server, for errors: "harnessd mcp"
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	tools map[string]bool
@@ -50,6 +54,13 @@ type rawFrame struct {
 
 func (d *daemonProc) stdioRaw(ctx context.Context) (*rawSurface, error) {
 	cmd := exec.Command(d.bin, "mcp", "--data-dir", d.paths.DataDir, "--log-level", "warn", "--log-format", "json")
+	return startRaw(ctx, SurfaceMCPStdioRaw, "harnessd mcp", cmd, 30*time.Second)
+}
+
+// startRaw starts cmd, an MCP server on stdio (what names it in errors),
+// and opens a session with it through the raw client: initialize within
+// initTimeout, then tools/list. The surface is called name.
+func startRaw(ctx context.Context, name, what string, cmd *exec.Cmd, initTimeout time.Duration) (*rawSurface, error) {
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -61,18 +72,18 @@ func (d *daemonProc) stdioRaw(ctx context.Context) (*rawSurface, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: start harnessd mcp: %w", SurfaceMCPStdioRaw, err)
+		return nil, fmt.Errorf("%s: start %s: %w", name, what, err)
 	}
-	s := &rawSurface{cmd: cmd, stdin: stdin, tools: map[string]bool{}, wait: map[int64]chan rawReply{}, readEnd: make(chan struct{})}
+	s := &rawSurface{name: name, what: what, cmd: cmd, stdin: stdin, tools: map[string]bool{}, wait: map[int64]chan rawReply{}, readEnd: make(chan struct{})}
 	go s.read(stdout)
 	fail := func(err error) (*rawSurface, error) {
 		_ = s.Close()
 		if msg := stderr.String(); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
-		return nil, fmt.Errorf("%s: %w", SurfaceMCPStdioRaw, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	if _, err := s.rpc(cctx, "initialize", map[string]any{
 		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
@@ -132,7 +143,7 @@ func (s *rawSurface) read(r io.Reader) {
 		}
 	}
 	s.mu.Lock()
-	s.err = errors.Join(errors.New("harnessd mcp closed its stdout"), sc.Err())
+	s.err = errors.Join(errors.New(s.what+" closed its stdout"), sc.Err())
 	for id, ch := range s.wait {
 		close(ch)
 		delete(s.wait, id)
@@ -184,7 +195,7 @@ func (s *rawSurface) rpc(ctx context.Context, method string, params any) (json.R
 	}
 }
 
-func (s *rawSurface) Name() string { return SurfaceMCPStdioRaw }
+func (s *rawSurface) Name() string { return s.name }
 
 func (s *rawSurface) HasOp(op string) bool { return s.tools[op] }
 
@@ -228,9 +239,13 @@ func (s *rawSurface) Close() error {
 	select {
 	case <-s.readEnd:
 	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
+		if a := s.cmd.SysProcAttr; a != nil && a.Setpgid {
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // the server's own children too
+		} else {
+			_ = s.cmd.Process.Kill()
+		}
 		<-s.readEnd
-		err = errors.New("harnessd mcp did not close its stdout after stdin closed")
+		err = errors.New(s.what + " did not close its stdout after stdin closed")
 	}
 	return errors.Join(err, s.cmd.Wait())
 }
