@@ -35,6 +35,7 @@ type config struct {
 	iterations  int
 	json        bool
 	harnessd    string
+	forge       string // --forge: Forge's bin/forge.mjs
 	load        bool
 	concurrency int
 	duration    time.Duration
@@ -77,12 +78,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprint(stderr, usageHead)
 		fs.PrintDefaults()
 	}
-	fs.StringSliceVar(&c.surfaces, "surfaces", AllSurfaces, "surfaces to measure: "+strings.Join(AllSurfaces, ",")+" (--load: one surface, default inproc)")
+	fs.StringSliceVar(&c.surfaces, "surfaces", AllSurfaces, "surfaces to measure: "+strings.Join(AllSurfaces, ",")+", opt-in "+strings.Join(OptInSurfaces, ",")+" (--load: one surface, default inproc)")
 	fs.StringSliceVar(&c.cases, "cases", Cases(), "cases to run")
 	fs.IntVar(&c.warmup, "warmup", 20, "unmeasured iterations per case and surface")
 	fs.IntVar(&c.iterations, "iterations", 200, "measured iterations per case and surface")
 	fs.BoolVar(&c.json, "json", false, "print the schema_version 1 JSON report instead of a table")
 	fs.StringVar(&c.harnessd, "harnessd", "", "harnessd binary for the daemon surfaces (default: go build ./cmd/harnessd)")
+	fs.StringVar(&c.forge, "forge", "", "Forge's bin/forge.mjs for forge-mcp-stdio-raw (default $FORGE_MJS, else the install of ../shared/peers/forge-thin-harness-bench.sh under $PEER_DIR or /tmp/peer)")
 	fs.BoolVar(&c.load, "load", false, "load mode: many agents, one surface, for --duration")
 	fs.IntVar(&c.concurrency, "concurrency", 64, "load: simulated agents")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "load: how long to run")
@@ -123,9 +125,15 @@ func (c *config) validate() error {
 		return errors.New("--surfaces is empty")
 	}
 	for _, s := range c.surfaces {
-		if !slices.Contains(AllSurfaces, s) {
-			return fmt.Errorf("--surfaces: unknown surface %q (known: %s)", s, strings.Join(AllSurfaces, ", "))
+		if !slices.Contains(AllSurfaces, s) && !slices.Contains(OptInSurfaces, s) {
+			return fmt.Errorf("--surfaces: unknown surface %q (known: %s)", s, strings.Join(append(slices.Clone(AllSurfaces), OptInSurfaces...), ", "))
 		}
+	}
+	if c.forge != "" && !fileExists(c.forge) {
+		return fmt.Errorf("--forge %q is not a file (Forge's bin/forge.mjs)", c.forge)
+	}
+	if c.load && slices.Contains(c.surfaces, SurfaceForgeMCPStdioRaw) {
+		return fmt.Errorf("--load does not drive %s; compare it in the suite (no --load)", SurfaceForgeMCPStdioRaw)
 	}
 	if c.harnessd != "" {
 		if st, err := os.Stat(c.harnessd); err != nil || st.IsDir() {

@@ -28,6 +28,9 @@ type Report struct {
 	ScaleRepos    []ScaleRepo   `json:"scale_repos,omitempty"`
 	Real          []RealResult  `json:"real,omitempty"`
 	RealRepos     []RealRepo    `json:"real_repos,omitempty"`
+	// SideBySide sets harnessd's raw MCP client, Forge's server through
+	// the same client and in process against each other (sidebyside.go).
+	SideBySide []SideBySide `json:"side_by_side,omitempty"`
 }
 
 // Settings records how the run was made.
@@ -44,6 +47,8 @@ type Settings struct {
 	// its searches look for.
 	Real    string   `json:"real,omitempty"`
 	Queries []string `json:"queries,omitempty"`
+	// Forge is the Forge of forge-mcp-stdio-raw, when it was found.
+	Forge *ForgeInfo `json:"forge,omitempty"`
 }
 
 // Result is one case measured through one surface. Times are milliseconds.
@@ -53,6 +58,7 @@ type Result struct {
 	Case       string    `json:"case"`
 	Surface    string    `json:"surface"`
 	Iterations int       `json:"iterations"`
+	Calls      int       `json:"calls,omitempty"` // MCP (or CallOp) calls per iteration
 	TotalMs    *Dist     `json:"total_ms,omitempty"`
 	ServerMs   *Med      `json:"server_ms,omitempty"`
 	SegmentsMs *Segments `json:"segments_ms,omitempty"`
@@ -179,7 +185,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		seen[r.Case] = true
 		fmt.Fprintf(w, "  %-26s %s\n", r.Case, r.Floor)
 	}
-	return nil
+	return writeSideBySide(w, rep)
 }
 
 // writeJSON prints rep as indented JSON.

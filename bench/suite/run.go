@@ -76,7 +76,8 @@ type daemons struct {
 	once    sync.Once
 	d       *daemonProc
 	err     error
-	skipWhy string // set when no binary can be had: the surfaces are skipped
+	skipWhy string        // set when no binary can be had: the surfaces are skipped
+	forge   *forgeInstall // the Forge of forge-mcp-stdio-raw (forge.go), when asked for
 }
 
 func (ds *daemons) get(ctx context.Context) (*daemonProc, error) {
@@ -130,6 +131,12 @@ func openSurface(ctx context.Context, name, work string, ds *daemons) (surface, 
 			return nil, err
 		}
 		return d.stdioRaw(ctx)
+	case SurfaceForgeMCPStdioRaw:
+		f, err := openForge(ctx, ds.forge, work)
+		if err != nil {
+			return nil, err // never a typed nil
+		}
+		return f, nil
 	case SurfaceMCPHTTP:
 		d, err := ds.get(ctx)
 		if err != nil {
@@ -170,6 +177,11 @@ func runSuite(ctx context.Context, cfg config, rep *Report, stderr io.Writer) er
 		}
 	}
 	ds := &daemons{bin: cfg.harnessd, work: work, stderr: stderr}
+	if slices.Contains(cfg.surfaces, SurfaceForgeMCPStdioRaw) {
+		if ds.forge = locateForge(cfg.forge); ds.forge.skip == "" {
+			rep.Settings.Forge = &ds.forge.info
+		}
+	}
 	prog := &progress{w: stderr, total: len(cfg.surfaces) * len(cases), off: !drawProgress(stderr)}
 	defer prog.clear()
 	var errList []error
@@ -182,6 +194,7 @@ func runSuite(ctx context.Context, cfg config, rep *Report, stderr io.Writer) er
 		errList = append(errList, err)
 	}
 	errList = append(errList, ds.close(), fx.Restore())
+	rep.SideBySide = sideBySide(rep.Results)
 	return errors.Join(errList...)
 }
 
@@ -195,11 +208,19 @@ func runSurface(ctx context.Context, name, work string, ds *daemons, fx *Fixture
 		repoID, err = register(ctx, s, fx.Root)
 	}
 	if err != nil {
+		skipWhy := ds.skipWhy
+		if name == SurfaceInproc || name == SurfaceForgeMCPStdioRaw {
+			skipWhy = "" // not the daemon's
+		}
+		var skip skipSurface
+		if errors.As(err, &skip) {
+			skipWhy = skip.why
+		}
 		for _, c := range cases {
 			prog.show(name, c.name)
 			r := Result{Case: c.name, Surface: name, Floor: c.floorName(fl)}
-			if ds.skipWhy != "" && name != SurfaceInproc {
-				r.Skipped = ds.skipWhy
+			if skipWhy != "" {
+				r.Skipped = skipWhy
 			} else {
 				r.Error = fmt.Sprintf("surface %s: %v", name, err)
 			}
@@ -208,7 +229,7 @@ func runSurface(ctx context.Context, name, work string, ds *daemons, fx *Fixture
 		if s != nil {
 			_ = s.Close()
 		}
-		if ds.skipWhy != "" && name != SurfaceInproc {
+		if skipWhy != "" {
 			return out, nil
 		}
 		return out, fmt.Errorf("surface %s: %w", name, err)
@@ -240,6 +261,11 @@ func runCase(ctx context.Context, s surface, repoID string, c caseDef, fx *Fixtu
 		r.Skipped = c.requires + " not available"
 		return r
 	}
+	if why := noEquivalent(s, c); why != "" {
+		r.Skipped = why
+		return r
+	}
+	r.Calls = c.calls(s)
 	fail := func(format string, args ...any) Result {
 		r.Error = fmt.Sprintf(format, args...)
 		return r

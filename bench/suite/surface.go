@@ -23,10 +23,16 @@ const (
 	// SurfaceMCPStdioRaw is mcp-stdio with a minimal JSON-RPC client in
 	// place of the go-sdk's (rawmcp.go): what harnessd adds on stdio.
 	SurfaceMCPStdioRaw = "mcp-stdio-raw"
+	// SurfaceForgeMCPStdioRaw is Forge's MCP server (the peer) through the
+	// client of mcp-stdio-raw, on the same fixture (forge.go).
+	SurfaceForgeMCPStdioRaw = "forge-mcp-stdio-raw"
 )
 
 // AllSurfaces lists every surface in run order.
 var AllSurfaces = []string{SurfaceInproc, SurfaceMCPStdio, SurfaceMCPHTTP, SurfaceMCPStdioRaw}
+
+// OptInSurfaces are run only when --surfaces names them.
+var OptInSurfaces = []string{SurfaceForgeMCPStdioRaw}
 
 // numSegments is the number of latency segments a result reports.
 const numSegments = 6

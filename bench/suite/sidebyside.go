@@ -1,0 +1,125 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// SideBySide is one case through harnessd's mcp-stdio-raw, Forge's server
+// through the same client (forge-mcp-stdio-raw) and in process: the
+// medians of the client-side wall time, in ms. A figure is absent when its
+// surface did not run the case.
+type SideBySide struct {
+	Case string `json:"case"`
+	// Calls is the number of MCP calls of one harnessd iteration (1 when
+	// batch or read_lanes carries the steps).
+	Calls      int      `json:"calls"`
+	InprocMs   *float64 `json:"inproc_ms,omitempty"`
+	HarnessdMs *float64 `json:"harnessd_ms,omitempty"` // mcp-stdio-raw
+	ForgeMs    *float64 `json:"forge_ms,omitempty"`
+	// ForgeCalls is the number of MCP calls of one Forge iteration.
+	ForgeCalls int `json:"forge_calls,omitempty"`
+	// ForgeOverHarnessd is forge_ms / harnessd_ms: above 1, harnessd is faster.
+	ForgeOverHarnessd *float64 `json:"forge_over_harnessd,omitempty"`
+	// TransportPerCallMs is harnessd's own cost of the MCP transport per
+	// call: (harnessd_ms - inproc_ms) / calls.
+	TransportPerCallMs *float64 `json:"transport_per_call_ms,omitempty"`
+}
+
+// calls returns how many calls one iteration of c makes through s.
+func (c caseDef) calls(s surface) int {
+	if c.via != "" && !separateCalls() && s.HasOp(c.via) {
+		return 1
+	}
+	return len(c.steps)
+}
+
+// sideBySide sets the measured mcp-stdio-raw results against inproc and
+// forge-mcp-stdio-raw, per case in the order of the results. A case is
+// listed when mcp-stdio-raw and at least one of the others measured it.
+func sideBySide(results []Result) []SideBySide {
+	type trio struct{ inproc, raw, forge *Result }
+	by := map[string]*trio{}
+	var order []string
+	for i := range results {
+		r := &results[i]
+		if r.TotalMs == nil {
+			continue
+		}
+		t := by[r.Case]
+		if t == nil {
+			t = &trio{}
+			by[r.Case] = t
+			order = append(order, r.Case)
+		}
+		switch r.Surface {
+		case SurfaceInproc:
+			t.inproc = r
+		case SurfaceMCPStdioRaw:
+			t.raw = r
+		case SurfaceForgeMCPStdioRaw:
+			t.forge = r
+		}
+	}
+	var out []SideBySide
+	for _, name := range order {
+		t := by[name]
+		if t.raw == nil || t.inproc == nil && t.forge == nil {
+			continue
+		}
+		raw := t.raw.TotalMs.Median
+		sb := SideBySide{Case: name, Calls: max(1, t.raw.Calls), HarnessdMs: &raw}
+		if t.inproc != nil {
+			in := t.inproc.TotalMs.Median
+			per := round3((raw - in) / float64(sb.Calls))
+			sb.InprocMs, sb.TransportPerCallMs = &in, &per
+		}
+		if t.forge != nil {
+			f := t.forge.TotalMs.Median
+			sb.ForgeMs, sb.ForgeCalls = &f, t.forge.Calls
+			if raw > 0 {
+				ratio := round3(f / raw)
+				sb.ForgeOverHarnessd = &ratio
+			}
+		}
+		out = append(out, sb)
+	}
+	return out
+}
+
+// writeSideBySide prints rep.SideBySide (nothing when it is empty).
+func writeSideBySide(w io.Writer, rep *Report) error {
+	if len(rep.SideBySide) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nside by side (medians of the client-side wall time, ms; harnessd and Forge through the same raw JSON-RPC client):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tCALLS\tINPROC\tMCP-STDIO-RAW\tFORGE\tFORGE/HARNESSD\tTRANSPORT/CALL")
+	opt := func(p *float64, suffix string) string {
+		if p == nil {
+			return "-"
+		}
+		return f3(*p) + suffix
+	}
+	for _, sb := range rep.SideBySide {
+		calls := fmt.Sprint(sb.Calls)
+		if sb.ForgeMs != nil && sb.ForgeCalls != sb.Calls {
+			calls = fmt.Sprintf("%d (forge %d)", sb.Calls, sb.ForgeCalls)
+		}
+		ratio := "-"
+		if sb.ForgeOverHarnessd != nil {
+			ratio = fmt.Sprintf("%.1fx", *sb.ForgeOverHarnessd)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sb.Case, calls, opt(sb.InprocMs, ""), opt(sb.HarnessdMs, ""),
+			opt(sb.ForgeMs, ""), ratio, opt(sb.TransportPerCallMs, ""))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "FORGE/HARNESSD: forge-mcp-stdio-raw / mcp-stdio-raw; TRANSPORT/CALL: (mcp-stdio-raw - inproc) / CALLS, harnessd's own cost of the MCP transport per call.")
+	if f := rep.Settings.Forge; f != nil {
+		fmt.Fprintf(w, "forge: %s %s under %s, toolset %s\n", f.Path, f.Version, f.Runtime, f.Toolset)
+	}
+	return nil
+}
