@@ -27,6 +27,7 @@ import (
 	"github.com/harnessd/harnessd/internal/logx"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/surfaces/daemon"
+	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
 )
 
 const usage = `harnessd mediates AI coding agents' work on git repositories.
@@ -248,8 +249,14 @@ func mcpBridge(args []string, stdout, stderr io.Writer) error {
 	var cf commonFlags
 	cf.register(fs)
 	allowRoots := fs.StringArray("allow-root", nil, "an allowed area `DIR` (repeatable) for the daemon this starts when none runs (a running daemon keeps its own: add areas with harness roots allow DIR)")
+	toolsets := fs.String("toolsets", "", "the toolsets the agent sees, `SETS` separated by commas: core (always), git, jobs, runs, targets, undo, provenance, admin, or all (default core, or $HARNESSD_TOOLSETS); the toolsets tool switches them in a session")
+	role := fs.String("role", "", "the `ROLE` the agent acts as, enforced on every call: reader, editor, reviewer or operator (default operator, or $HARNESSD_ROLE)")
 	if err := parse(fs, args); err != nil {
 		return helpedOK(err)
+	}
+	opts, err := mcpOptions(fs.Changed("toolsets"), *toolsets, fs.Changed("role"), *role, os.Getenv)
+	if err != nil {
+		return usageError{error: err, cmd: "mcp"}
 	}
 	var serveArgs []string
 	for _, d := range *allowRoots {
@@ -275,5 +282,25 @@ func mcpBridge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c.Close()
-	return daemon.RunStdio(ctx, cf.dataDir, os.Stdin, os.Stdout)
+	return daemon.RunStdioWith(ctx, cf.dataDir, os.Stdin, os.Stdout, opts)
+}
+
+// mcpOptions are the session options of `harnessd mcp`: its --toolsets
+// and --role, else $HARNESSD_TOOLSETS and $HARNESSD_ROLE.
+func mcpOptions(setsGiven bool, sets string, roleGiven bool, role string, getenv func(string) string) (mcpserver.Options, error) {
+	if !setsGiven {
+		sets = getenv("HARNESSD_TOOLSETS")
+	}
+	if !roleGiven {
+		role = getenv("HARNESSD_ROLE")
+	}
+	var o mcpserver.Options
+	var err error
+	if o.Toolsets, err = mcpserver.ParseToolsets(sets); err != nil {
+		return o, fmt.Errorf("--toolsets: %w", err)
+	}
+	if o.Role, err = mcpserver.ParseRole(role); err != nil {
+		return o, fmt.Errorf("--role: %w", err)
+	}
+	return o, nil
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/contract/client"
+	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
 )
 
 // StartTimeout bounds how long EnsureDaemon waits for a daemon it started.
@@ -100,10 +101,31 @@ func waitHealthy(ctx context.Context, c *client.Client, d time.Duration) error {
 // writes them itself (stdiofds.go), else it copies bytes both ways.
 // Stdout carries only MCP frames.
 func RunStdio(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Writer) error {
+	return RunStdioWith(ctx, dataDir, stdin, stdout, mcpserver.Options{})
+}
+
+// RunStdioWith is RunStdio for a session served with o (its toolsets and
+// role): the options line goes first on the connection (OptionsLine; none
+// for the defaults).
+func RunStdioWith(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Writer, o mcpserver.Options) error {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket)
+	preamble := OptionsLine(o)
+	dial := func() (net.Conn, error) {
+		conn, err := d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket)
+		if err != nil {
+			return nil, fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+		}
+		if len(preamble) > 0 {
+			if _, err := conn.Write(preamble); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("send the session's options to the daemon: %w", err)
+			}
+		}
+		return conn, nil
+	}
+	conn, err := dial()
 	if err != nil {
-		return fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+		return err
 	}
 	fin, okIn := stdin.(*os.File)
 	fout, okOut := stdout.(*os.File)
@@ -128,8 +150,8 @@ func RunStdio(ctx context.Context, dataDir string, stdin io.Reader, stdout io.Wr
 		// Refused, or a daemon that does not know the handoff (it answered
 		// with an error frame): copy bytes, on a fresh connection.
 		conn.Close()
-		if conn, err = d.DialContext(ctx, "unix", PathsOf(dataDir).MCPSocket); err != nil {
-			return fmt.Errorf("connect to the daemon's MCP socket: %w", err)
+		if conn, err = dial(); err != nil {
+			return err
 		}
 	}
 	defer conn.Close()

@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,7 +28,7 @@ import (
 // session goes on (docs/mcp-frames.md).
 type mcpSocket struct {
 	ln  net.Listener
-	srv *mcp.Server
+	mcp *mcpserver.Factory
 	lg  *zap.Logger
 
 	mu       sync.Mutex // protects sessions, pending and closed
@@ -34,7 +38,7 @@ type mcpSocket struct {
 	wg       sync.WaitGroup
 }
 
-func listenMCP(path string, srv *mcp.Server, lg *zap.Logger) (*mcpSocket, error) {
+func listenMCP(path string, f *mcpserver.Factory, lg *zap.Logger) (*mcpSocket, error) {
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -44,7 +48,7 @@ func listenMCP(path string, srv *mcp.Server, lg *zap.Logger) (*mcpSocket, error)
 		ln.Close()
 		return nil, err
 	}
-	m := &mcpSocket{ln: ln, srv: srv, lg: lg, sessions: map[*mcp.ServerSession]io.Closer{}, pending: map[net.Conn]bool{}}
+	m := &mcpSocket{ln: ln, mcp: f, lg: lg, sessions: map[*mcp.ServerSession]io.Closer{}, pending: map[net.Conn]bool{}}
 	m.wg.Add(1)
 	go m.accept()
 	return m, nil
@@ -77,9 +81,10 @@ func (m *mcpSocket) accept() {
 }
 
 // serve runs one connection's session: over the agent's pipes when a
-// bridge hands them over (stdiofds.go), else over the connection.
+// bridge hands them over (stdiofds.go), else over the connection; with the
+// toolsets and role the bridge's options line names (acceptSession).
 func (m *mcpSocket) serve(conn net.Conn) {
-	stream, err := acceptHandoff(conn)
+	stream, opts, err := acceptSession(conn)
 	m.mu.Lock()
 	delete(m.pending, conn)
 	closed := m.closed
@@ -94,7 +99,7 @@ func (m *mcpSocket) serve(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	ss, err := m.srv.Connect(context.Background(), &mcpserver.StreamTransport{Conn: stream, Logger: m.lg}, nil)
+	ss, err := m.mcp.Session(opts).Connect(context.Background(), &mcpserver.StreamTransport{Conn: stream, Logger: m.lg}, nil)
 	if err != nil {
 		m.lg.Warn("mcp session", zap.Error(err))
 		stream.Close()
@@ -140,4 +145,122 @@ func (m *mcpSocket) close() {
 	m.mu.Unlock()
 	m.ln.Close()
 	m.wg.Wait()
+}
+
+// The session's options over the socket. `harnessd mcp --toolsets core,runs
+// --role editor` sends one line before anything else on the connection:
+// a JSON-RPC notification (optionsMethod) whose params name the toolsets
+// and the role. A daemon that does not know it ignores it as an unknown
+// notification (and the handoff after it fails, so the bridge copies
+// bytes on a fresh connection, options line first again); a bridge that
+// sends none gets the defaults (core, operator). The line is written
+// apart from the handoff message that follows it, and read here one byte
+// at a time, so the descriptors of that message are read only by
+// acceptHandoff.
+
+// optionsMethod is the notification that carries a session's options.
+const optionsMethod = "notifications/harnessd/options"
+
+// optionsPrefix starts the options line (its keys in this order): no
+// client's first frame starts so (an initialize, a discover or a call).
+const optionsPrefix = `{"method":"` + optionsMethod + `",`
+
+// maxOptionsLine bounds the options line.
+const maxOptionsLine = 4096
+
+// sessionOptions are the params of the options line.
+type sessionOptions struct {
+	Toolsets string `json:"toolsets,omitempty"`
+	Role     string `json:"role,omitempty"`
+}
+
+// OptionsLine is the line a bridge sends before the MCP stream to serve
+// its session with o ("" when o is the defaults: old daemons get nothing
+// new).
+func OptionsLine(o mcpserver.Options) []byte {
+	var p sessionOptions
+	if len(o.Toolsets) > 0 {
+		names := make([]string, len(o.Toolsets))
+		for i, t := range o.Toolsets {
+			names[i] = string(t)
+		}
+		p.Toolsets = strings.Join(names, ",")
+	}
+	if o.Role != 0 {
+		p.Role = o.Role.String()
+	}
+	if p == (sessionOptions{}) {
+		return nil
+	}
+	b, _ := json.Marshal(p) // strings only: cannot fail
+	return append([]byte(optionsPrefix+`"jsonrpc":"2.0","params":`), append(b, "}\n"...)...)
+}
+
+// acceptSession reads the start of a new connection: an options line if
+// one comes first, then the handoff or the MCP stream (acceptHandoff).
+func acceptSession(conn net.Conn) (io.ReadWriteCloser, mcpserver.Options, error) {
+	stream, err := acceptHandoff(conn)
+	pc, ok := stream.(prefixConn)
+	if err != nil || !ok {
+		return stream, mcpserver.Options{}, err
+	}
+	line, isOpts, err := readOptionsLine(pc.Reader)
+	if err != nil {
+		return nil, mcpserver.Options{}, err
+	}
+	if !isOpts {
+		// A client's own first frame: put back what was read.
+		return prefixConn{Reader: io.MultiReader(bytes.NewReader(line), pc.Reader), Conn: conn}, mcpserver.Options{}, nil
+	}
+	o, err := parseOptionsLine(line)
+	if err != nil {
+		conn.Close()
+		return nil, mcpserver.Options{}, err
+	}
+	// The stream, or the bridge's handoff, follows the line: the line was
+	// read to its end and no further, so acceptHandoff reads the rest.
+	stream, err = acceptHandoff(conn)
+	return stream, o, err
+}
+
+// readOptionsLine reads from r one byte at a time while what it read can
+// be the start of an options line: the whole line (isOpts), or the bytes
+// read up to where it cannot.
+func readOptionsLine(r io.Reader) (line []byte, isOpts bool, err error) {
+	one := make([]byte, 1)
+	for {
+		if _, err := io.ReadFull(r, one); err != nil {
+			return line, false, err
+		}
+		line = append(line, one[0])
+		switch {
+		case len(line) <= len(optionsPrefix):
+			if one[0] != optionsPrefix[len(line)-1] {
+				return line, false, nil
+			}
+		case one[0] == '\n':
+			return line, true, nil
+		case len(line) >= maxOptionsLine:
+			return line, false, fmt.Errorf("mcp options line longer than %d bytes", maxOptionsLine)
+		}
+	}
+}
+
+// parseOptionsLine returns the Options an options line names.
+func parseOptionsLine(line []byte) (mcpserver.Options, error) {
+	var n struct {
+		Params sessionOptions `json:"params"`
+	}
+	if err := json.Unmarshal(line, &n); err != nil {
+		return mcpserver.Options{}, fmt.Errorf("mcp options line: %w", err)
+	}
+	var o mcpserver.Options
+	var err error
+	if o.Toolsets, err = mcpserver.ParseToolsets(n.Params.Toolsets); err != nil {
+		return mcpserver.Options{}, fmt.Errorf("mcp options line: %w", err)
+	}
+	if o.Role, err = mcpserver.ParseRole(n.Params.Role); err != nil {
+		return mcpserver.Options{}, fmt.Errorf("mcp options line: %w", err)
+	}
+	return o, nil
 }
