@@ -209,8 +209,9 @@ func (e *aliasError) err(opName string) error {
 
 // Alias rewrites the field aliases of args (a JSON object) to the
 // operation's own field names. It returns args itself (absent arguments
-// as {}) when no alias applies; a refused rewrite (an alias beside its canonical field, a shell
-// string where argv is expected) is INVALID_ARGUMENT naming the field.
+// as {}) when no alias applies; a refused rewrite (an alias beside its
+// canonical field, a shell string where argv is expected) is
+// INVALID_ARGUMENT naming the field.
 func (o *Op) Alias(args json.RawMessage) (json.RawMessage, error) {
 	args = normArgs(args)
 	var inst any

@@ -3,6 +3,7 @@ package op
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,44 @@ func BenchmarkDecodeReadFileNoHook(b *testing.B) {
 	for b.Loop() {
 		if _, err := o.Decode(raw); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// docs/mcp.md's "Field aliases" lists every alias of the table, with the
+// field it means.
+func TestDocListsEveryAlias(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/mcp.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Field aliases")
+	if !ok {
+		t.Fatal(`docs/mcp.md has no "## Field aliases" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := map[string]string{} // alias -> its table row
+	for line := range strings.SplitSeq(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		for _, name := range strings.Split(cells[1], ",") {
+			name = strings.TrimSpace(name)
+			name, _, _ = strings.Cut(strings.Trim(name, "`"), "`")
+			rows[name] = cells[2]
+		}
+	}
+	for _, a := range fieldAliases() {
+		row, ok := rows[a.name]
+		if !ok {
+			t.Errorf("docs/mcp.md does not list the alias %q", a.name)
+			continue
+		}
+		for _, f := range a.to {
+			if !strings.Contains(row, "`"+f.field+"`") {
+				t.Errorf("docs/mcp.md: %q's row %q does not name %q", a.name, row, f.field)
+			}
 		}
 	}
 }
