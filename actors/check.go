@@ -27,9 +27,16 @@ const (
 // CheckRunner runs one check's spec for a check actor, in a goroutine of
 // its own; ctx is cancelled when the actor stops. It is a dependency of the
 // checks supervisor, never part of a message.
-type CheckRunner func(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error)
+//
+// A run that hands its check over to a durable job before it ends (a
+// focused check that reached the Fast Path cap) calls escalate once with
+// the interim outcome (Escalated set, naming the job): the actor answers
+// every caller waiting, and every later caller until the run ends, with it
+// at once, while the runner goes on waiting for the job; what the runner
+// returns is the check's final outcome (its evidence when it passed).
+type CheckRunner func(ctx context.Context, run messages.CheckRun, escalate func(interim messages.CheckOutcome)) (messages.CheckOutcome, error)
 
-func noRunner(context.Context, messages.CheckRun) (messages.CheckOutcome, error) {
+func noRunner(context.Context, messages.CheckRun, func(messages.CheckOutcome)) (messages.CheckOutcome, error) {
 	return messages.CheckOutcome{}, errs.New(errs.Unavailable, "no check runner is configured")
 }
 
@@ -80,6 +87,12 @@ type (
 		out messages.CheckOutcome
 		err error
 	}
+	// checkEscalated is sent to the check actor by its run goroutine when
+	// the run handed the check over to a durable job (CheckRunner).
+	checkEscalated struct {
+		gen     string
+		interim messages.CheckOutcome
+	}
 	// checkIdle tells the checks supervisor that a check actor has been
 	// idle for its receive timeout after handling handled Runs.
 	checkIdle struct {
@@ -112,6 +125,9 @@ type checkActor struct {
 	waiters  waiters[bool] // callers of the run in flight; true = joined it
 	previous *messages.CheckEvidence
 	pending  pendingRun
+	// interim is the answer of a run in flight that was handed over to a
+	// durable job (Escalated set): callers get it at once, not the end.
+	interim *messages.CheckOutcome
 
 	idleTimer *time.Timer
 }
@@ -144,6 +160,8 @@ func (a *checkActor) Receive(ctx actor.Context) {
 		a.run(ctx, m)
 	case checkDone:
 		a.finish(ctx, m)
+	case checkEscalated:
+		a.escalated(ctx, m)
 	case checkIdleTick:
 		switch {
 		case m.handled != a.handled || a.running:
@@ -188,7 +206,12 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 		return
 	}
 	if a.running {
-		if ctx.Sender() != nil {
+		switch {
+		case a.interim != nil && ctx.Sender() != nil:
+			// The run continues as a durable job: the caller gets its id
+			// now, the same job every caller of the run got.
+			ctx.Respond(messages.CheckResult{Identity: a.key.Identity, Outcome: *a.interim, Joined: true, Previous: a.previous})
+		case a.interim == nil && ctx.Sender() != nil:
 			a.waiters.add(ctx, true, 0)
 		}
 		a.note(ctx, checkNote{joined: 1})
@@ -204,9 +227,10 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 	a.cancel = cancel
 	self, sys, runner, gen := ctx.Self(), ctx.ActorSystem(), a.runner, a.gen
 	a.note(ctx, checkNote{started: 1})
+	escalate := func(interim messages.CheckOutcome) { sys.Root.Send(self, checkEscalated{gen: gen, interim: interim}) }
 	a.tasks.Go(func() {
 		defer cancel()
-		out, err := safeRun(runCtx, runner, m)
+		out, err := safeRun(runCtx, runner, m, escalate)
 		sys.Root.Send(self, checkDone{gen: gen, out: out, err: err})
 	})
 	// Remember what to persist with the evidence once the run succeeds.
@@ -221,20 +245,35 @@ func runToken() string {
 }
 
 // safeRun runs the runner, turning a panic into an error.
-func safeRun(ctx context.Context, runner CheckRunner, m messages.CheckRun) (out messages.CheckOutcome, err error) {
+func safeRun(ctx context.Context, runner CheckRunner, m messages.CheckRun, escalate func(messages.CheckOutcome)) (out messages.CheckOutcome, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errs.New(errs.Internal, "check runner panicked: %v", r)
 		}
 	}()
-	return runner(ctx, m)
+	return runner(ctx, m, escalate)
+}
+
+// escalated takes the interim answer of the run in flight, handed over to
+// a durable job, and gives it to every caller waiting; later callers get
+// it at once until the run ends (run).
+func (a *checkActor) escalated(ctx actor.Context, m checkEscalated) {
+	if !a.running || m.gen != a.gen || a.interim != nil || m.interim.Escalated == nil {
+		return
+	}
+	interim := m.interim
+	a.interim = &interim
+	prev := a.previous
+	a.waiters.answerAll(ctx, func(joined bool) any {
+		return messages.CheckResult{Identity: a.key.Identity, Outcome: interim, Joined: joined, Previous: prev}
+	})
 }
 
 func (a *checkActor) finish(ctx actor.Context, m checkDone) {
 	if !a.running || m.gen != a.gen {
 		return
 	}
-	a.running = false
+	a.running, a.interim = false, nil
 	if a.cancel != nil {
 		a.cancel()
 		a.cancel = nil

@@ -17,17 +17,22 @@ import (
 	"github.com/harnessd/harnessd/persistence"
 )
 
-// fakeRunner counts runs; each run blocks until release is closed (nil =
+// fakeRunner counts runs; each run hands itself over to a job when
+// interim is set (escalate), then blocks until release is closed (nil =
 // no blocking) and returns outcome(run).
 type fakeRunner struct {
 	calls   atomic.Int32
 	started chan struct{} // if set, gets a value as each run starts
 	release chan struct{}
 	outcome func(run messages.CheckRun, n int32) (messages.CheckOutcome, error)
+	interim func(run messages.CheckRun, n int32) messages.CheckOutcome
 }
 
-func (f *fakeRunner) run(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error) {
+func (f *fakeRunner) run(ctx context.Context, run messages.CheckRun, escalate func(messages.CheckOutcome)) (messages.CheckOutcome, error) {
 	n := f.calls.Add(1)
+	if f.interim != nil {
+		escalate(f.interim(run, n))
+	}
 	if f.started != nil {
 		f.started <- struct{}{}
 	}
@@ -350,5 +355,94 @@ func TestCheckActorName(t *testing.T) {
 	c := CheckActorName(messages.CheckKey{RepoID: "repo_a", CommonDir: "/x/.git", Shared: true, Identity: "sha256:0123456789abcdef0123"})
 	if a == b || a == c || a[:22] != "check-0123456789abcdef" {
 		t.Fatalf("names %q %q %q: want distinct per scope, prefixed by the identity", a, b, c)
+	}
+}
+
+// A run handed over to a durable job answers every caller with the job at
+// once (those waiting and those that come while it runs), runs once, and
+// its final outcome becomes the evidence later callers reuse.
+func TestCheckEscalatedRunAnswersTheJobAtOnce(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	esc := &messages.CheckEscalation{JobID: "job_7", Reason: "the focused check reached the Fast Path cap", CapMs: 300}
+	f := &fakeRunner{
+		release: make(chan struct{}),
+		interim: func(run messages.CheckRun, _ int32) messages.CheckOutcome {
+			return messages.CheckOutcome{RepoID: run.Key.RepoID, JobID: esc.JobID, Path: "durable", ExitCode: -1, Escalated: esc}
+		},
+		outcome: func(run messages.CheckRun, _ int32) (messages.CheckOutcome, error) {
+			return messages.CheckOutcome{RepoID: run.Key.RepoID, JobID: esc.JobID, Pid: 77, Path: "durable", Passed: true, Stdout: "ok"}, nil
+		},
+	}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+	run := checkRun("repo_a", "sha256:eeee")
+	const n = 5
+	futures := make([]*actor.Future, n)
+	for i := range futures {
+		futures[i] = s.Root.RequestFuture(pid, run, 5*time.Second)
+	}
+	first := 0
+	for i, fu := range futures { // answered while the job still runs (release is open)
+		v, err := fu.Result()
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		r := want[messages.CheckResult](t, v)
+		if r.Outcome.Escalated == nil || r.Outcome.Escalated.JobID != "job_7" || r.Outcome.Passed || r.Reused {
+			t.Fatalf("caller %d: got %+v, want the interim answer naming job_7", i, r)
+		}
+		if !r.Joined {
+			first++
+		}
+	}
+	if first != 1 {
+		t.Fatalf("got %d callers that started the run, want 1", first)
+	}
+	r := want[messages.CheckResult](t, request(t, s, pid, run))
+	if r.Outcome.Escalated == nil || r.Outcome.Escalated.JobID != "job_7" || !r.Joined {
+		t.Fatalf("a call while the job runs: got %+v, want job_7, joined", r)
+	}
+	close(f.release)
+	eventually(t, "the job's outcome as evidence", func() bool {
+		r = want[messages.CheckResult](t, request(t, s, pid, run))
+		return r.Reused
+	})
+	if r.Outcome.Escalated != nil || !r.Outcome.Passed || r.Outcome.JobID != "job_7" || r.Outcome.Pid != 77 {
+		t.Fatalf("reused: got %+v, want the job's final outcome", r.Outcome)
+	}
+	if got := f.calls.Load(); got != 1 {
+		t.Fatalf("got %d runs, want 1", got)
+	}
+	var ev messages.CheckEvidence
+	if err := st.Get(persistence.CheckEvidenceKey("repo_a", "sha256:eeee"), &ev); err != nil || ev.Outcome.JobID != "job_7" || ev.Outcome.Escalated != nil {
+		t.Fatalf("stored evidence: got %+v, %v; want job_7's final outcome", ev, err)
+	}
+}
+
+// An escalated run that fails leaves no evidence: the next call runs again.
+func TestCheckEscalatedFailureIsNotEvidence(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{
+		interim: func(run messages.CheckRun, n int32) messages.CheckOutcome {
+			return messages.CheckOutcome{RepoID: run.Key.RepoID, JobID: "job_x", Path: "durable", ExitCode: -1,
+				Escalated: &messages.CheckEscalation{JobID: "job_x", Reason: "cap"}}
+		},
+		outcome: func(run messages.CheckRun, _ int32) (messages.CheckOutcome, error) {
+			return messages.CheckOutcome{RepoID: run.Key.RepoID, JobID: "job_x", Path: "durable", ExitCode: 1}, nil
+		},
+	}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+	run := checkRun("repo_a", "sha256:ffff")
+	_ = want[messages.CheckResult](t, request(t, s, pid, run))
+	eventually(t, "the failed job's end", func() bool {
+		return stats(t, s, pid).Running == 0
+	})
+	if r := want[messages.CheckResult](t, request(t, s, pid, run)); r.Reused || r.Joined {
+		t.Fatalf("after a failed escalated run: got %+v, want a new run", r)
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("got %d runs, want 2", got)
+	}
+	if n, _ := st.Count([]byte(persistence.PrefixCheck)); n != 0 {
+		t.Fatalf("got %d stored check keys, want 0", n)
 	}
 }

@@ -101,6 +101,10 @@ type Config struct {
 	// agent's registration needs a person's approval; the never-grantable
 	// paths (DESIGN §13) are refused everywhere.
 	AllowRoots []string
+	// CheckFastCap is the longest a focused check runs on the Fast Path
+	// before it is handed over to a durable job (0 = 15 s; tests shorten
+	// it).
+	CheckFastCap time.Duration
 }
 
 // ClientApprovals reports whether an MCP client's person may decide an
@@ -266,7 +270,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())
-	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
+	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap}), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
 		return nil, err
 	}
 	h.afterBoot(ctx)

@@ -32,6 +32,21 @@ type CheckOutcome struct {
 	Stderr     string    `json:"stderr"`
 	Summary    []string  `json:"summary,omitempty"`
 	Path       string    `json:"path"` // "fast" or "durable"
+	// Escalated is set on the interim outcome of a focused check that
+	// reached the Fast Path cap and continues as a durable job: the job
+	// still runs, so ExitCode and Passed mean nothing yet. Its final
+	// outcome (the job's) has no Escalated and is what becomes evidence.
+	Escalated *CheckEscalation `json:"escalated,omitempty"`
+}
+
+// CheckEscalation says a focused check outgrew the Fast Path: its Fast
+// Path process reached the cap (CapMs) and was stopped, and the check was
+// restarted as durable job JobID in the same single flight. Reason says so
+// in words an agent acts on.
+type CheckEscalation struct {
+	JobID  string `json:"job_id"`
+	Reason string `json:"reason"`
+	CapMs  int    `json:"cap_ms"`
 }
 
 // CheckEvidence is a persisted successful outcome: the proof that the check
@@ -62,6 +77,12 @@ type CheckSpec struct {
 	Durable bool
 	// Writes declares workspace writes (the workspace_write effect).
 	Writes bool
+	// DefaultTimeout: TimeoutMs is run_check's default (the caller set
+	// none). A focused check that reaches the Fast Path cap is then handed
+	// to a durable job with the Durable Path's default timeout; with a
+	// timeout of the caller's own it times out there unless the cap, not
+	// that timeout, stopped it.
+	DefaultTimeout bool
 	// EnvDigest is the environment fingerprint of the identity.
 	EnvDigest string
 }

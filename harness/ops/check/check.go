@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path"
@@ -21,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
@@ -115,7 +117,19 @@ type RunCheckResult struct {
 	SandboxHints []wall.Diagnosis `json:"sandbox_hints,omitempty"`
 	// MissReasons say why no earlier evidence was reused (empty when reused).
 	MissReasons []string `json:"miss_reasons,omitempty"`
+	// Escalated is set when the focused check outgrew the Fast Path: it
+	// continues as a durable job (follow it with job_status, which has
+	// its exit code and output once it ends); exit_code is then -1 (none
+	// yet) and passed false. Absent otherwise.
+	Escalated *Escalated `json:"escalated,omitempty"`
 	op.Meta
+}
+
+// Escalated names the durable job a focused check that reached the Fast
+// Path cap continues as, and why.
+type Escalated struct {
+	JobID  string `json:"job_id"`
+	Reason string `json:"reason"`
 }
 
 // Defined is a check definition as run_check defines it: validated, with
@@ -131,6 +145,10 @@ type Defined struct {
 	Writes bool
 	// Network: the check declares the network effect.
 	Network bool
+	// DefaultTimeout: the caller set no timeout (TimeoutMs is the default),
+	// so a focused check that reaches the Fast Path cap continues as a
+	// durable job with the Durable Path's default timeout.
+	DefaultTimeout bool
 }
 
 // Define validates a check's argv, timeout and effects and applies
@@ -148,13 +166,15 @@ func Define(argv []string, cwd string, timeoutMs int, effects []string) (Defined
 		return Defined{}, err
 	}
 	focused, _ := classify.Focus(argv)
-	if timeoutMs == 0 {
+	defaulted := timeoutMs == 0
+	if defaulted {
 		timeoutMs = unfocusedTimeoutMs
 		if focused {
 			timeoutMs = focusedTimeoutMs
 		}
 	}
-	return Defined{Argv: argv, Cwd: cwd, Effects: eff, TimeoutMs: timeoutMs, Focused: focused, Writes: writes, Network: network}, nil
+	return Defined{Argv: argv, Cwd: cwd, Effects: eff, TimeoutMs: timeoutMs, Focused: focused, Writes: writes, Network: network,
+		DefaultTimeout: defaulted}, nil
 }
 
 // Identity is a check's semantic identity in one checkout, with its parts
@@ -342,7 +362,7 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 		wait += waitMargin
 	}
 	spec := messages.CheckSpec{RepoID: e.Repo.ID, Root: e.Repo.Root, Cwd: args.Cwd, Argv: append([]string(nil), args.Argv...),
-		TimeoutMs: timeoutMs, Durable: durable, Writes: writes, EnvDigest: id.Env}
+		TimeoutMs: timeoutMs, Durable: durable, Writes: writes, DefaultTimeout: d.DefaultTimeout, EnvDigest: id.Env}
 	res, err := env.RT.Checks.Run(ctx, messages.CheckRun{Key: key, DefinitionDigest: id.Definition, Parts: partsJSON, Spec: spec},
 		wait, progressEvery, func(elapsed time.Duration) { op.Report(ctx, elapsed.Seconds(), wait.Seconds(), "check running") })
 	if err != nil {
@@ -360,7 +380,10 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	if o.Path != "" {
 		out.Path = o.Path
 	}
-	if !o.Passed {
+	if o.Escalated != nil {
+		// Handed over to a durable job: nothing has ended yet.
+		out.Escalated = &Escalated{JobID: o.Escalated.JobID, Reason: o.Escalated.Reason}
+	} else if !o.Passed {
 		out.SandboxHints = walls(ctx, env, e, args.Cwd, d, out.Path, o)
 	}
 	if !res.Reused {
@@ -464,18 +487,112 @@ func shortIdentity(id string) string {
 	return s
 }
 
+// RunnerConfig configures Runner. Zero fields mean the defaults.
+type RunnerConfig struct {
+	// FastCap is the Fast Path cap: the longest a focused check runs as
+	// one Fast Path process before it is handed over to a durable job
+	// (0 = 15 s, the Fast Path's maximum timeout).
+	FastCap time.Duration
+}
+
+func (c RunnerConfig) fastCap() time.Duration {
+	if c.FastCap <= 0 {
+		return focusedTimeoutMs * time.Millisecond
+	}
+	return c.FastCap
+}
+
 // Runner returns the runner of the checks actor: a focused check is one
-// bounded Fast Path process, an unfocused one a durable job. The spec is
-// data; this is the code that runs it.
-func Runner(p *op.Pipeline) actors.CheckRunner {
-	return func(ctx context.Context, run messages.CheckRun) (messages.CheckOutcome, error) {
+// bounded Fast Path process, an unfocused one a durable job. A focused
+// check the Fast Path cap stops (not a timeout of the caller's own) is
+// handed over to a durable job in the same single flight: restarted
+// there, since the Fast Path process runs under the check profile with
+// proc.Run's timeout and process group and cannot be adopted by the job
+// supervision. The runner reports the job at once (escalate) and waits
+// for it; the job's outcome is the check's. The spec is data; this is the
+// code that runs it.
+func Runner(p *op.Pipeline, cfg RunnerConfig) actors.CheckRunner {
+	fastCap := cfg.fastCap()
+	return func(ctx context.Context, run messages.CheckRun, escalate func(messages.CheckOutcome)) (messages.CheckOutcome, error) {
 		if run.Spec.Durable {
-			o, err := runDurable(ctx, p, run)
+			o, err := runDurable(ctx, p, run, run.Spec.TimeoutMs, nil)
 			o.RepoID, o.Path = run.Spec.RepoID, "durable"
 			return o, err
 		}
-		return runFast(ctx, p.Env(), run.Spec, declared(run, EffectNetwork))
+		b := budgetOf(run.Spec, fastCap)
+		o, err := runFast(ctx, p.Env(), run.Spec, b.fast, declared(run, EffectNetwork))
+		if err != nil || !b.escalates(o) || ctx.Err() != nil {
+			return o, err
+		}
+		return escalateRun(ctx, p, run, b, o, escalate)
 	}
+}
+
+// budget is how long a focused check may run on the Fast Path, and
+// whether and for how long it continues as a durable job when that ends.
+type budget struct {
+	fast time.Duration // the Fast Path process's timeout
+	// durableMs is the timeout of the durable job the check continues as
+	// when the Fast Path cap stops it; 0 = it times out there (the
+	// caller's own timeout stopped it).
+	durableMs int
+	capMs     int
+}
+
+// budgetOf is the budget of the focused check s under the Fast Path cap:
+// the Fast Path runs it for its timeout or the cap, whichever is shorter.
+// The cap hands it over to a durable job with the Durable Path's default
+// timeout when the caller set none, else with the caller's timeout; a
+// timeout of the caller's own no longer than the cap is the caller's
+// limit, and reaching it is a time-out.
+func budgetOf(s messages.CheckSpec, fastCap time.Duration) budget {
+	own := time.Duration(s.TimeoutMs) * time.Millisecond
+	b := budget{fast: min(own, fastCap), capMs: int(fastCap / time.Millisecond)}
+	switch {
+	case s.DefaultTimeout:
+		b.durableMs = max(unfocusedTimeoutMs, s.TimeoutMs)
+	case fastCap < own:
+		b.durableMs = s.TimeoutMs
+	}
+	return b
+}
+
+// escalates reports whether the Fast Path outcome o is the cap stopping
+// a check that continues as a durable job.
+func (b budget) escalates(o messages.CheckOutcome) bool {
+	return b.durableMs > 0 && o.TimedOut && !o.Cancelled
+}
+
+// escalationReason says why a check continues as job jobID, in words an
+// agent acts on.
+func escalationReason(fastCap time.Duration, jobID string) string {
+	return fmt.Sprintf("the focused check reached the Fast Path cap of %s; it continues as durable job %s (restarted there: the Fast Path process cannot be adopted) - follow it with job_status",
+		fastCap, jobID)
+}
+
+// escalateRun restarts a focused check the Fast Path cap stopped as a
+// durable job: once the job exists, it is audited and reported (escalate)
+// with fast, the Fast Path outcome, as the interim answer; then the job's
+// outcome is the check's.
+func escalateRun(ctx context.Context, p *op.Pipeline, run messages.CheckRun, b budget, fast messages.CheckOutcome,
+	escalate func(messages.CheckOutcome)) (messages.CheckOutcome, error) {
+	fastCap := time.Duration(b.capMs) * time.Millisecond
+	env := p.Env()
+	o, err := runDurable(ctx, p, run, b.durableMs, func(j messages.Job) {
+		reason := escalationReason(fastCap, j.ID)
+		if env.Gov != nil {
+			env.Gov.AuditAppend(audit.Entry{Kind: audit.KindCheck, Operation: "run_check", RepoID: run.Spec.RepoID, RequestID: j.RequestID,
+				Actor: "daemon", Outcome: "escalated", Reason: reason, Details: map[string]string{
+					"identity": run.Key.Identity, "job_id": j.ID, "from": "fast", "to": "durable",
+					"fast_path_cap_ms": strconv.Itoa(b.capMs), "fast_path_pid": strconv.Itoa(fast.Pid)}})
+		}
+		if escalate != nil {
+			escalate(messages.CheckOutcome{RepoID: run.Spec.RepoID, JobID: j.ID, StartedAt: fast.StartedAt, Path: "durable", ExitCode: -1,
+				Escalated: &messages.CheckEscalation{JobID: j.ID, Reason: reason, CapMs: b.capMs}})
+		}
+	})
+	o.RepoID, o.Path = run.Spec.RepoID, "durable"
+	return o, err
 }
 
 // confined returns the spec of a check's process: its environment (git's
@@ -499,15 +616,15 @@ func confined(ctx context.Context, env *op.Env, s messages.CheckSpec, network bo
 	return nil
 }
 
-// runFast runs a focused check: one bounded process, output redacted
-// before it can become evidence.
-func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, network bool) (messages.CheckOutcome, error) {
+// runFast runs a focused check: one process bounded by timeout, output
+// redacted before it can become evidence.
+func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, timeout time.Duration, network bool) (messages.CheckOutcome, error) {
 	dir := s.Root
 	if s.Cwd != "" && s.Cwd != "." {
 		dir = filepath.Join(s.Root, filepath.FromSlash(s.Cwd))
 	}
 	started := time.Now().UTC()
-	spec := proc.Spec{Argv: s.Argv, Dir: dir, Timeout: time.Duration(s.TimeoutMs) * time.Millisecond, MaxStdout: maxOutput, MaxStderr: maxOutput}
+	spec := proc.Spec{Argv: s.Argv, Dir: dir, Timeout: timeout, MaxStdout: maxOutput, MaxStderr: maxOutput}
 	if err := confined(ctx, env, s, network, &spec); err != nil {
 		return messages.CheckOutcome{}, err
 	}
@@ -532,31 +649,35 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, network boo
 	return o, nil
 }
 
-// runDurable runs an unfocused check as a durable job (the Durable Path,
-// env.Jobs) and waits for it, reporting the job as the check's outcome.
-// When ctx ends first (the check actor stops), the job is cancelled.
-func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (messages.CheckOutcome, error) {
+// runDurable runs a check as a durable job (the Durable Path, env.Jobs)
+// with a timeout of timeoutMs, calls started (if set) once the job exists,
+// and waits for it, reporting the job as the check's outcome. When ctx
+// ends first (the check actor stops), the job is cancelled.
+func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun, timeoutMs int, started func(messages.Job)) (messages.CheckOutcome, error) {
 	s := run.Spec
 	c, err := p.NewCall(s.RepoID)
 	if err != nil {
 		return messages.CheckOutcome{}, err
 	}
 	jobs := c.Env.Jobs
-	started := time.Now().UTC()
+	startedAt := time.Now().UTC()
 	network := declared(run, EffectNetwork)
-	spec := op.JobSpec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (s.TimeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
+	spec := op.JobSpec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: (timeoutMs + 999) / 1000, Isolation: messages.JobIsolationNone, Writes: s.Writes,
 		Network: network, RequestID: op.CheckJobPrefix + shortIdentity(run.Key.Identity) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	spec.Hashed = map[string]any{"argv": s.Argv, "cwd": s.Cwd, "timeout_s": spec.TimeoutS, "writes": s.Writes, "network": network, "check": run.Key.Identity}
 	j, err := jobs.Start(ctx, c, spec) // the final record, once the loop ends: its logs hold the output
 	if err != nil {
 		return messages.CheckOutcome{}, err
 	}
+	if started != nil {
+		started(j)
+	}
 	for !op.JobFinal(j.State) {
 		if err := ctx.Err(); err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, _ = c.Env.RT.Jobs.Cancel(cctx, j.ID)
 			cancel()
-			return messages.CheckOutcome{JobID: j.ID, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1, Cancelled: true}, nil
+			return messages.CheckOutcome{JobID: j.ID, StartedAt: startedAt, FinishedAt: time.Now().UTC(), ExitCode: -1, Cancelled: true}, nil
 		}
 		next, err := jobs.Wait(ctx, c, j.ID, time.Minute)
 		if err != nil {
@@ -567,7 +688,7 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun) (mes
 		}
 		j = next
 	}
-	o := messages.CheckOutcome{JobID: j.ID, Pid: j.Pid, StartedAt: started, FinishedAt: time.Now().UTC(), ExitCode: -1,
+	o := messages.CheckOutcome{JobID: j.ID, Pid: j.Pid, StartedAt: startedAt, FinishedAt: time.Now().UTC(), ExitCode: -1,
 		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled}
 	// Head and tail of each stream from the job's redacted logs, as the
 	// Fast Path keeps them.
