@@ -75,6 +75,8 @@ func runCheckCmd(ctx context.Context, c *cli, args []string) error {
 func printCheck(w io.Writer, r *harness.RunCheckResult) {
 	verdict := "PASS"
 	switch {
+	case r.Escalated != nil:
+		verdict = "CONTINUES AS JOB " + esc(r.Escalated.JobID) + " (" + esc(r.Escalated.Reason) + ")"
 	case r.TimedOut:
 		verdict = "TIMEOUT"
 	case !r.Passed:
