@@ -29,7 +29,7 @@ func Ops() []op.Op {
 			Prepare:     register}),
 		op.Def(op.Spec[ListArgs]{Name: "repository_list", Output: ListResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, NoRepo: true,
-			Description: "List the registered repositories with their repo_id, which the other tools take: call it first. If yours is missing, register it with repository_register (admin set). Example: {}",
+			Description: "List the registered repositories and their repo_id, which the other tools take: call it first. Yours is missing: repository_register (admin set). Example: {}",
 			Prepare:     list}),
 		op.Def(op.Spec[UnregisterArgs]{Name: "repository_unregister", Output: UnregisterResult{},
 			Route: route.Readonly, Toolset: op.Admin, Roles: op.OperatorRoles,
