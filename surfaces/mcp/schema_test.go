@@ -184,12 +184,15 @@ func TestFirstGuessesNameTheRightField(t *testing.T) {
 		want       []string // every one must be in the message
 	}{
 		{"relative path", "repository_register", map[string]any{"path": "."}, "INVALID_ARGUMENT", []string{"relative", "absolute"}},
-		{"read_file offset", "read_file", map[string]any{"repo_id": id, "path": "a.txt", "offset": 3}, "INVALID_ARGUMENT", []string{`"offset"`, `did you mean "offset_line"`}},
-		{"read_file limit", "read_file", map[string]any{"repo_id": id, "path": "a.txt", "limit": 3}, "INVALID_ARGUMENT", []string{`did you mean "max_lines"`}},
-		{"search pattern", "search", map[string]any{"repo_id": id, "pattern": "alpha"}, "INVALID_ARGUMENT", []string{`did you mean "query"`}},
-		{"replace old_string", "apply_patch", map[string]any{"repo_id": id, "request_id": "r1",
-			"operations": []any{map[string]any{"op": "replace", "path": "a.txt", "old_string": "alpha", "new_string": "beta"}}},
+		// offset, limit, pattern, old_string, new_string are aliases now
+		// (harness/op/alias.go): these guesses are not.
+		{"read_file lines", "read_file", map[string]any{"repo_id": id, "path": "a.txt", "lines": 3}, "INVALID_ARGUMENT", []string{`"lines"`, `did you mean "max_lines"`}},
+		{"run_command timeout", "run_command", map[string]any{"repo_id": id, "argv": []any{"true"}, "timeout": 3}, "INVALID_ARGUMENT", []string{`did you mean "timeout_ms"`}},
+		{"search regexp", "search", map[string]any{"repo_id": id, "regexp": "alpha"}, "INVALID_ARGUMENT", []string{`did you mean "query"`}},
+		{"replace new", "apply_patch", map[string]any{"repo_id": id, "request_id": "r1",
+			"operations": []any{map[string]any{"op": "replace", "path": "a.txt", "old_text": "alpha", "new": "beta"}}},
 			"INVALID_ARGUMENT", []string{"operations[0]", `did you mean "new_text"`}},
+		{"shell string command", "run_command", map[string]any{"repo_id": id, "command": "git log | head -1"}, "INVALID_ARGUMENT", []string{"argv", `"bash","-c"`}},
 		{"create with new_text", "apply_patch", map[string]any{"repo_id": id, "request_id": "r2",
 			"operations": []any{map[string]any{"op": "create", "path": "n.txt", "new_text": "x"}}},
 			"INVALID_ARGUMENT", []string{"content"}},
