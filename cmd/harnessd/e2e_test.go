@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The bridges the tests start serve every toolset (the default is
+	// core): the tests call tools of them all over MCP.
+	os.Setenv("HARNESSD_TOOLSETS", "all")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -109,6 +109,10 @@ func NewFactory(ex Backend, version string) *Factory {
 	return f
 }
 
+// Backend returns what f's servers serve (for what answers beside the
+// go-sdk on the same connection: tasks).
+func (f *Factory) Backend() Backend { return f.ex }
+
 // Session returns the server for stateful sessions (streamable HTTP with
 // a session id, a connection of the MCP socket) with Options o: one per
 // distinct o, made on first use. Each of its sessions starts with o's
