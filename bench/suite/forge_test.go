@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeForge is a forge surface that offers tools but has no server: for
@@ -354,5 +356,35 @@ func TestForgeSurface(t *testing.T) {
 	}
 	if n != len(Cases()) {
 		t.Errorf("%d forge results, want %d", n, len(Cases()))
+	}
+}
+
+func TestSideBySideMatchesSchema(t *testing.T) {
+	var results []Result
+	for i, s := range []string{SurfaceInproc, SurfaceMCPStdioRaw, SurfaceForgeMCPStdioRaw} {
+		r := Result{Case: CaseSmallFileRead, Surface: s, Calls: 1, Floor: "os.ReadFile"}
+		r.summarize([]sample{{wall: time.Duration(i+1) * 100 * time.Microsecond, server: 0.02}}, []float64{0.006})
+		results = append(results, r)
+	}
+	rep := Report{SchemaVersion: SchemaVersion, Machine: machineInfo(), GoVersion: "go1", Commit: "c", StartedAt: time.Now().UTC(),
+		Settings: Settings{Surfaces: []string{SurfaceInproc, SurfaceMCPStdioRaw, SurfaceForgeMCPStdioRaw},
+			Forge: &ForgeInfo{Path: "/p/forge.mjs", Version: "1.8.0", Runtime: "bun", Toolset: forgeToolset}},
+		Results: results, SideBySide: sideBySide(results)}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := validate(t, schema(t), buf.Bytes())
+	if len(got.SideBySide) != 1 || *got.SideBySide[0].ForgeOverHarnessd != 1.5 || *got.SideBySide[0].TransportPerCallMs != 0.1 {
+		t.Errorf("side_by_side = %+v", got.SideBySide)
+	}
+	var tbl bytes.Buffer
+	if err := writeTable(&tbl, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"FORGE/HARNESSD", "TRANSPORT/CALL", "1.5x", "forge: /p/forge.mjs 1.8.0 under bun, toolset full"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
 	}
 }

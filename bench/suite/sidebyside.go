@@ -119,7 +119,7 @@ func writeSideBySide(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintln(w, "FORGE/HARNESSD: forge-mcp-stdio-raw / mcp-stdio-raw; TRANSPORT/CALL: (mcp-stdio-raw - inproc) / CALLS, harnessd's own cost of the MCP transport per call.")
 	if f := rep.Settings.Forge; f != nil {
-		fmt.Fprintf(w, "forge: %s %s under %s, toolset %s\n", f.Path, f.Version, f.Runtime, f.Toolset)
+		fmt.Fprintf(w, "forge: %s %s under %s, toolset %s; its SERVER is the serverDurationMs it reports, its segments its Thin Harness latency (batch, lanes, git_status)\n", f.Path, f.Version, f.Runtime, f.Toolset)
 	}
 	return nil
 }
