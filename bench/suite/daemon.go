@@ -249,7 +249,7 @@ func (d *daemonProc) Goroutines(ctx context.Context) (int, error) {
 // stdio connects through `harnessd mcp --data-dir D` (which bridges to this
 // daemon over its unix socket).
 func (d *daemonProc) stdio(ctx context.Context) (*mcpSurface, error) {
-	cmd := exec.Command(d.bin, "mcp", "--data-dir", d.paths.DataDir, "--log-level", "warn", "--log-format", "json")
+	cmd := exec.Command(d.bin, "mcp", "--data-dir", d.paths.DataDir, "--toolsets", benchToolsets, "--log-level", "warn", "--log-format", "json")
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	s, err := connectMCP(ctx, SurfaceMCPStdio, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
@@ -290,9 +290,14 @@ func httpTransport() *http.Transport {
 // its idle connections.
 func (d *daemonProc) http(ctx context.Context, tr *http.Transport) (*mcpSurface, error) {
 	hc := &http.Client{Transport: &bearer{token: d.token, base: tr}}
-	t := &mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp", HTTPClient: hc, MaxRetries: -1}
+	t := &mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp?toolsets=" + benchToolsets, HTTPClient: hc, MaxRetries: -1}
 	return connectMCP(ctx, SurfaceMCPHTTP, t, nil)
 }
+
+// benchToolsets are the toolsets the bench's MCP sessions ask for: every
+// set, since the cases register a repository (admin) and call batch and
+// read_lanes.
+const benchToolsets = "all"
 
 // errNoDaemon is the reason daemon surfaces are skipped when no harnessd
 // binary can be had.

@@ -53,7 +53,7 @@ type rawFrame struct {
 }
 
 func (d *daemonProc) stdioRaw(ctx context.Context) (*rawSurface, error) {
-	cmd := exec.Command(d.bin, "mcp", "--data-dir", d.paths.DataDir, "--log-level", "warn", "--log-format", "json")
+	cmd := exec.Command(d.bin, "mcp", "--data-dir", d.paths.DataDir, "--toolsets", benchToolsets, "--log-level", "warn", "--log-format", "json")
 	return startRaw(ctx, SurfaceMCPStdioRaw, "harnessd mcp", cmd, 30*time.Second)
 }
 
