@@ -27,9 +27,10 @@ import (
 // mcpserver.StreamTransport: a bad frame gets a JSON-RPC error and the
 // session goes on (docs/mcp-frames.md).
 type mcpSocket struct {
-	ln  net.Listener
-	mcp *mcpserver.Factory
-	lg  *zap.Logger
+	ln    net.Listener
+	mcp   *mcpserver.Factory
+	tasks *mcpserver.Tasks // answers tasks/* on every session
+	lg    *zap.Logger
 
 	mu       sync.Mutex // protects sessions, pending and closed
 	sessions map[*mcp.ServerSession]io.Closer
@@ -38,7 +39,7 @@ type mcpSocket struct {
 	wg       sync.WaitGroup
 }
 
-func listenMCP(path string, f *mcpserver.Factory, lg *zap.Logger) (*mcpSocket, error) {
+func listenMCP(path string, f *mcpserver.Factory, tasks *mcpserver.Tasks, lg *zap.Logger) (*mcpSocket, error) {
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -48,7 +49,7 @@ func listenMCP(path string, f *mcpserver.Factory, lg *zap.Logger) (*mcpSocket, e
 		ln.Close()
 		return nil, err
 	}
-	m := &mcpSocket{ln: ln, mcp: f, lg: lg, sessions: map[*mcp.ServerSession]io.Closer{}, pending: map[net.Conn]bool{}}
+	m := &mcpSocket{ln: ln, mcp: f, tasks: tasks, lg: lg, sessions: map[*mcp.ServerSession]io.Closer{}, pending: map[net.Conn]bool{}}
 	m.wg.Add(1)
 	go m.accept()
 	return m, nil
@@ -99,7 +100,7 @@ func (m *mcpSocket) serve(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	ss, err := m.mcp.Session(opts).Connect(context.Background(), &mcpserver.StreamTransport{Conn: stream, Logger: m.lg}, nil)
+	ss, err := m.mcp.Session(opts).Connect(context.Background(), &mcpserver.StreamTransport{Conn: stream, Logger: m.lg, Tasks: m.tasks, Role: opts.RoleName()}, nil)
 	if err != nil {
 		m.lg.Warn("mcp session", zap.Error(err))
 		stream.Close()

@@ -149,7 +149,10 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	reg := prometheus.NewRegistry()
 	metrics := httpapi.NewMetrics(reg, h)
 	mcpF := mcpserver.NewFactory(counted{Backend: mcpserver.Local(h), m: metrics}, harness.VersionString())
-	mcpHandler := newMCPHTTP(factoryServers(mcpF)) // mcphttp.go: both protocol generations; mcpfactory.go: each request's toolsets and role
+	// mcphttp.go: both protocol generations; mcpfactory.go: each request's
+	// toolsets and role; tasks (job-backed MCP tasks) in front of both.
+	tasks := mcpserver.NewTasks(mcpF.Backend())
+	mcpHandler := mcpserver.WithTasks(newMCPHTTP(factoryServers(mcpF)), tasks)
 	ui := console.Handler(h, token)
 	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
 
@@ -164,7 +167,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		unixLn.Close()
 		return errors.Join(fmt.Errorf("chmod socket: %w", err), closeHarness())
 	}
-	mcpLn, err := listenMCP(p.MCPSocket, mcpF, lg.Named("mcp"))
+	mcpLn, err := listenMCP(p.MCPSocket, mcpF, tasks, lg.Named("mcp"))
 	if err != nil {
 		unixLn.Close()
 		return errors.Join(fmt.Errorf("listen on %s: %w", p.MCPSocket, err), closeHarness())

@@ -178,7 +178,7 @@ func (f *Factory) build(o Options, stateless bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: f.version}, &mcp.ServerOptions{
 		Instructions: Instructions,
 	})
-	v := &served{f: f, s: s, role: o.roleName(), stateless: stateless, sets: map[op.Toolset]bool{}, changed: map[*mcp.ServerSession]*sessionSets{}}
+	v := &served{f: f, s: s, role: o.RoleName(), stateless: stateless, sets: map[op.Toolset]bool{}, changed: map[*mcp.ServerSession]*sessionSets{}}
 	for _, t := range o.sets() {
 		v.sets[t] = true
 	}

@@ -365,6 +365,7 @@ type peer struct {
 	protocol string
 	ext      bool
 	client   harness.Client
+	role     string // the session's role, "" = operator
 }
 
 // dialect is how a request speaks of tasks.
@@ -435,7 +436,7 @@ func jobOfCall(tool string, structured json.RawMessage) string {
 
 // callerCtx is ctx for the job operations a tasks/* request maps to.
 func callerCtx(ctx context.Context, p *taskParams, pe peer) context.Context {
-	c := harness.Caller{Client: pe.client}
+	c := harness.Caller{Client: pe.client, Role: pe.role}
 	if ci := p.Meta.ClientInfo; ci != nil {
 		c.Client = harness.Client{Name: ci.Name, Version: ci.Version}
 	}
@@ -739,9 +740,9 @@ type taskConn struct {
 	closed  bool
 }
 
-func newTaskConn(t *Tasks, write func([]byte) error) *taskConn {
+func newTaskConn(t *Tasks, write func([]byte) error, role string) *taskConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &taskConn{t: t, write: write, ctx: ctx, cancel: cancel, pending: map[jsonrpc.ID]pending{}}
+	return &taskConn{t: t, write: write, ctx: ctx, cancel: cancel, pending: map[jsonrpc.ID]pending{}, peer: peer{role: role}}
 }
 
 // incoming looks at a request on its way to the go-sdk; it reports true
@@ -893,7 +894,12 @@ func WithTasks(next http.Handler, t *Tasks) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		pe := peer{protocol: r.Header.Get("Mcp-Protocol-Version")}
+		o, err := OptionsFromRequest(r)
+		if err != nil {
+			next.ServeHTTP(w, r) // the MCP handler answers the bad options
+			return
+		}
+		pe := peer{protocol: r.Header.Get("Mcp-Protocol-Version"), role: o.RoleName()}
 		var p pending
 		switch req.Method {
 		case "initialize":

@@ -122,8 +122,8 @@ func (o Options) check() error {
 // sets returns o's toolsets, core first, each once, in op.Toolsets order.
 func (o Options) sets() []op.Toolset { return normSets(o.Toolsets) }
 
-// roleName is the role a Caller names for o ("" = operator).
-func (o Options) roleName() string {
+// RoleName is the role a Caller names for o ("" = operator).
+func (o Options) RoleName() string {
 	if o.Role == 0 {
 		return ""
 	}
@@ -132,7 +132,7 @@ func (o Options) roleName() string {
 
 // key names o for the cache of shared servers.
 func (o Options) key() string {
-	return setNames(o.sets()) + "|" + o.roleName()
+	return setNames(o.sets()) + "|" + o.RoleName()
 }
 
 // normSets returns core and ts, each once, in op.Toolsets order.
@@ -187,11 +187,14 @@ func toolsetsTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ToolsetsTool,
 		Title: "Toolsets",
-		Description: "List the toolsets (groups of tools: core is always on) and which are enabled; enable or disable sets in this session, " +
-			`e.g. {"enable":["runs"]}: the tool list changes. Use it when you need a tool you do not see. It changes what you see, not what your role may call.`,
+		Description: "List the toolsets (core is always on) and enable or disable sets in this session when you need a tool you do not see, " +
+			`e.g. {"enable":["runs"]}. It changes what you see, not what your role may call.`,
 		InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 			"enable":  list("sets to add to this session's tools"),
 			"disable": list("sets to remove"),
+		}},
+		OutputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+			"toolsets": {Type: "array"}, "role": {Type: "string"},
 		}},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}

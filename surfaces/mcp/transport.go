@@ -38,6 +38,10 @@ type StreamTransport struct {
 	// tasks/* requests are answered here, and task-eligible calls are
 	// answered with a task handle.
 	Tasks *Tasks
+	// Role is the session's role for the job operations tasks/* requests
+	// map to ("" = operator): the same role as the session's tool calls,
+	// so a task never acts with more than its session may.
+	Role string
 }
 
 // Connect implements mcp.Transport. The connection reads its frames in
@@ -60,7 +64,7 @@ func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 		closed: make(chan struct{}),
 	}
 	if t.Tasks != nil {
-		c.tasks = newTaskConn(t.Tasks, c.writeFrame)
+		c.tasks = newTaskConn(t.Tasks, c.writeFrame, t.Role)
 	}
 	return c, nil
 }
