@@ -207,7 +207,7 @@ func Def[In any](s Spec[In]) Op {
 // gate can ask about (a policy rule may ask about every one) can be retried
 // with the approval a person granted.
 type Approval struct {
-	ApprovalID string `json:"approval_id,omitempty" jsonschema:"after APPROVAL_REQUIRED: the approval_id a person approved for exactly this input"`
+	ApprovalID string `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 }
 
 // approvalOf returns the input's approval_id, if it has the field.

@@ -47,7 +47,7 @@ func commonDescriptions() map[string]string {
 		"wait_ms":                   "wait up to this many milliseconds for a busy file or lease instead of failing at once with MUTATION_BUSY (max 30000)",
 		"case_insensitive":          "match regardless of letter case",
 		"timeout_ms":                "give up after this many milliseconds",
-		"approval_id":               "after APPROVAL_REQUIRED: the approval_id a person approved for exactly this input",
+		"approval_id":               "from APPROVAL_REQUIRED, once a person approved it",
 	}
 }
 

@@ -82,7 +82,7 @@ func TestInputSchema(t *testing.T) {
 		{[]string{"properties", "query", "type"}, "string"},
 		{[]string{"properties", "limit", "type"}, "integer"}, // *int is not ["null","integer"]
 		{[]string{"properties", "items", "items", "additionalProperties"}, false},
-		{[]string{"properties", "approval_id", "description"}, "after APPROVAL_REQUIRED: the approval_id a person approved for exactly this input"},
+		{[]string{"properties", "approval_id", "description"}, "from APPROVAL_REQUIRED, once a person approved it"},
 		{[]string{"properties", "run_id", "type"}, "string"},
 	}
 	for _, c := range checks {

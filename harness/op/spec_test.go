@@ -352,7 +352,7 @@ func TestHashIgnoreLeavesFieldsOut(t *testing.T) {
 func TestToolsets(t *testing.T) {
 	reg := ops.Registry()
 	core := reg.Names(func(o *op.Op) bool { return o.Toolset == op.Core })
-	want := sorted([]string{"read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_commit", "job_start", "job_status"})
+	want := sorted([]string{"repository_list", "read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_commit", "job_start", "job_status"})
 	if !slices.Equal(core, want) {
 		t.Errorf("core = %v, want %v", core, want)
 	}

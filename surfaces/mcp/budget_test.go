@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -64,37 +65,60 @@ func measure(t *testing.T, enc tokenizer.Codec, tools []*mcp.Tool) listCost {
 	return c
 }
 
-// TestToolsListBudget fails when the tools of the core toolset, or of all
-// sets together, cost more o200k tokens than the budget, naming the
-// heaviest tool; it logs the table the README shows.
+// served lists the tools a session with the toolsets o names sees, as
+// the server sends them (tools/list through a client, in list order).
+func served(t *testing.T, h *harness.Harness, o mcpserver.Options) []*mcp.Tool {
+	t.Helper()
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test", o), nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Tools
+}
+
+// TestToolsListBudget fails when tools/list of a session with the core
+// toolset, or with every set, costs more o200k tokens than the budget,
+// naming the heaviest tool; it logs the table the README shows. Each
+// set's row counts its own tools (a session enabling it lists core too).
 func TestToolsListBudget(t *testing.T) {
 	enc, err := tokenizer.Get(tokenizer.O200kBase)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySet := map[op.Toolset][]*mcp.Tool{}
-	var all []*mcp.Tool
-	for _, o := range harness.Ops() {
-		if !o.Agent {
-			continue
-		}
-		tool := mcpserver.ToolOf(o)
-		bySet[o.Toolset] = append(bySet[o.Toolset], tool)
-		all = append(all, tool)
+	h := openHarness(t)
+	core := served(t, h, mcpserver.Options{})
+	inCore := map[string]bool{}
+	for _, tool := range core {
+		inCore[tool.Name] = true
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n| set | tools | tools/list bytes | tokens, all (o200k) | tokens a model sees |\n|---|---|---|---|---|\n")
 	row := func(name string, c listCost) {
 		fmt.Fprintf(&table, "| %s | %d | %d | %d | %d |\n", name, c.tools, c.bytes, c.tokens, c.seen)
 	}
-	for _, set := range op.Toolsets() {
-		c := measure(t, enc, bySet[set])
-		row(string(set), c)
-		if set == op.Core && c.tokens > coreBudget {
-			t.Errorf("tools/list of core costs %d tokens, budget %d: the heaviest tool is %s (%d tokens)", c.tokens, coreBudget, c.heaviest, c.heaviestTokens)
-		}
+	c := measure(t, enc, core)
+	row(string(op.Core), c)
+	if c.tokens > coreBudget {
+		t.Errorf("tools/list of core costs %d tokens, budget %d: the heaviest tool is %s (%d tokens)", c.tokens, coreBudget, c.heaviest, c.heaviestTokens)
 	}
-	c := measure(t, enc, all)
+	for _, set := range op.Toolsets()[1:] {
+		var own []*mcp.Tool
+		for _, tool := range served(t, h, mcpserver.Options{Toolsets: []op.Toolset{set}}) {
+			if !inCore[tool.Name] {
+				own = append(own, tool)
+			}
+		}
+		if len(own) == 0 {
+			t.Errorf("a session enabling %s lists no tool beyond core", set)
+		}
+		row(string(set), measure(t, enc, own))
+	}
+	all := served(t, h, mcpserver.Options{Toolsets: op.Toolsets()})
+	if agent := len(harness.Ops()); len(all) < len(core) || len(all) > agent+1 {
+		t.Errorf("a session with every set lists %d tools, want the agent operations and the toolsets tool", len(all))
+	}
+	c = measure(t, enc, all)
 	row("all", c)
 	if c.tokens > allBudget {
 		t.Errorf("tools/list of every set costs %d tokens, budget %d: the heaviest tool is %s (%d tokens)", c.tokens, allBudget, c.heaviest, c.heaviestTokens)

@@ -159,7 +159,7 @@ func TestBadArgumentsOverTheStreamTransport(t *testing.T) {
 		name, args, code string
 	}{
 		{"wrong type", `{` + repo + `,"path":5}`, "INVALID_ARGUMENT"},
-		{"unknown field", `{` + repo + `,"path":"a.txt","offset":3}`, "INVALID_ARGUMENT"},
+		{"unknown field", `{` + repo + `,"path":"a.txt","lines":3}`, "INVALID_ARGUMENT"},
 		{"missing field", `{` + repo + `}`, "INVALID_ARGUMENT"},
 		{"an array", `[1]`, "INVALID_ARGUMENT"},
 		{"a string", `"a.txt"`, "INVALID_ARGUMENT"},
