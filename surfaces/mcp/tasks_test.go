@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/internal/testutil"
+	"github.com/harnessd/harnessd/harness/op"
 	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
 )
 
@@ -295,5 +296,46 @@ func TestTasksOverHTTP(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 		time.Sleep(time.Duration(got.PollIntervalMs) * time.Millisecond) // the server's hint, within the deadline
+	}
+}
+
+// A task acts with its session's role: a reader may follow a job's task
+// but not cancel it (job_cancel is an editor's), and the job runs on.
+func TestTasksActWithTheSessionsRole(t *testing.T) {
+	h := openHarness(t)
+	root := testutil.Repo(t, map[string]string{"README.md": "tasks\n"})
+	ex := mcpserver.Local(h)
+	reader := mcpserver.Options{Role: op.Reader}
+	c := &taskClient{rawClient: serveRaw(t, mcpserver.New(ex, "test", reader), mcpserver.StreamTransport{Tasks: mcpserver.NewTasks(ex), Role: reader.RoleName()}, false)}
+	ctx := context.Background()
+	out, err := ex.Exec(ctx, "repository_register", json.RawMessage(`{"path":"`+root+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	var reg struct {
+		RepoID string `json:"repo_id"`
+	}
+	if err := json.Unmarshal(b, &reg); err != nil {
+		t.Fatal(err)
+	}
+	out, err = ex.Exec(ctx, "job_start", json.RawMessage(`{"repo_id":"`+reg.RepoID+`","argv":["sh","-c","sleep 1; echo done"],"request_id":"r1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(out)
+	var job struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(b, &job); err != nil || job.JobID == "" {
+		t.Fatalf("job_start: %s %v", b, err)
+	}
+	m := c.rpc("tasks/cancel", `{"taskId":"`+job.JobID+`",`+extMeta+`}`)
+	t.Logf("a reader's tasks/cancel: %+v", m.Error)
+	if m.Error == nil || !strings.HasPrefix(m.Error.Message, "ROLE_DENIED") {
+		t.Fatalf("a reader's tasks/cancel = %+v %s, want ROLE_DENIED", m.Error, m.Result)
+	}
+	if end := c.follow(job.JobID); end.Status != "completed" {
+		t.Fatalf("the job after a refused cancel: %+v, want completed", end)
 	}
 }
