@@ -297,10 +297,17 @@ func TestMCPHTTPDiscoverAndHeaders(t *testing.T) {
 			SupportedVersions []string       `json:"supportedVersions"`
 			Capabilities      map[string]any `json:"capabilities"`
 			Instructions      string         `json:"instructions"`
+			TTLMs             int            `json:"ttlMs"`
+			CacheScope        string         `json:"cacheScope"`
 		} `json:"result"`
 	}
 	if status != http.StatusOK || json.Unmarshal([]byte(answer), &disc) != nil {
 		t.Fatalf("server/discover: HTTP %d %s", status, answer)
+	}
+	// Cacheable: fresh for an hour, private (what a client lists depends
+	// on its toolsets and role).
+	if disc.Result.TTLMs != int(mcpserver.ListTTL.Milliseconds()) || disc.Result.CacheScope != "private" {
+		t.Errorf("server/discover: ttlMs %d, cacheScope %q; want %d, private", disc.Result.TTLMs, disc.Result.CacheScope, mcpserver.ListTTL.Milliseconds())
 	}
 	for _, v := range []string{v20260728, v20251125} {
 		if !slices.Contains(disc.Result.SupportedVersions, v) {

@@ -177,6 +177,7 @@ type sessionSets struct {
 func (f *Factory) build(o Options, stateless bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: f.version}, &mcp.ServerOptions{
 		Instructions: Instructions,
+		SetCacheable: cacheable,
 	})
 	v := &served{f: f, s: s, role: o.RoleName(), stateless: stateless, sets: map[op.Toolset]bool{}, changed: map[*mcp.ServerSession]*sessionSets{}}
 	for _, t := range o.sets() {
@@ -190,6 +191,25 @@ func (f *Factory) build(o Options, stateless bool) *mcp.Server {
 	}
 	registerContext(s, f.ex)
 	return s
+}
+
+// ListTTL is how long a client may cache server/discover and the lists
+// (tools, prompts, resources): they change only with the daemon's
+// version or a session's toolsets, and a session that changes its
+// toolsets is sent tools/list_changed, which drops a client's cache.
+const ListTTL = time.Hour
+
+// cacheable sets the 2026-07-28 cache hints: the lists and discover are
+// fresh for ListTTL, private to the client (what it lists depends on its
+// toolsets and role); a resource read (a run's assembled context) is
+// stale at once.
+func cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	switch req.(type) {
+	case *mcp.ReadResourceRequest:
+		c.TTLMs, c.CacheScope = 0, "private"
+	default:
+		c.TTLMs, c.CacheScope = int(ListTTL/time.Millisecond), "private"
+	}
 }
 
 // enabled reports whether session ss has toolset t.
