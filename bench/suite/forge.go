@@ -467,22 +467,11 @@ func (s *forgeSurface) Call(ctx context.Context, op string, args map[string]any,
 // puts the structured content there), else the structured content. An
 // error result becomes an error naming Forge's code and message.
 func forgeBody(raw json.RawMessage) ([]byte, error) {
-	var res struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Structured json.RawMessage `json:"structuredContent"`
-		IsError    bool            `json:"isError"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
+	b, isError, err := rawToolBody(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decode result: %w", err)
 	}
-	b := []byte(res.Structured)
-	if len(res.Content) > 0 && res.Content[0].Type == "text" && strings.HasPrefix(res.Content[0].Text, "{") {
-		b = []byte(res.Content[0].Text)
-	}
-	if res.IsError {
+	if isError {
 		var e struct {
 			Error struct {
 				Code    string `json:"code"`

@@ -212,6 +212,20 @@ func (s *rawSurface) Call(ctx context.Context, op string, args map[string]any, o
 		}
 		return smp, errs.Wrap(errs.Unavailable, err, "%s %s: %v", s.Name(), op, err)
 	}
+	b, isError, err := rawToolBody(raw)
+	if err != nil {
+		return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", s.Name(), op, err)
+	}
+	if len(b) == 0 {
+		return smp, errs.New(errs.Internal, "%s %s: the result has no structured content", s.Name(), op)
+	}
+	return finishCall(smp, s.Name(), op, b, isError, out)
+}
+
+// rawToolBody returns the JSON of a tools/call result as a minimal client
+// reads it: its first text block when that is a JSON object, else its
+// structured content; and whether it is an error result.
+func rawToolBody(raw json.RawMessage) (json.RawMessage, bool, error) {
 	var res struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -221,16 +235,13 @@ func (s *rawSurface) Call(ctx context.Context, op string, args map[string]any, o
 		IsError    bool            `json:"isError"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return smp, errs.Wrap(errs.Internal, err, "%s %s: decode result: %v", s.Name(), op, err)
+		return nil, false, err
 	}
 	b := res.Structured
 	if len(res.Content) > 0 && res.Content[0].Type == "text" && len(res.Content[0].Text) > 0 && res.Content[0].Text[0] == '{' {
 		b = json.RawMessage(res.Content[0].Text)
 	}
-	if len(b) == 0 {
-		return smp, errs.New(errs.Internal, "%s %s: the result has no structured content", s.Name(), op)
-	}
-	return finishCall(smp, s.Name(), op, b, res.IsError, out)
+	return b, res.IsError, nil
 }
 
 func (s *rawSurface) Close() error {

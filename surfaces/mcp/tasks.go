@@ -817,23 +817,31 @@ func (c *taskConn) outgoing(ctx context.Context, msg jsonrpc.Message) jsonrpc.Me
 	if !ok || resp.Error != nil || len(resp.Result) == 0 {
 		return msg
 	}
-	var result json.RawMessage
+	result, protocol := c.t.answer(ctx, p, resp.Result, pe)
+	if p.kind == pendingInit {
+		c.mu.Lock()
+		c.peer.protocol = protocol
+		c.mu.Unlock()
+	}
+	return &jsonrpc.Response{ID: resp.ID, Result: result, Extra: resp.Extra}
+}
+
+// answer rewrites the go-sdk's result of a request noted as p: initialize
+// and server/discover gain the tasks' capabilities (it also returns the
+// protocol an initialize settled on), a task-eligible call becomes a task.
+func (t *Tasks) answer(ctx context.Context, p pending, result json.RawMessage, pe peer) (json.RawMessage, string) {
 	switch p.kind {
 	case pendingInit:
 		var r struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		_ = json.Unmarshal(resp.Result, &r)
-		c.mu.Lock()
-		c.peer.protocol = r.ProtocolVersion
-		c.mu.Unlock()
-		result = withCapabilities(resp.Result, r.ProtocolVersion < protocol2026)
+		_ = json.Unmarshal(result, &r)
+		return withCapabilities(result, r.ProtocolVersion < protocol2026), r.ProtocolVersion
 	case pendingDiscover:
-		result = withCapabilities(resp.Result, false)
+		return withCapabilities(result, false), ""
 	default:
-		result = c.t.handle(ctx, p.tool, p.d, resp.Result, pe)
+		return t.handle(ctx, p.tool, p.d, result, pe), ""
 	}
-	return &jsonrpc.Response{ID: resp.ID, Result: result, Extra: resp.Extra}
 }
 
 // close ends the tasks/* requests still running (tasks/result waiting
@@ -938,19 +946,7 @@ func WithTasks(next http.Handler, t *Tasks) http.Handler {
 			if resp.ID != req.ID || resp.Error != nil || len(resp.Result) == 0 {
 				return resp
 			}
-			var result json.RawMessage
-			switch p.kind {
-			case pendingInit:
-				var v struct {
-					ProtocolVersion string `json:"protocolVersion"`
-				}
-				_ = json.Unmarshal(resp.Result, &v)
-				result = withCapabilities(resp.Result, v.ProtocolVersion < protocol2026)
-			case pendingDiscover:
-				result = withCapabilities(resp.Result, false)
-			default:
-				result = t.handle(r.Context(), p.tool, p.d, resp.Result, pe)
-			}
+			result, _ := t.answer(r.Context(), p, resp.Result, pe)
 			return &jsonrpc.Response{ID: resp.ID, Result: result}
 		}
 		out := rec.body.Bytes()
