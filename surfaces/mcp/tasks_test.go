@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/testutil"
 	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
 )
 
