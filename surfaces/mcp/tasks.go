@@ -527,9 +527,16 @@ func (t *Tasks) Serve(ctx context.Context, method string, params json.RawMessage
 			if err != nil {
 				return nil, rpcError(jsonrpc.CodeInternalError, "task %s: result: %v", id, err)
 			}
-			if w.Result, err = json.Marshal(res); err != nil {
+			b, err := json.Marshal(res)
+			if err != nil {
 				return nil, rpcError(jsonrpc.CodeInternalError, "task %s: result: %v", id, err)
 			}
+			// The inlined CallToolResult is a 2026-07-28 Result too, and
+			// "Servers implementing this protocol version MUST include"
+			// resultType (ext-tasks' client rejects the result without
+			// it); the go-sdk keeps its own unexported. b is an object
+			// holding at least content.
+			w.Result = append([]byte(`{"resultType":"complete",`), b[1:]...)
 		}
 		return w, nil
 	case "tasks/result":
