@@ -240,9 +240,11 @@ func nodeClientDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	// The script is copied on every run: node resolves its imports from
-	// the directory it lives in.
-	copyFile(t, filepath.Join(src, "client.mjs"), filepath.Join(dir, "client.mjs"))
+	// The scripts are copied on every run: node resolves their imports
+	// from the directory they live in.
+	for _, name := range []string{"client.mjs", "task.mjs"} {
+		copyFile(t, filepath.Join(src, name), filepath.Join(dir, name))
+	}
 	return dir
 }
 
