@@ -43,12 +43,12 @@ type Caller struct {
 // RunBudget limits a run. Zero means "no limit" for every field.
 type RunBudget struct {
 	// WallS is the run's deadline in seconds from its start.
-	WallS       int64 `json:"wall_s,omitempty" jsonschema:"seconds from the run's start after which it is ended and its jobs cancelled"`
-	Commands    int64 `json:"commands,omitempty" jsonschema:"commands the run may start (run_command, check_run)"`
-	Mutations   int64 `json:"mutations,omitempty" jsonschema:"writes the run may make (apply_patch, stage, commit, ...)"`
-	Jobs        int64 `json:"jobs,omitempty" jsonschema:"durable jobs the run may start"`
-	OutputBytes int64 `json:"output_bytes,omitempty" jsonschema:"bytes of output the run may receive; the call that crosses it completes, the next is refused"`
-	Approvals   int64 `json:"approvals,omitempty" jsonschema:"approval requests the run may raise"`
+	WallS       int64 `json:"wall_s,omitempty" jsonschema:"seconds until the run is ended and its jobs cancelled"`
+	Commands    int64 `json:"commands,omitempty" jsonschema:"commands it may run (run_command, run_check)"`
+	Mutations   int64 `json:"mutations,omitempty" jsonschema:"writes it may make (apply_patch, git_commit, ...)"`
+	Jobs        int64 `json:"jobs,omitempty" jsonschema:"jobs it may start"`
+	OutputBytes int64 `json:"output_bytes,omitempty" jsonschema:"bytes of output it may receive"`
+	Approvals   int64 `json:"approvals,omitempty" jsonschema:"approval requests it may raise"`
 }
 
 // RunCounters are what a run has used and done.
@@ -89,11 +89,11 @@ const (
 type RunShape struct {
 	// Deliverables is how many independent deliverables the run makes
 	// (2 or more: a campaign).
-	Deliverables int `json:"deliverables,omitempty" jsonschema:"independent deliverables the run will produce (2 or more make it a campaign)"`
+	Deliverables int `json:"deliverables,omitempty" jsonschema:"independent deliverables (2 or more: campaign)"`
 	// Writes says the run changes the work tree (patches, commits).
-	Writes bool `json:"writes,omitempty" jsonschema:"the run will change files (apply_patch, git_stage, git_commit)"`
+	Writes bool `json:"writes,omitempty" jsonschema:"it will change files"`
 	// Durable says the run starts durable jobs.
-	Durable bool `json:"durable,omitempty" jsonschema:"the run will start durable jobs (job_start, long or writing commands)"`
+	Durable bool `json:"durable,omitempty" jsonschema:"it will start jobs (job_start, long commands)"`
 }
 
 // RunEscalation is one explicit change of a run's tier (run_escalate).

@@ -45,15 +45,15 @@ const (
 // apply: check (argv, cwd, timeout_ms, effects as for run_check, repo_id),
 // receipt (receipt_id) or file (path, sha256, repo_id).
 type Evidence struct {
-	Kind      string   `json:"kind" enum:"check,receipt,file" jsonschema:"check: a check as given to run_check (argv, cwd); receipt: a write's receipt (receipt_id); file: a file with its sha256 (path, sha256)"`
-	RepoID    string   `json:"repo_id,omitempty" jsonschema:"the repository (check, file); default: the claim's repo_id, else the run's"`
-	Argv      []string `json:"argv,omitempty" jsonschema:"check: the check's argv exactly as given to run_check"`
-	Cwd       string   `json:"cwd,omitempty" jsonschema:"check: its cwd as given to run_check"`
-	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"check: its timeout_ms if one was given to run_check (part of the identity)"`
-	Effects   []string `json:"effects,omitempty" jsonschema:"check: its declared effects if any were given to run_check (part of the identity)"`
-	ReceiptID string   `json:"receipt_id,omitempty" jsonschema:"receipt: the receipt_id of a write (apply_patch, patch_proposal_integrate, ...)"`
-	Path      string   `json:"path,omitempty" jsonschema:"file: the file's path relative to the repository root"`
-	SHA256    string   `json:"sha256,omitempty" jsonschema:"file: the hex sha256 the file must have (as read_file reports it)"`
+	Kind      string   `json:"kind" enum:"check,receipt,file" jsonschema:"check (argv, cwd), receipt (receipt_id) or file (path, sha256)"`
+	RepoID    string   `json:"repo_id,omitempty" jsonschema:"check, file: default the claim's, else the run's"`
+	Argv      []string `json:"argv,omitempty" jsonschema:"check: exactly as given to run_check"`
+	Cwd       string   `json:"cwd,omitempty" jsonschema:"check: as given to run_check"`
+	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"check: as given to run_check, if it was"`
+	Effects   []string `json:"effects,omitempty" jsonschema:"check: as given to run_check, if they were"`
+	ReceiptID string   `json:"receipt_id,omitempty" jsonschema:"receipt: from a write's result or receipt_list"`
+	Path      string   `json:"path,omitempty" jsonschema:"file: relative to the repository root"`
+	SHA256    string   `json:"sha256,omitempty" jsonschema:"file: the hex sha256 it must have (read_file shows it)"`
 }
 
 // Claim is one claim of an agent about a stage of its run.

@@ -26,22 +26,21 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[Args]{Name: "context_assemble", Title: "Assemble context", Output: Result{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "Assemble what to read first before acting in a repository, within a token budget: its state files (STATE.md, PLAN.md, .planning/), " +
-				"the rules that apply (AGENTS.md sections, .cursor/rules/*.mdc by their globs, CONTRIBUTING.md, .github/copilot-instructions.md) chosen by the checkout's languages and the command, " +
-				"docs (.codebase/, CLAUDE.md, the README's head, a docs index), the run's stage state, recent failures first, then receipts, escalations and approvals, and its observations. " +
-				"Duplicates and stale entries are pruned, oversized parts summarised; the answer says what and why, and the tokens remaining. " +
-				"With command (an operation name) and args, command_route is that operation's routing decision (as route_explain). Secret paths are never read; known secret values are redacted.",
+			Description: "Before working in an unfamiliar repository or taking up a run, get what to read first within a token budget: state files (STATE.md, PLAN.md), " +
+				"the rules that apply (AGENTS.md, .cursor/rules, CONTRIBUTING.md), docs, and the run's stages, failures and observations. " +
+				"A file you already know: read_file. " +
+				"Example: {\"command\":\"apply_patch\",\"token_budget\":4000}",
 			Repo: func(a Args) string { return a.RepoID }, Prepare: assemble}),
 	}
 }
 
 // Args are the arguments of context_assemble.
 type Args struct {
-	RepoID      string         `json:"repo_id" jsonschema:"repository id from repository_register"`
-	RunID       string         `json:"run_id,omitempty" jsonschema:"the run: its stage state, failures, receipts, escalations, approvals and observations are included; default this session's run"`
-	Command     string         `json:"command,omitempty" jsonschema:"the operation you are about to call (e.g. run_command, apply_patch, git_commit): rules are chosen for it and route is its routing decision"`
-	CommandArgs map[string]any `json:"args,omitempty" jsonschema:"the arguments of command (argv, timeout_ms, writes, path, paths, ...): routing and rule globs use them"`
-	TokenBudget int            `json:"token_budget,omitempty" jsonschema:"tokens the assembled parts may take (default 8000, 500 to 200000)"`
+	RepoID      string         `json:"repo_id" jsonschema:"from repository_list"`
+	RunID       string         `json:"run_id,omitempty" jsonschema:"the run to include; default this session's"`
+	Command     string         `json:"command,omitempty" jsonschema:"the tool you will call next, e.g. apply_patch: its rules, and how it would run"`
+	CommandArgs map[string]any `json:"args,omitempty" jsonschema:"command's arguments (argv, path, ...)"`
+	TokenBudget int            `json:"token_budget,omitempty" jsonschema:"default 8000, 500 to 200000"`
 	op.Approval
 }
 

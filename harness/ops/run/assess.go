@@ -16,9 +16,9 @@ func AssessOps() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[AssessArgs]{Name: "run_assess", Output: AssessResult{}, ReadOnly: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "Assess a failure of a run: its type (loop, deadlock, transient, contract, budget, unknown) with the evidence, " +
-				"and a recovery plan (retry, retry_after, escalate_durable, ask_human, abort). Default: the run's latest failed call. " +
-				"Also lists the run's children with their stages and blockers.",
+			Description: "When a run's call failed and the cause is unclear or keeps coming back: its type (loop, deadlock, transient, contract, budget, unknown) with the evidence, " +
+				"and what to do next (retry, retry_after, escalate_durable, ask_human, abort). Default: the latest failed call. " +
+				"Example: {\"run_id\":\"run_1\"}",
 			Prepare: assess}),
 	}
 }
@@ -26,7 +26,7 @@ func AssessOps() []op.Op {
 // AssessArgs are the arguments of run_assess.
 type AssessArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
-	SpanID string `json:"span_id,omitempty" jsonschema:"the failed span to assess; default: the run's latest failed call"`
+	SpanID string `json:"span_id,omitempty" jsonschema:"the failed call (run_status include_spans); default the latest"`
 	op.Approval
 }
 

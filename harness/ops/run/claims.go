@@ -33,13 +33,15 @@ func ClaimOps() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ClaimArgs]{Name: "run_claim", Output: ClaimResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, Topics: []string{"test"}, NoRepo: true,
-			Description: "Claim what a stage of a run achieved, with evidence: {kind: check, argv, cwd?} (a check as given to run_check), {kind: receipt, receipt_id} (a write's receipt) or {kind: file, path, sha256}. " +
-				"The claim is stored with status claimed; only run_verify makes it verified, and a claim without evidence stays claimed.",
+			Description: "Record what a stage of a run achieved, citing evidence: a check as given to run_check, a write's receipt, or a file's sha256. " +
+				"It stays claimed until run_verify; git_commit's require_verified needs that. Progress only: run_stage. " +
+				"Example: {\"run_id\":\"run_1\",\"stage\":\"tests\",\"claim\":\"parser tests pass\",\"evidence\":[{\"kind\":\"check\",\"argv\":[\"go\",\"test\",\"./parse\"]}]}",
 			Prepare: claim}),
 		op.Def(op.Spec[VerifyArgs]{Name: "run_verify", Output: VerifyResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, Topics: []string{"test"}, NoRepo: true,
-			Description: "Verify the claims of a stage of a run against the checkout now, running nothing: a check is verified only by passing evidence for the current content revision (run_check stores it), a receipt only while every file it wrote still has the digest it wrote, a file only if it has the claimed sha256. " +
-				"Answers passed, each piece of evidence with verified and reason, and the blockers with their fix; records the stage as verified or claimed.",
+			Description: "Check a stage's claims against the code as it is now, running nothing: a check needs a pass run_check recorded for this content, a receipt its files unchanged since, a file its sha256. " +
+				"Answers passed and each blocker with its fix; a missing pass: run_check first. " +
+				"Example: {\"run_id\":\"run_1\",\"stage\":\"tests\"}",
 			Prepare: verifyStage}),
 	}
 }
@@ -47,10 +49,10 @@ func ClaimOps() []op.Op {
 // ClaimArgs are the arguments of run_claim.
 type ClaimArgs struct {
 	RunID    string            `json:"run_id" jsonschema:"the run"`
-	Stage    string            `json:"stage" jsonschema:"the stage the claim is about, e.g. tests (at most 128 bytes)"`
-	Claim    string            `json:"claim" jsonschema:"what was done, in a sentence (at most 4096 bytes; secrets are redacted: the values of the secret files of the run's and the claim's repository, and the redaction rules)"`
-	RepoID   string            `json:"repo_id,omitempty" jsonschema:"the repository of the check and file evidence; default: the run's repo_id"`
-	Evidence []verify.Evidence `json:"evidence,omitempty" jsonschema:"up to 32 pieces of evidence: {kind: check, argv, cwd?}, {kind: receipt, receipt_id} or {kind: file, path, sha256}; without any the claim stays claimed"`
+	Stage    string            `json:"stage" jsonschema:"e.g. tests (≤ 128 bytes)"`
+	Claim    string            `json:"claim" jsonschema:"what was done, in a sentence (≤ 4096 bytes; secrets redacted)"`
+	RepoID   string            `json:"repo_id,omitempty" jsonschema:"of check and file evidence (default the run's)"`
+	Evidence []verify.Evidence `json:"evidence,omitempty" jsonschema:"up to 32; without any the claim stays claimed"`
 	op.Approval
 }
 
@@ -68,7 +70,7 @@ type ClaimResult struct {
 // VerifyArgs are the arguments of run_verify.
 type VerifyArgs struct {
 	RunID string `json:"run_id" jsonschema:"the run"`
-	Stage string `json:"stage" jsonschema:"the stage whose claims to verify"`
+	Stage string `json:"stage" jsonschema:"the stage to verify"`
 	op.Approval
 }
 

@@ -29,38 +29,51 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[StartArgs]{Name: "run_start", Output: StateResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "Start a run: a unit of agent work that groups calls into spans, with an optional budget and deadline. " +
-				"Returns run_id; pass it to other tools as run_id (this session's later calls without run_id join it too, unless it is a child run). " +
-				"Without run_start, a session's calls belong to an implicit run.",
+			Description: "Start a run when a task takes many calls and should be tracked as one: goal, stages, observations, claims, a budget, one undo (run_revert). " +
+				"This session's later calls join it (not a child run). A single edit, check and commit needs none. " +
+				"Example: {\"goal\":\"fix the empty-input crash\",\"budget\":{\"wall_s\":3600}}",
 			Prepare: start}),
 		op.Def(op.Spec[ObserveArgs]{Name: "run_observe", Output: StateResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "Add an observation to a run (what you noticed, decided or concluded); people see it in the run's history.",
-			Prepare:     observe}),
+			Description: "Note in a run what you found or decided, for a person or the next agent (run_status and context_assemble show it). " +
+				"Progress: run_stage; what a stage achieved: run_claim. " +
+				"Example: {\"run_id\":\"run_1\",\"kind\":\"decision\",\"text\":\"keep Parse; add ParseStrict\"}",
+			Prepare: observe}),
 		op.Def(op.Spec[StageArgs]{Name: "run_stage", Output: StateResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "Record a stage of a run: started makes it current, completed adds it to the completed stages, blocked marks the run blocked with a reason.",
-			Prepare:     stage}),
+			Description: "Mark where a run stands: a stage started (it becomes current), completed, or blocked with a reason, so run_status shows progress. " +
+				"Evidence that a stage achieved something: run_claim. " +
+				"Example: {\"run_id\":\"run_1\",\"stage\":\"tests\",\"status\":\"completed\"}",
+			Prepare: stage}),
 		op.Def(op.Spec[StatusArgs]{Name: "run_status", Output: StateResult{}, ReadOnly: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "A run's state: stages, blocked reason, observations, counters and budget, and token_budget (the last context_assemble's); with include_spans its spans. Without run_id, this session's run.",
-			Prepare:     status}),
+			Description: "See where a run stands, to pick up work you or another agent left: stages, blocked reason, observations, budget used, claimed and verified stages, child runs. " +
+				"Without run_id: this session's run; a lost one: run_list. " +
+				"Example: {\"run_id\":\"run_1\"}",
+			Prepare: status}),
 		op.Def(op.Spec[ListArgs]{Name: "run_list", Output: ListResult{}, ReadOnly: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "List runs, newest first, optionally by status (active, ended, deadline, abandoned).",
-			Prepare:     list}),
+			Description: "List runs, newest first, to find a run_id you lost or see which runs are still active. " +
+				"One run's stages and observations: run_status. " +
+				"Example: {\"status\":\"active\",\"limit\":10}",
+			Prepare: list}),
 		op.Def(op.Spec[EndArgs]{Name: "run_end", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "End a run. Its jobs keep running; later calls with its run_id answer RUN_ENDED.",
-			Prepare:     end}),
+			Description: "End a run whose work is done or handed over: later calls with its run_id answer RUN_ENDED; its jobs keep running. " +
+				"To go on later, leave it open (run_resume). " +
+				"Example: {\"run_id\":\"run_1\",\"reason\":\"done\"}",
+			Prepare: end}),
 		op.Def(op.Spec[ResumeArgs]{Name: "run_resume", Output: StateResult{}, Idempotent: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "Bind a run (for example one started before a daemon restart or by a client that went away) to this session; calls without run_id then join it.",
-			Prepare:     resume}),
+			Description: "Continue a run in this session after a reconnect or a daemon restart, or take over one another client started: later calls without run_id join it. " +
+				"New work: run_start; a lost run_id: run_list. " +
+				"Example: {\"run_id\":\"run_1\"}",
+			Prepare: resume}),
 		op.Def(op.Spec[EscalateArgs]{Name: "run_escalate", Output: StateResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
-			Description: "Raise a run's tier (direct < bounded_work < campaign) when its work outgrew what it declared at run_start; " +
-				"a call whose route needs a higher tier answers suggested_escalation in its error details. Audited; never lowers a tier.",
+			Description: "Raise a run's tier (direct, then bounded_work, then campaign) when an error's details carry suggested_escalation: the work outgrew what run_start declared. " +
+				"Give the reason (audited); a tier never goes down. " +
+				"Example: {\"run_id\":\"run_1\",\"to\":\"bounded_work\",\"reason\":\"needs the full test suite\"}",
 			Prepare: escalate}),
 	}
 }
@@ -90,15 +103,15 @@ func validClass(c string) bool {
 // StartArgs are the arguments of run_start.
 type StartArgs struct {
 	Goal          string             `json:"goal,omitempty" jsonschema:"what the run is for, in a sentence"`
-	RepoID        string             `json:"repo_id,omitempty" jsonschema:"the repository the run works on, if one"`
-	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"the kind of work (bugfix, feature, refactor, review, ...): lower case, digits, . _ -; direct, bounded_work or campaign also name the run's tier"`
-	ParentRunID   string             `json:"parent_run_id,omitempty" jsonschema:"a live run this one is part of: the child draws on the parent's budget too"`
-	Budget        messages.RunBudget `json:"budget,omitzero" jsonschema:"limits of the run; a call past one answers BUDGET_EXCEEDED"`
+	RepoID        string             `json:"repo_id,omitempty" jsonschema:"the repository it works on, if one"`
+	WorkflowClass string             `json:"workflow_class,omitempty" jsonschema:"bugfix, feature, refactor, review, ... (lower case, digits, . _ -); direct, bounded_work or campaign also set the tier"`
+	ParentRunID   string             `json:"parent_run_id,omitempty" jsonschema:"a live run this one is part of; it also draws on that run's budget"`
+	Budget        messages.RunBudget `json:"budget,omitzero" jsonschema:"limits (default none); a call past one answers BUDGET_EXCEEDED"`
 	// Shape is the work the run declares; the route policy chooses the
 	// run's tier from it.
-	Shape *messages.RunShape `json:"shape,omitempty" jsonschema:"the work the run declares: the route policy chooses its tier (direct, bounded_work, campaign) from it; later calls that need more answer suggested_escalation"`
+	Shape *messages.RunShape `json:"shape,omitempty" jsonschema:"the work ahead; it sets the tier (direct, bounded_work, campaign)"`
 	// MaxRetries bounds the retries of a failed call per stage (nil = 3).
-	MaxRetries *int `json:"max_retries,omitempty" jsonschema:"retries of a failed call (same operation and input) allowed per stage before RETRY_LIMIT (default 3, 0 = none, at most 100)"`
+	MaxRetries *int `json:"max_retries,omitempty" jsonschema:"retries of the same failed call per stage before RETRY_LIMIT (default 3, 0-100)"`
 	op.Approval
 }
 
@@ -215,8 +228,8 @@ func validGoal(g string) error {
 // ObserveArgs are the arguments of run_observe.
 type ObserveArgs struct {
 	RunID string `json:"run_id" jsonschema:"the run"`
-	Kind  string `json:"kind" jsonschema:"what sort of note: finding, decision, hypothesis, result, ... (at most 64 bytes)"`
-	Text  string `json:"text" jsonschema:"the observation (at most 4096 bytes; secrets are redacted: the values of the run's repository's secret files, and the redaction rules)"`
+	Kind  string `json:"kind" jsonschema:"finding, decision, hypothesis, result, ... (≤ 64 bytes)"`
+	Text  string `json:"text" jsonschema:"the note (≤ 4096 bytes; secrets redacted)"`
 	op.Approval
 }
 
@@ -239,9 +252,9 @@ func observe(_ context.Context, c *op.Call, args ObserveArgs) (*op.Plan, error) 
 // StageArgs are the arguments of run_stage.
 type StageArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
-	Stage  string `json:"stage" jsonschema:"the stage's name (at most 128 bytes)"`
-	Status string `json:"status" enum:"started,completed,blocked" jsonschema:"started makes the stage current, completed adds it to the completed stages, blocked marks the run blocked (give reason)"`
-	Reason string `json:"reason,omitempty" jsonschema:"why the run is blocked (required with blocked)"`
+	Stage  string `json:"stage" jsonschema:"its name, e.g. tests (≤ 128 bytes)"`
+	Status string `json:"status" enum:"started,completed,blocked" jsonschema:"started (now current), completed, or blocked (give reason)"`
+	Reason string `json:"reason,omitempty" jsonschema:"why it is blocked (required with blocked)"`
 	op.Approval
 }
 
@@ -274,7 +287,7 @@ func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
 // StatusArgs are the arguments of run_status.
 type StatusArgs struct {
 	RunID        string `json:"run_id,omitempty" jsonschema:"the run; default: this session's run"`
-	IncludeSpans bool   `json:"include_spans,omitempty" jsonschema:"include the run's spans"`
+	IncludeSpans bool   `json:"include_spans,omitempty" jsonschema:"also list every call of the run"`
 	op.Approval
 }
 
@@ -307,8 +320,8 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 
 // ListArgs are the arguments of run_list.
 type ListArgs struct {
-	Status string `json:"status,omitempty" enum:"active,ended,deadline,abandoned" jsonschema:"only runs with this status: active, ended, deadline, abandoned"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many (default 100, at most 1000)"`
+	Status string `json:"status,omitempty" enum:"active,ended,deadline,abandoned" jsonschema:"only runs in this state (default all)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 100, max 1000"`
 	op.Approval
 }
 
@@ -346,7 +359,7 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 // EndArgs are the arguments of run_end.
 type EndArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
-	Reason string `json:"reason,omitempty" jsonschema:"why it ended (done, gave up, handed over, ...)"`
+	Reason string `json:"reason,omitempty" jsonschema:"done, gave up, handed over, ..."`
 	op.Approval
 }
 
@@ -388,8 +401,8 @@ func resume(_ context.Context, c *op.Call, args ResumeArgs) (*op.Plan, error) {
 // EscalateArgs are the arguments of run_escalate.
 type EscalateArgs struct {
 	RunID  string `json:"run_id" jsonschema:"the run"`
-	To     string `json:"to" enum:"bounded_work,campaign" jsonschema:"the new tier: bounded_work or campaign (above the run's tier)"`
-	Reason string `json:"reason" jsonschema:"why the run needs it (at most 4096 bytes)"`
+	To     string `json:"to" enum:"bounded_work,campaign" jsonschema:"the new tier, above the current one"`
+	Reason string `json:"reason" jsonschema:"why (≤ 4096 bytes)"`
 	op.Approval
 }
 
