@@ -18,21 +18,20 @@ import (
 	itarget "github.com/harnessd/harnessd/internal/target"
 )
 
-const executeDescription = "Run a command in a target, given as a typed argv (no shell string), classified and routed like run_command and bounded (at most 30 s) in the sandbox's target profile. " +
-	"Read-only commands (those run_command runs on the Fast Path: go vet, go build -o /dev/null, node --version, ...) run and leave no record. " +
-	"The only workspace_write commands a target runs are the narrow path-governed filesystem allowlist (mkdir, touch, cp, mv with every path inside the target), in a write target; they hold the target's root and leave a local_effect receipt. " +
-	"Remote, destructive and shell commands and git mutations are rejected (ROUTE_REJECTED); builds, tests and every other command that is not read-only, long-running, background or recoverable work answer ROUTE_DURABLE_REQUIRED with the suggestion to promote the target (target_promote) and run them as its jobs."
+const executeDescription = "Run a quick read-only command (ls, grep, go vet) in a target, at most 30 s; in a write target also mkdir, touch, cp or mv inside it. " +
+	"Builds, tests and other long work: target_promote, then job_start. " +
+	"Example: {\"target_id\":\"tgt_1\",\"argv\":[\"ls\",\"-la\"]}"
 
 // ExecuteArgs are the arguments of target_execute_command.
 type ExecuteArgs struct {
-	TargetID  string   `json:"target_id" jsonschema:"target id from target_register"`
-	Argv      []string `json:"argv" jsonschema:"program and arguments, e.g. [\"ls\",\"-la\"]; no shell string"`
-	Cwd       string   `json:"cwd,omitempty" jsonschema:"working directory relative to the target root"`
-	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, maximum 30000"`
+	TargetID  string   `json:"target_id" jsonschema:"from target_list"`
+	Argv      []string `json:"argv" jsonschema:"program and arguments; no shell string"`
+	Cwd       string   `json:"cwd,omitempty" jsonschema:"relative to the target root (default the root)"`
+	TimeoutMs int      `json:"timeout_ms,omitempty" jsonschema:"default 10000, max 30000"`
 	// Background asks for work that outlives the request (a server, a
 	// watch, a recoverable job): a target has no durable path.
-	Background bool   `json:"background,omitempty" jsonschema:"ask for long-running, background or recoverable work (answered with the suggestion to promote the target)"`
-	RequestID  string `json:"request_id,omitempty" jsonschema:"for a workspace_write command: unique id of this run; a retry replays"`
+	Background bool   `json:"background,omitempty" jsonschema:"long or background work (answered: promote the target)"`
+	RequestID  string `json:"request_id,omitempty" jsonschema:"for mkdir, touch, cp, mv: unique per command; a retry with it replays"`
 	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"for a workspace_write command: wait up to this long for a busy root (default 2000, max 30000)"`
 	ApprovalID string `json:"approval_id,omitempty"`
 }

@@ -15,10 +15,10 @@ import (
 
 // PromoteArgs are the arguments of target_promote.
 type PromoteArgs struct {
-	TargetID string `json:"target_id" jsonschema:"the target to promote"`
+	TargetID string `json:"target_id" jsonschema:"from target_list"`
 	// ApprovalID is the approval a person granted for the git init of a
 	// target that is not a git work tree.
-	ApprovalID string `json:"approval_id,omitempty" jsonschema:"after APPROVAL_REQUIRED: the approval_id a person approved (harness approve ID) for the git init"`
+	ApprovalID string `json:"approval_id,omitempty" jsonschema:"after APPROVAL_REQUIRED, once a person approved the git init"`
 }
 
 // PromoteResult is the result of target_promote.

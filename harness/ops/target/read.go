@@ -16,11 +16,11 @@ import (
 
 // ReadFileArgs are the arguments of target_read_file.
 type ReadFileArgs struct {
-	TargetID                string `json:"target_id" jsonschema:"target id from target_register"`
-	Path                    string `json:"path" jsonschema:"file path relative to the target root"`
+	TargetID                string `json:"target_id" jsonschema:"from target_list"`
+	Path                    string `json:"path" jsonschema:"relative to the target root"`
 	OffsetLine              int    `json:"offset_line,omitempty" jsonschema:"1-based first line (default 1)"`
-	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"lines to return (default and maximum 2000)"`
-	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"bytes to return (default and maximum 262144)"`
+	MaxLines                int    `json:"max_lines,omitempty" jsonschema:"default and max 2000"`
+	MaxBytes                int    `json:"max_bytes,omitempty" jsonschema:"default and max 262144"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -54,9 +54,9 @@ func readFile(_ context.Context, c *op.Call, args ReadFileArgs) (*op.Plan, error
 
 // ListDirArgs are the arguments of target_list_dir.
 type ListDirArgs struct {
-	TargetID   string `json:"target_id" jsonschema:"target id from target_register"`
-	Path       string `json:"path,omitempty" jsonschema:"directory relative to the target root (default the root)"`
-	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"entries to return (default 500, maximum 2000)"`
+	TargetID   string `json:"target_id" jsonschema:"from target_list"`
+	Path       string `json:"path,omitempty" jsonschema:"relative to the target root (default the root)"`
+	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"default 500, max 2000"`
 	op.Approval
 }
 
@@ -163,12 +163,12 @@ func dirEntry(dir, rel string, e os.DirEntry) DirEntry {
 
 // SearchArgs are the arguments of target_search.
 type SearchArgs struct {
-	TargetID        string `json:"target_id" jsonschema:"target id from target_register"`
-	Query           string `json:"query" jsonschema:"text to find (literal unless regex is true)"`
-	Regex           bool   `json:"regex,omitempty" jsonschema:"treat query as a regular expression (RE2 syntax)"`
-	Glob            string `json:"glob,omitempty" jsonschema:"only files matching this glob, e.g. src/**/*.go"`
+	TargetID        string `json:"target_id" jsonschema:"from target_list"`
+	Query           string `json:"query" jsonschema:"text to find (literal unless regex)"`
+	Regex           bool   `json:"regex,omitempty" jsonschema:"query is an RE2 regular expression"`
+	Glob            string `json:"glob,omitempty" jsonschema:"only files matching it, e.g. **/*.md"`
 	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
-	MaxResults      int    `json:"max_results,omitempty" jsonschema:"default 50, maximum 500"`
+	MaxResults      int    `json:"max_results,omitempty" jsonschema:"default 50, max 500"`
 	op.Approval
 }
 

@@ -32,52 +32,74 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RegisterArgs]{Name: "target_register", Output: RegisterResult{}, Idempotent: true,
 			Route: route.Registry, Toolset: op.Targets, Roles: op.OperatorRoles,
-			Description: "Grant harnessd a local directory that needs no git (a repository-free target): read, or read and write. path must be absolute; it is canonicalised (realpath) and its device and inode recorded, so a directory swapped in under the same path answers TARGET_MOVED. Idempotent for the same root, access and owner.",
-			Prepare:     register}),
+			Description: "Grant the target_* tools a local directory that is not a git repository (notes, scratch, output), read-only or, with access write, read-write. " +
+				"A git work tree: repository_register. " +
+				"Example: {\"path\":\"/home/me/notes\",\"access\":\"write\"}",
+			Prepare: register}),
 		op.Def(op.Spec[ListArgs]{Name: "target_list", Output: ListResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Targets, Roles: op.ReadRoles,
-			Description: "List the repository-free targets (grants).",
-			Prepare:     list}),
+			Description: "List the directories granted with target_register (target_id, root, access) when you lost a target_id or want to see what you may touch. " +
+				"Git repositories: repository_list. " +
+				"Example: {}",
+			Prepare: list}),
 		op.Def(op.Spec[UnregisterArgs]{Name: "target_unregister", Output: UnregisterResult{}, Idempotent: true,
 			Route: route.Registry, Toolset: op.Targets, Roles: op.OperatorRoles,
-			Description: "Forget a target grant (its files are not touched).",
-			Prepare:     unregister}),
+			Description: "Withdraw a target grant when the target_* tools should no longer reach the directory; its files stay. " +
+				"To work in it with git and jobs: target_promote. " +
+				"Example: {\"target_id\":\"tgt_1\"}",
+			Prepare: unregister}),
 		op.Def(op.Spec[ReadFileArgs]{Name: "target_read_file", Output: ReadFileResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Targets, Roles: op.ReadRoles,
-			Description: "Read a window of lines of a file in a target (size and line caps, sha256 of the whole file). Root-bounded and symlink-safe; secret paths and .git are refused.",
-			Prepare:     readFile}),
+			Description: "Read a file of a target, or a window of its lines, with its sha256. " +
+				"Where text occurs: target_search; a repository's file: read_file. " +
+				"Example: {\"target_id\":\"tgt_1\",\"path\":\"todo.md\",\"offset_line\":200}",
+			Prepare: readFile}),
 		op.Def(op.Spec[ListDirArgs]{Name: "target_list_dir", Output: ListDirResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Targets, Roles: op.ReadRoles,
-			Description: "List a directory of a target (bounded; secret paths and .git left out and counted).",
-			Prepare:     listDir}),
+			Description: "List a directory of a target to see what it holds before reading or writing; secret files and .git are left out. " +
+				"Files by their text: target_search; a repository's files: search. " +
+				"Example: {\"target_id\":\"tgt_1\",\"path\":\"docs\"}",
+			Prepare: listDir}),
 		op.Def(op.Spec[SearchArgs]{Name: "target_search", Output: SearchResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Targets, Roles: op.ReadRoles,
-			Description: "Search a target's files (secret paths excluded). Literal by default; regex and glob optional. Bounded results.",
-			Prepare:     searchTarget}),
+			Description: "Find text in a target's files: where a name occurs, which files mention it; literal unless regex. " +
+				"A file you already know: target_read_file; a repository: search. " +
+				"Example: {\"target_id\":\"tgt_1\",\"query\":\"TODO\",\"glob\":\"**/*.md\"}",
+			Prepare: searchTarget}),
 		op.Def(op.Spec[WriteFileArgs]{Name: "target_write_file", Output: MutationResult{}, Destructive: true,
 			Route: route.Mutation, Toolset: op.Targets, Roles: op.WriteRoles, HashIgnore: []string{"wait_ms"},
-			Description: "Write a whole file in a write target (atomic: temp file and rename), serialized with every other mutation of the target's root; leaves a local_effect receipt.",
-			Prepare:     writeFile}),
+			Description: "Create or replace a whole file, atomically, in a write target. " +
+				"A small change to an existing file: target_apply_patch; files of a repository: apply_patch. " +
+				"Example: {\"target_id\":\"tgt_1\",\"path\":\"plan.md\",\"content\":\"# Plan\\n\"}",
+			Prepare: writeFile}),
 		op.Def(op.Spec[ApplyPatchArgs]{Name: "target_apply_patch", Output: MutationResult{}, Destructive: true,
 			Route: route.Mutation, Toolset: op.Targets, Roles: op.WriteRoles, HashIgnore: []string{"wait_ms"},
-			Description: "Apply edit operations (replace, create, write, delete) to files of a write target, all-or-nothing with rollback (apply_patch's engine), serialized by the target's root; leaves a local_effect receipt.",
-			Prepare:     applyPatch}),
+			Description: "Edit files of a write target: replace exact text, create, write or delete files, all or nothing; old_text must match once (or set all). " +
+				"Files of a repository: apply_patch. " +
+				"Example: {\"target_id\":\"tgt_1\",\"operations\":[{\"op\":\"replace\",\"path\":\"a.md\",\"old_text\":\"v1\",\"new_text\":\"v2\"}]}",
+			Prepare: applyPatch}),
 		op.Def(op.Spec[CopyArgs]{Name: "target_copy", Output: MutationResult{}, Destructive: true,
 			Route: route.Mutation, Toolset: op.Targets, Roles: op.WriteRoles, HashIgnore: []string{"wait_ms"},
-			Description: "Copy a file within a target or into another write target. Across two targets both roots are taken in canonical path order (no deadlock); the destination is written atomically.",
-			Prepare:     func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, false) }}),
+			Description: "Copy a file inside a write target, or into another write target (to_target_id), atomically; an existing file is replaced only with overwrite. " +
+				"To move or rename: target_move. " +
+				"Example: {\"target_id\":\"tgt_1\",\"from\":\"a.txt\",\"to\":\"backup/a.txt\"}",
+			Prepare: func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, false) }}),
 		op.Def(op.Spec[CopyArgs]{Name: "target_move", Output: MutationResult{}, Destructive: true,
 			Route: route.Mutation, Toolset: op.Targets, Roles: op.WriteRoles, HashIgnore: []string{"wait_ms"},
-			Description: "Move a file within a write target or into another write target (copy, then delete the source, both roots held in canonical path order).",
-			Prepare:     func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, true) }}),
+			Description: "Move or rename a file inside a write target, or into another write target (to_target_id): copied, then the source deleted. " +
+				"To keep the source: target_copy. " +
+				"Example: {\"target_id\":\"tgt_1\",\"from\":\"draft.md\",\"to\":\"done/draft.md\"}",
+			Prepare: func(ctx context.Context, c *op.Call, a CopyArgs) (*op.Plan, error) { return copyMove(ctx, c, a, true) }}),
 		op.Def(op.Spec[ExecuteArgs]{Name: "target_execute_command", Output: ExecuteResult{}, Destructive: true,
 			Route: route.Command, Toolset: op.Targets, Roles: op.WriteRoles, HashIgnore: []string{"wait_ms"},
 			Description: executeDescription,
 			Prepare:     execute}),
 		op.Def(op.Spec[PromoteArgs]{Name: "target_promote", Output: PromoteResult{},
 			Route: route.Registry, Toolset: op.Targets, Roles: op.OperatorRoles,
-			Description: "Turn a target into a registered repository: at once when it is a git work tree; otherwise the promotion runs git init, which a person must approve (APPROVAL_REQUIRED, then retry with approval_id). The target's receipts are copied under the new repo_id.",
-			Prepare:     promote}),
+			Description: "Turn a target into a registered repository, answering its repo_id, when its work needs git, builds, tests or jobs. " +
+				"Not a git work tree: git init needs a person's approval (APPROVAL_REQUIRED: retry with approval_id). " +
+				"Example: {\"target_id\":\"tgt_1\"}",
+			Prepare: promote}),
 	}
 }
 
@@ -164,9 +186,9 @@ func gate(r resolved, tool string, paths []string, writes bool, risk int) govern
 
 // RegisterArgs are the arguments of target_register.
 type RegisterArgs struct {
-	Path   string `json:"path" jsonschema:"absolute path of the directory; it is canonicalised (realpath)"`
+	Path   string `json:"path" jsonschema:"the directory, absolute"`
 	Access string `json:"access,omitempty" jsonschema:"read (default) or write"`
-	Owner  string `json:"owner,omitempty" jsonschema:"who the grant is for (free text, up to 200 characters); grants of different owners on one root still serialize by root"`
+	Owner  string `json:"owner,omitempty" jsonschema:"who it is for (free text, ≤ 200 characters)"`
 	op.Approval
 }
 
@@ -283,7 +305,7 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 
 // UnregisterArgs are the arguments of target_unregister.
 type UnregisterArgs struct {
-	TargetID string `json:"target_id" jsonschema:"the target_id returned by target_register"`
+	TargetID string `json:"target_id" jsonschema:"from target_list"`
 	op.Approval
 }
 

@@ -239,11 +239,11 @@ func writePlan(c *op.Call, m mutation, approvalID string) *op.Plan {
 
 // WriteFileArgs are the arguments of target_write_file.
 type WriteFileArgs struct {
-	TargetID   string `json:"target_id" jsonschema:"a write target's id"`
-	Path       string `json:"path" jsonschema:"file path relative to the target root"`
+	TargetID   string `json:"target_id" jsonschema:"a write target, from target_list"`
+	Path       string `json:"path" jsonschema:"relative to the target root"`
 	Content    string `json:"content" jsonschema:"the whole new content"`
-	Mode       string `json:"mode,omitempty" jsonschema:"octal such as 0755; default 0644 for new files, the existing mode otherwise"`
-	RequestID  string `json:"request_id,omitempty" jsonschema:"unique id of this write: a retry with the same id replays instead of writing twice"`
+	Mode       string `json:"mode,omitempty" jsonschema:"octal, e.g. 0755 (default 0644, or the existing mode)"`
+	RequestID  string `json:"request_id,omitempty" jsonschema:"unique per write; a retry with it replays"`
 	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy root (default 2000, max 30000), then MUTATION_BUSY"`
 	ApprovalID string `json:"approval_id,omitempty"`
 }
@@ -270,10 +270,10 @@ func writeFile(_ context.Context, c *op.Call, a WriteFileArgs) (*op.Plan, error)
 
 // ApplyPatchArgs are the arguments of target_apply_patch.
 type ApplyPatchArgs struct {
-	TargetID     string     `json:"target_id" jsonschema:"a write target's id"`
-	Operations   []patch.Op `json:"operations" jsonschema:"edit operations applied in order: replace (old_text must match exactly once unless all), create, write, delete"`
-	AllowedPaths []string   `json:"allowed_paths,omitempty" jsonschema:"globs every operation's path must match"`
-	RequestID    string     `json:"request_id,omitempty" jsonschema:"unique id of this write: a retry with the same id replays"`
+	TargetID     string     `json:"target_id" jsonschema:"a write target, from target_list"`
+	Operations   []patch.Op `json:"operations" jsonschema:"applied in order"`
+	AllowedPaths []string   `json:"allowed_paths,omitempty" jsonschema:"globs every path must match"`
+	RequestID    string     `json:"request_id,omitempty" jsonschema:"unique per write; a retry with it replays"`
 	WaitMs       int        `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy root (default 2000, max 30000)"`
 	ApprovalID   string     `json:"approval_id,omitempty"`
 }
@@ -313,12 +313,12 @@ func applyPatch(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, erro
 
 // CopyArgs are the arguments of target_copy and target_move.
 type CopyArgs struct {
-	TargetID   string `json:"target_id" jsonschema:"the target holding the source file"`
-	From       string `json:"from" jsonschema:"source file, relative to the source target's root"`
-	ToTargetID string `json:"to_target_id,omitempty" jsonschema:"the write target to copy into (default: the source target)"`
-	To         string `json:"to" jsonschema:"destination file, relative to the destination target's root"`
-	Overwrite  bool   `json:"overwrite,omitempty" jsonschema:"replace an existing destination file"`
-	RequestID  string `json:"request_id,omitempty"`
+	TargetID   string `json:"target_id" jsonschema:"the target holding from"`
+	From       string `json:"from" jsonschema:"source file, relative to its target's root"`
+	ToTargetID string `json:"to_target_id,omitempty" jsonschema:"the write target to put it in (default target_id)"`
+	To         string `json:"to" jsonschema:"destination file, relative to that target's root"`
+	Overwrite  bool   `json:"overwrite,omitempty" jsonschema:"replace an existing destination"`
+	RequestID  string `json:"request_id,omitempty" jsonschema:"unique per write; a retry with it replays"`
 	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy root (default 2000, max 30000)"`
 	ApprovalID string `json:"approval_id,omitempty"`
 }
