@@ -26,15 +26,17 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[VerifyArgs]{Name: "commit_verify", Output: VerifyResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Provenance, Roles: op.ReadRoles,
-			Description: "Check a commit's Harnessd- provenance trailers (written by git_commit) against harnessd's records: the receipt exists and names this commit, its parent and its tree's blob digests; the fencing token is the one the audit log recorded for the write; the run exists; the approvals were used and decided by people; the policy digest was in force; the audit chain verifies. Returns every check; verified is false when any fails (a commit without trailers was not made by harnessd).",
-			Repo:        func(a VerifyArgs) string { return a.RepoID }, Prepare: prepare}),
+			Description: "Check that a commit is what harnessd recorded, before you trust or merge an agent's commit: its Harnessd- trailers against the write's receipt, tree, run, approvals, policy and audit chain. " +
+				"verified is false when any check fails; a commit without trailers was not made by git_commit. " +
+				"Example: {\"rev\":\"HEAD\"}",
+			Repo: func(a VerifyArgs) string { return a.RepoID }, Prepare: prepare}),
 	}
 }
 
 // VerifyArgs are the arguments of commit_verify.
 type VerifyArgs struct {
-	RepoID string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Rev    string `json:"rev" jsonschema:"the commit to verify: a hash, branch, tag or an expression such as HEAD~1 (not a range)"`
+	RepoID string `json:"repo_id" jsonschema:"from repository_list"`
+	Rev    string `json:"rev" jsonschema:"a commit: hash, branch, tag or e.g. HEAD~1 (no range)"`
 	op.Approval
 }
 

@@ -13,7 +13,7 @@ import (
 type ListArgs struct {
 	RepoID string `json:"repo_id,omitempty" jsonschema:"only receipts of this repository"`
 	RunID  string `json:"run_id,omitempty" jsonschema:"only receipts of this run"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many receipts, newest first (default 50, max 1000)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"default 50, max 1000"`
 }
 
 // ListResult is the result of receipt_list.

@@ -29,8 +29,10 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[RevertArgs]{Name: "revert", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
 			Route: route.Mutation, Toolset: op.Undo, Roles: op.WriteRoles, Topics: []string{"test"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
-			Description: "Undo one write (its receipt): put every file it changed back as it was before (content and mode; a file it created is deleted), all-or-nothing, under a lease on the same files. Refused with REVERT_CONFLICT, naming the later receipts and paths, when a later write changed any of those files again, unless cascade is true (then the later writes are undone too, newest first, in the same lease). The revert is itself a receipt and can be reverted. request_id is required (idempotent retries).",
-			Repo:        func(a RevertArgs) string { return a.RepoID },
+			Description: "Undo one write of harnessd's: the files it changed put back (created ones deleted), all or nothing. " +
+				"REVERT_CONFLICT names later writes to the same files: revert those first, or set cascade. A run's writes: run_revert. " +
+				"Example: {\"request_id\":\"u1\",\"receipt_id\":\"rcpt_1\"}",
+			Repo: func(a RevertArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a RevertArgs) (*op.Plan, error) {
 				if a.ReceiptID == "" {
 					return nil, errs.New(errs.InvalidArgument, "receipt_id is required (receipt_list lists the receipts)")
@@ -49,13 +51,17 @@ func Ops() []op.Op {
 			}}),
 		op.Def(op.Spec[RunRevertArgs]{Name: "run_revert", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
 			Route: route.Mutation, Toolset: op.Undo, Roles: op.WriteRoles, Topics: []string{"test"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
-			Description: "Undo a run's writes, newest first, back to a point: every receipt of the run after to_span (default: all of them), all-or-nothing in one lease. Refused with REVERT_CONFLICT, naming the other run's receipt and paths, when a write outside the run changed the same files later (no cascade here: revert that write first). request_id is required (idempotent retries).",
+			Description: "Undo what a run wrote, newest first, all or nothing, when its approach failed: all its writes, or those after to_span. " +
+				"REVERT_CONFLICT names a later write outside the run: revert that first. One write: revert. " +
+				"Example: {\"request_id\":\"u2\",\"run_id\":\"run_1\"}",
 			Prepare: func(ctx context.Context, c *op.Call, a RunRevertArgs) (*op.Plan, error) {
 				return prepareRunRevert(ctx, c, a)
 			}}),
 		op.Def(op.Spec[ListArgs]{Name: "receipt_list", Output: ListResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Undo, Roles: op.ReadRoles,
-			Description: "List the receipts of harnessd's writes, newest first, with the files each changed, its fencing token, its run, and whether it can be reverted on its own now (and if not, why).",
+			Description: "List harnessd's writes (receipts), newest first: files changed, run, and whether revert can undo each alone now. " +
+				"Use it to find a receipt_id; the work tree's changes: git_diff. " +
+				"Example: {\"run_id\":\"run_1\",\"limit\":10}",
 			Prepare: func(_ context.Context, c *op.Call, a ListArgs) (*op.Plan, error) {
 				fast := route.Decision{Mode: route.Fast, Reasons: []string{"receipt_list is a readonly Fast Path operation"}, Risk: 5, EstimatedClass: route.Short, Tier: route.Direct}
 				return &op.Plan{Gate: govern.Input{Route: &fast, Args: a}, Run: func(context.Context) (any, error) { return list(c, a) }}, nil
@@ -65,22 +71,22 @@ func Ops() []op.Op {
 
 // RevertArgs are the arguments of revert.
 type RevertArgs struct {
-	RepoID     string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	ReceiptID  string `json:"receipt_id" jsonschema:"the receipt of the write to undo (from the write's result or receipt_list)"`
-	RequestID  string `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this revert (up to 255 characters); retries reuse it"`
-	Cascade    bool   `json:"cascade,omitempty" jsonschema:"also undo the later writes that changed the same files, newest first, in the same lease"`
+	RepoID     string `json:"repo_id" jsonschema:"from repository_list"`
+	ReceiptID  string `json:"receipt_id" jsonschema:"from the write's result or receipt_list"`
+	RequestID  string `json:"request_id,omitempty" required:"true" jsonschema:"unique per revert; a retry with it replays"`
+	Cascade    bool   `json:"cascade,omitempty" jsonschema:"also undo later writes to the same files, newest first"`
 	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
-	ApprovalID string `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this input"`
+	ApprovalID string `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 }
 
 // RunRevertArgs are the arguments of run_revert.
 type RunRevertArgs struct {
 	RunID      string `json:"run_id" jsonschema:"the run whose writes to undo"`
-	ToSpan     string `json:"to_span,omitempty" jsonschema:"keep everything up to and including this span of the run (run_status include_spans) and undo the writes after it; default: undo all of the run's writes"`
-	RepoID     string `json:"repo_id,omitempty" jsonschema:"the repository, when the run wrote to several"`
-	RequestID  string `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this revert (up to 255 characters); retries reuse it"`
+	ToSpan     string `json:"to_span,omitempty" jsonschema:"keep writes up to this call (run_status include_spans), undo the later ones (default undo all)"`
+	RepoID     string `json:"repo_id,omitempty" jsonschema:"when the run wrote to several repositories"`
+	RequestID  string `json:"request_id,omitempty" required:"true" jsonschema:"unique per revert; a retry with it replays"`
 	WaitMs     int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for a busy file instead of failing with MUTATION_BUSY (max 30000)"`
-	ApprovalID string `json:"approval_id,omitempty" jsonschema:"an approval a person granted for exactly this input"`
+	ApprovalID string `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 }
 
 // loadReceipts returns the receipts of a repository's checkout, oldest
