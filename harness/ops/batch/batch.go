@@ -32,16 +32,22 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[BatchArgs]{Name: "batch", Output: Result{}, Destructive: true,
 			Route: route.Batch, Toolset: op.Git, Roles: op.WriteRoles, Topics: []string{"style", "test"}, ChangesCheckout: true, Composite: op.Composite{Field: "steps"}, HashIgnore: []string{"wait_ms"},
-			Description: "Run up to 20 typed steps (read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage, git_commit) as one call. The whole batch is routed and checked before any step runs: if one step would be rejected or needs the Durable Path, nothing runs. Mutating steps share one lease and one request_id (required). Large step results come back as result_ref, fetched with batch_result.",
-			Repo:        func(a BatchArgs) string { return a.RepoID }, Prepare: prepareBatch}),
+			Description: "Run up to 20 quick steps (read_file, search, git_status, git_diff, apply_patch, run_command, run_check, git_stage, git_commit) in order in one call when you know them all up front; " +
+				"a step needing an earlier answer: separate calls. Nothing runs if a step would be refused. " +
+				"Example: {\"request_id\":\"b1\",\"steps\":[{\"kind\":\"git_status\"},{\"kind\":\"git_diff\"}]}",
+			Repo: func(a BatchArgs) string { return a.RepoID }, Prepare: prepareBatch}),
 		op.Def(op.Spec[ResultArgs]{Name: "batch_result", Output: ResultResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Git, Roles: op.ReadRoles, NoRepo: true,
-			Description: "Fetch a large step result of a recent batch by its result_ref (kept in memory for 10 minutes).",
-			Prepare:     batchResult}),
+			Description: "Fetch a batch step's result given as result_ref because it was too large to inline; kept 10 minutes. " +
+				"Small results are already in the batch's answer. " +
+				"Example: {\"ref\":\"bres_1\"}",
+			Prepare: batchResult}),
 		op.Def(op.Spec[ReadLanesArgs]{Name: "read_lanes", Output: ReadLanesResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Git, Roles: op.ReadRoles, Composite: op.Composite{Field: "lanes", Lanes: true},
-			Description: "Run up to 16 read-only steps (search, read_file, git_status, git_diff, readonly run_command) at once on up to 4 lanes. Every step is checked before any runs; results come back in input order with each lane's start and finish, and whether they overlapped.",
-			Repo:        func(a ReadLanesArgs) string { return a.RepoID }, Prepare: prepareLanes}),
+			Description: "Run up to 16 independent reads at once (search, read_file, git_status, git_diff, read-only run_command) when their answers don't depend on each other; results in input order. " +
+				"Writes: batch. " +
+				"Example: {\"lanes\":[{\"kind\":\"git_status\"},{\"kind\":\"read_file\",\"args\":{\"path\":\"go.mod\"}}]}",
+			Repo: func(a ReadLanesArgs) string { return a.RepoID }, Prepare: prepareLanes}),
 	}
 }
 
@@ -60,17 +66,17 @@ func stepKinds(c *op.Call) []string { return c.Pipeline().Registry().StepKinds(c
 
 // Step is one step of a batch or one lane of read_lanes.
 type Step struct {
-	Kind string         `json:"kind" jsonschema:"operation of the step: one of the enum"`
-	Args map[string]any `json:"args,omitempty" jsonschema:"the step operation's own arguments, without repo_id (and without request_id: the batch's covers every step)"`
+	Kind string         `json:"kind" jsonschema:"the tool to run"`
+	Args map[string]any `json:"args,omitempty" jsonschema:"its own arguments, without repo_id and request_id"`
 }
 
 // BatchArgs are the arguments of batch.
 type BatchArgs struct {
-	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Steps                   []Step `json:"steps" jsonschema:"1 to 20 steps, run in order"`
-	StopOnError             *bool  `json:"stop_on_error,omitempty" jsonschema:"stop at the first failed step; later steps are skipped (default true)"`
-	Mode                    string `json:"mode,omitempty" enum:"auto,fast,durable" jsonschema:"auto (default), fast or durable; batches run on the Fast Path only: a durable step or mode durable answers ROUTE_DURABLE_REQUIRED"`
-	RequestID               string `json:"request_id,omitempty" jsonschema:"required when a step writes: unique id of this batch; a retry with it replays the stored result"`
+	RepoID                  string `json:"repo_id" jsonschema:"from repository_list"`
+	Steps                   []Step `json:"steps" jsonschema:"1 to 20, run in order"`
+	StopOnError             *bool  `json:"stop_on_error,omitempty" jsonschema:"skip the steps after a failed one (default true)"`
+	Mode                    string `json:"mode,omitempty" enum:"auto,fast,durable" jsonschema:"auto (default) or fast; durable answers ROUTE_DURABLE_REQUIRED"`
+	RequestID               string `json:"request_id,omitempty" jsonschema:"required when a step writes: unique per batch; a retry with it replays"`
 	WaitMs                  int    `json:"wait_ms,omitempty" jsonschema:"wait up to this long for busy files instead of failing with MUTATION_BUSY (max 30000)"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
@@ -398,7 +404,7 @@ func newBatchID() string {
 
 // ResultArgs are the arguments of batch_result.
 type ResultArgs struct {
-	Ref string `json:"ref" jsonschema:"a result_ref from a batch step"`
+	Ref string `json:"ref" jsonschema:"a step's result_ref"`
 	op.Approval
 }
 

@@ -25,10 +25,10 @@ const (
 
 // ReadLanesArgs are the arguments of read_lanes.
 type ReadLanesArgs struct {
-	RepoID                  string `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Lanes                   []Step `json:"lanes" jsonschema:"1 to 16 read-only steps: search, read_file, git_status, git_diff, run_command (readonly commands only)"`
-	MaxConcurrency          int    `json:"max_concurrency,omitempty" jsonschema:"steps running at once, 1 to 4 (default 4)"`
-	FailFast                bool   `json:"fail_fast,omitempty" jsonschema:"cancel the remaining steps at the first failure"`
+	RepoID                  string `json:"repo_id" jsonschema:"from repository_list"`
+	Lanes                   []Step `json:"lanes" jsonschema:"1 to 16 read-only steps (run_command: read-only commands only)"`
+	MaxConcurrency          int    `json:"max_concurrency,omitempty" jsonschema:"steps at once, 1 to 4 (default 4)"`
+	FailFast                bool   `json:"fail_fast,omitempty" jsonschema:"cancel the rest at the first failure"`
 	IncludeLatencyBreakdown bool   `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }

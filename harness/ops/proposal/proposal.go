@@ -35,12 +35,16 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ValidateArgs]{Name: "patch_proposal_validate", Output: ValidateResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Git, Roles: op.CheckRoles, Topics: []string{"style", "test"}, ChangesCheckout: true,
-			Description: "Check patch proposals against each other and the checkout without writing: write/write and write/read conflicts between proposals, lockfile and schema/migration warnings, and a dry run of every operation. Valid proposals are stored for 30 minutes with their base revision (HEAD and each touched file's sha256).",
-			Repo:        func(a ValidateArgs) string { return a.RepoID }, Prepare: validate}),
+			Description: "Dry-run several independent edits (proposals, e.g. from parallel agents) without writing: conflicts between them and with the checkout, lockfile and migration warnings. " +
+				"Valid ones are kept 30 minutes for patch_proposal_integrate. One edit of your own: apply_patch. " +
+				"Example: {\"proposals\":[{\"id\":\"a\",\"operations\":[{\"op\":\"delete\",\"path\":\"old.go\"}]}]}",
+			Repo: func(a ValidateArgs) string { return a.RepoID }, Prepare: validate}),
 		op.Def(op.Spec[IntegrateArgs]{Name: "patch_proposal_integrate", Output: IntegrateResult{}, Destructive: true, Idempotent: true,
 			Route: route.Mutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test", "commit"}, ChangesCheckout: true, HashIgnore: []string{"wait_ms"},
-			Description: "Apply validated patch proposals together, all-or-nothing, under one lease and one request_id: refused with PATCH_CONFLICT if HEAD moved, a touched file changed since validation, or the chosen proposals conflict.",
-			Repo:        func(a IntegrateArgs) string { return a.RepoID }, Prepare: integrate}),
+			Description: "Apply proposals patch_proposal_validate accepted, together, all or nothing. " +
+				"PATCH_CONFLICT when HEAD or a touched file changed since, or the chosen proposals conflict: validate again. One edit of your own: apply_patch. " +
+				"Example: {\"request_id\":\"p1\",\"proposal_ids\":[\"prop_1\"]}",
+			Repo: func(a IntegrateArgs) string { return a.RepoID }, Prepare: integrate}),
 	}
 }
 
@@ -52,15 +56,15 @@ const (
 
 // Proposal is one agent's patch proposal.
 type Proposal struct {
-	ID           string     `json:"id" jsonschema:"the caller's name for this proposal, unique in the request"`
-	Operations   []patch.Op `json:"operations" jsonschema:"edit operations as for apply_patch"`
-	AllowedPaths []string   `json:"allowed_paths,omitempty" jsonschema:"globs every operation's path must match"`
+	ID           string     `json:"id" jsonschema:"your name for it, unique in this call"`
+	Operations   []patch.Op `json:"operations" jsonschema:"as for apply_patch"`
+	AllowedPaths []string   `json:"allowed_paths,omitempty" jsonschema:"globs every path must match"`
 }
 
 // ValidateArgs are the arguments of patch_proposal_validate.
 type ValidateArgs struct {
-	RepoID                  string     `json:"repo_id" jsonschema:"repository id from repository_register"`
-	Proposals               []Proposal `json:"proposals" jsonschema:"1 to 16 proposals"`
+	RepoID                  string     `json:"repo_id" jsonschema:"from repository_list"`
+	Proposals               []Proposal `json:"proposals" jsonschema:"1 to 16"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -459,9 +463,9 @@ func pruneProposals(store *persistence.Store, now time.Time) {
 
 // IntegrateArgs are the arguments of patch_proposal_integrate.
 type IntegrateArgs struct {
-	RepoID                  string   `json:"repo_id" jsonschema:"repository id from repository_register"`
-	ProposalIDs             []string `json:"proposal_ids" jsonschema:"proposal_id values from patch_proposal_validate"`
-	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique id of this write; retries reuse it"`
+	RepoID                  string   `json:"repo_id" jsonschema:"from repository_list"`
+	ProposalIDs             []string `json:"proposal_ids" jsonschema:"from patch_proposal_validate"`
+	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
 	WaitMs                  int      `json:"wait_ms,omitempty"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
