@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/internal/testutil"
 )
@@ -35,8 +38,14 @@ func TestAllOperationsThroughMCP(t *testing.T) {
 		}
 		return got
 	}
-	if res := ok("read_file", map[string]any{"repo_id": id, "path": "README.md", "include_latency_breakdown": true}); !strings.Contains(res["content"].(string), "hello world") {
+	// read_file: the text block carries the file, the structured content
+	// its metadata (content once on the wire).
+	if res := ok("read_file", map[string]any{"repo_id": id, "path": "README.md", "include_latency_breakdown": true}); res["path"] != "README.md" || res["sha256"] == nil {
 		t.Fatalf("read_file = %v", res)
+	}
+	if res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"repo_id": id, "path": "README.md"}}); err != nil || res.IsError ||
+		len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "hello world") {
+		t.Fatalf("read_file's text block: %v %+v", err, res)
 	}
 	if res := ok("search", map[string]any{"repo_id": id, "query": "Hello"}); len(res["matches"].([]any)) != 1 {
 		t.Fatalf("search = %v", res)
