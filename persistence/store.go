@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -544,6 +545,36 @@ func (t *Txn) Put(key []byte, v any) error {
 		t.fence = max(t.fence, tok)
 	}
 	return t.setRaw(key, b)
+}
+
+// PutEncoded stores value, an envelope encoded elsewhere (Encode), at key:
+// a record its owner decided, written in this transaction (one synced
+// commit for the records of several owners). A value that is not a valid
+// envelope of this build is refused, and so is a fencing mark (its
+// high-water mark is raised only by Put).
+func (t *Txn) PutEncoded(key, value []byte) error {
+	if err := CheckEncoded(key, value); err != nil {
+		return err
+	}
+	return t.setRaw(key, value)
+}
+
+// CheckEncoded reports why PutEncoded would refuse key and value: no key,
+// a fencing mark, or a value that is not an envelope this build reads.
+// A writer that takes records from others checks them when it takes them,
+// so a bad one is refused alone, never failing the transaction it joins.
+func CheckEncoded(key, value []byte) error {
+	if len(key) == 0 {
+		return errors.New("persistence: a record without a key")
+	}
+	if bytes.HasPrefix(key, []byte(PrefixFence)) {
+		return fmt.Errorf("persistence: a fencing mark (%s) is written with Put, not as an encoded record", key)
+	}
+	var state json.RawMessage
+	if err := Decode(value, &state); err != nil {
+		return fmt.Errorf("persistence: record %s: %w", key, err)
+	}
+	return nil
 }
 
 // Delete removes key.

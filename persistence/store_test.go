@@ -327,3 +327,46 @@ func TestPruneOldestKeepsTheNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A record encoded by its owner is written as it is by another writer's
+// transaction; what is not an envelope of this build, has no key or is a
+// fencing mark is refused, and a refused record fails its transaction
+// whole.
+func TestPutEncoded(t *testing.T) {
+	s := openMem(t)
+	v, err := Encode(sample{Name: "a", Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(true, func(tx *Txn) error { return tx.PutEncoded(LedgerKey("r1"), v) }); err != nil {
+		t.Fatal(err)
+	}
+	var got sample
+	if err := s.Get(LedgerKey("r1"), &got); err != nil || got.Name != "a" || got.Count != 1 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for name, rec := range map[string][2][]byte{
+		"not an envelope": {LedgerKey("r2"), []byte(`{"name":"b"}`)},
+		"unknown version": {LedgerKey("r2"), []byte(`{"v":9,"state":{}}`)},
+		"no key":          {nil, v},
+		"a fencing mark":  {FenceKey("co", "path:co:a"), v},
+	} {
+		if err := CheckEncoded(rec[0], rec[1]); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		err := s.Update(true, func(tx *Txn) error {
+			if err := tx.Put(LedgerKey("r3"), sample{Name: "c"}); err != nil {
+				return err
+			}
+			return tx.PutEncoded(rec[0], rec[1])
+		})
+		if err == nil {
+			t.Errorf("%s: written", name)
+		}
+	}
+	for _, k := range [][]byte{LedgerKey("r2"), LedgerKey("r3")} {
+		if has, err := s.Has(k); err != nil || has {
+			t.Fatalf("%s after refused transactions: %v, %v", k, has, err)
+		}
+	}
+}
