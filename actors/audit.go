@@ -68,6 +68,12 @@ const maxTxnBytes = 1 << 20
 // transaction when BatchSize entries are buffered, on every FlushEvery tick,
 // before a query or verification, and on stop.
 //
+// An append may carry records other owners decided (AuditAppend.With: a
+// mutation's ledger completion and receipt); they are written in the same
+// transaction as the entry, so one synced commit makes all of them durable
+// together, and they are checked when appended (a bad one refuses its
+// append, never the batch it would join).
+//
 // A request-style AuditAppend is answered only once its entry is durable.
 // To keep that wait short without giving up batching, such an append also
 // queues a flush message behind itself: every append already in the mailbox
@@ -97,6 +103,9 @@ type Audit struct {
 type pendingAudit struct {
 	entry  audit.Entry
 	waiter *actor.PID // nil for fire-and-forget
+	// with are the records written in the entry's transaction
+	// (AuditAppend.With).
+	with []messages.StoreRecord
 }
 
 // auditTick is sent by the actor's ticker goroutine every FlushEvery.
@@ -270,6 +279,14 @@ func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
 		return
 	}
 	e, err := audit.Prepare(audit.Entry(m.Entry), a.cfg.Now())
+	for _, r := range m.With {
+		if err != nil {
+			break
+		}
+		if cerr := persistence.CheckEncoded(r.Key, r.Value); cerr != nil {
+			err = errs.Wrap(errs.InvalidArgument, cerr, "audit: a record to write with the entry: %v", cerr)
+		}
+	}
 	if err != nil {
 		if ctx.Sender() == nil {
 			a.lg.Warn("audit entry rejected", zap.Error(err))
@@ -277,7 +294,7 @@ func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
 		reply(ctx, nil, err)
 		return
 	}
-	a.seal(e, ctx.Sender())
+	a.seal(e, ctx.Sender(), m.With)
 	switch {
 	case len(a.pending) >= a.cfg.BatchSize && !a.failing:
 		_ = a.flush(ctx)
@@ -291,7 +308,7 @@ func (a *Audit) append(ctx actor.Context, m messages.AuditAppend) {
 // current key; when the head was sealed with another key (the key was
 // rotated, possibly before a restart), a key_rotation entry handing over
 // from the head's key goes first.
-func (a *Audit) seal(e audit.Entry, waiter *actor.PID) {
+func (a *Audit) seal(e audit.Entry, waiter *actor.PID, with []messages.StoreRecord) {
 	if a.cfg.Keys == nil {
 		e = audit.Seal(a.head, e)
 	} else {
@@ -302,7 +319,7 @@ func (a *Audit) seal(e audit.Entry, waiter *actor.PID) {
 		e = audit.SealWith(a.head, e, cur)
 	}
 	a.head = e
-	a.pending = append(a.pending, pendingAudit{entry: e, waiter: waiter})
+	a.pending = append(a.pending, pendingAudit{entry: e, waiter: waiter, with: with})
 }
 
 // sealRotation buffers a key_rotation entry from oldID to cur after the head.
@@ -352,7 +369,7 @@ func (a *Audit) flush(ctx actor.Context) error {
 	for len(a.pending) > 0 {
 		n, size := 0, 0
 		for n < len(a.pending) && n < a.cfg.BatchSize {
-			size += approxSize(a.pending[n].entry)
+			size += approxSize(a.pending[n].entry) + recordsSize(a.pending[n].with)
 			if n > 0 && size > maxTxnBytes {
 				break
 			}
@@ -394,17 +411,31 @@ func (a *Audit) flushFailed(ctx actor.Context, err error) error {
 	return ce
 }
 
-// write is the default persist: the batch and the head in one synced
-// transaction.
+// write is the default persist: the batch, the records its entries carry
+// and the head in one synced transaction.
 func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
 	return a.store.Update(true, func(tx *persistence.Txn) error {
 		for _, p := range batch {
 			if err := tx.Put(persistence.AuditKey(p.entry.Seq), messages.AuditEntry(p.entry)); err != nil {
 				return err
 			}
+			for _, r := range p.with {
+				if err := tx.PutEncoded(r.Key, r.Value); err != nil {
+					return err
+				}
+			}
 		}
 		return tx.Put(AuditHeadKey, head)
 	})
+}
+
+// recordsSize is the size of the records an entry carries.
+func recordsSize(with []messages.StoreRecord) int {
+	n := 0
+	for _, r := range with {
+		n += len(r.Key) + len(r.Value) + 16
+	}
+	return n
 }
 
 // approxSize bounds an entry's encoded size from above: every string byte

@@ -17,7 +17,9 @@ import (
 // Ledger is the request ledger: it turns a retried mutation into a replay
 // of the stored result instead of a second write. Begin is
 // create-if-absent and completion compare-and-set, both decided in mailbox
-// order and written with sync. A request that gave up before writing
+// order and written with sync (a Deferred completion is decided here and
+// written by the caller in its own synced transaction: a mutation's rides
+// the audit's group commit with its entry and receipt). A request that gave up before writing
 // anything (shutdown began while it waited for its lease) is abandoned:
 // its entry is deleted, so it runs normally after the restart. At start, entries left executing by a crash
 // become unknown (RecoverLedger, run once at boot before the actor starts):
@@ -92,6 +94,11 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 		r, err := a.begin(m)
 		a.answer(ctx, r, err)
 	case messages.LedgerComplete:
+		if m.Deferred {
+			r, err := a.completion(m)
+			a.answer(ctx, r, err)
+			return
+		}
 		r, err := a.complete(m)
 		a.answer(ctx, r, err)
 	case messages.LedgerFail:
@@ -274,6 +281,30 @@ func (a *Ledger) complete(m messages.LedgerComplete) (messages.LedgerDone, error
 	}
 	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
+}
+
+// completion decides a completion as complete does (compare-and-set from
+// executing) without staging it: the answer carries the entry encoded, for
+// the caller to write in its own synced transaction (Call.Write: the
+// audit's group commit, with the mutation's entry and receipt). Until that
+// commit the store still says executing, the truth: a retry meanwhile is
+// in progress, and a crash before it leaves the outcome unknown. Nothing
+// else moves an executing entry of a request whose write is running (its
+// retries answer in progress; only its own write fails or abandons it).
+func (a *Ledger) completion(m messages.LedgerComplete) (messages.LedgerDone, error) {
+	e, err := a.get(m.RequestID)
+	if err != nil {
+		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "ledger: complete %q: %v", m.RequestID, err)
+	}
+	next, err := ledger.Complete(e, m.Result, a.now())
+	if err != nil {
+		return messages.LedgerDone{}, err
+	}
+	b, err := persistence.Encode(next)
+	if err != nil {
+		return messages.LedgerDone{}, errs.Wrap(errs.Internal, err, "ledger: encode %q: %v", m.RequestID, err)
+	}
+	return messages.LedgerDone{Entry: toMsg(next), Record: messages.StoreRecord{Key: persistence.LedgerKey(m.RequestID), Value: b}}, nil
 }
 
 func (a *Ledger) fail(m messages.LedgerFail) (messages.LedgerDone, error) {

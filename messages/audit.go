@@ -70,8 +70,21 @@ type AuditEntry struct {
 // AuditAppend asks the audit actor to redact, chain and persist Entry.
 // Seq, PrevHash and Hash are assigned by the actor. Sent with Send it is
 // fire-and-forget; sent as a request it is answered with AuditAppended once
-// the entry is durable (or Failed).
-type AuditAppend struct{ Entry AuditEntry }
+// the entry is durable (or Failed). With are records other owners decided
+// (a mutation's ledger completion, its receipt) that the actor writes in
+// the same synced transaction as Entry: one group commit for all of them.
+type AuditAppend struct {
+	Entry AuditEntry
+	With  []StoreRecord
+}
+
+// StoreRecord is one key and its encoded value (a persistence envelope),
+// decided by the actor that owns the key and written by another in its
+// transaction.
+type StoreRecord struct {
+	Key   []byte
+	Value []byte
+}
 
 // AuditAppended answers a request-style AuditAppend once the entry is synced
 // to the store.

@@ -36,9 +36,13 @@ type LedgerBegun struct {
 }
 
 // LedgerComplete records success (compare-and-set from executing).
+// Deferred decides the completion without writing it: the answer's Record
+// is the entry to write, which the caller has written in its own synced
+// transaction (a mutation's, with its audit entry).
 type LedgerComplete struct {
 	RequestID string
 	Result    json.RawMessage
+	Deferred  bool
 }
 
 // LedgerFail records failure with its coded error; the request may be
@@ -49,8 +53,12 @@ type LedgerFail struct {
 	Message   string
 }
 
-// LedgerDone answers LedgerComplete and LedgerFail.
-type LedgerDone struct{ Entry LedgerEntry }
+// LedgerDone answers LedgerComplete and LedgerFail; Record is set for a
+// Deferred completion.
+type LedgerDone struct {
+	Entry  LedgerEntry
+	Record StoreRecord
+}
 
 // LedgerGet asks for one entry.
 type LedgerGet struct{ RequestID string }
