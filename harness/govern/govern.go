@@ -178,9 +178,11 @@ func (g *Governor) AuditAppend(e audit.Entry) {
 
 // AuditAppendDurable appends an entry and returns a wait that answers once
 // it is durable: a mutation waits for its entry before it answers, so
-// after a kill -9 every acknowledged write has its audit entry.
-func (g *Governor) AuditAppendDurable(e audit.Entry) func() error {
-	return g.audit.AppendDurable(messages.AuditEntry(g.stamp(e)))
+// after a kill -9 every acknowledged write has its audit entry. with are
+// records written in the entry's synced transaction (a mutation's ledger
+// completion and receipt: one group commit).
+func (g *Governor) AuditAppendDurable(e audit.Entry, with ...messages.StoreRecord) func() error {
+	return g.audit.AppendDurable(messages.AuditEntry(g.stamp(e)), with...)
 }
 
 func (g *Governor) stamp(e audit.Entry) audit.Entry {

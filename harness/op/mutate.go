@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,9 +30,13 @@ import (
 //     verification gate (WriteHooks.Verify), then t.Run, which calls the
 //     hooks of what it writes: Keep before each file changes, Trailers
 //     and Committed around a commit (see WriteHooks for the order);
-//  4. ledger completion, audit and (kept for the pipeline's last stage)
-//     the receipt, whose failures are reported beside the success, never
-//     instead of it.
+//  4. one synced commit: the audit entry, the ledger's completion and the
+//     receipt in the audit actor's transaction (AuditAppend.With), whose
+//     failures are reported beside the success, never instead of it.
+//
+// So a write pays two synced commits of the store: the ledger's begin,
+// durable before any file changes (each pre-image is fsynced by its own
+// store as it is kept, before its file changes), and step 4's.
 //
 // A failure before or during the write is audited and recorded in the
 // ledger as failed, so the request may be retried.
@@ -126,23 +131,36 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return out, nil
 	}
 	env.Wrote(c.Repo.Repo.ID)
-	// The audit entry is durable before the ledger records success (the
-	// audit actor's group commit): after a kill -9 every request the
-	// ledger calls succeeded, and so every acknowledged one, has its
-	// entry; a kill between the two leaves an audited write whose ledger
-	// entry answers REQUEST_OUTCOME_UNKNOWN, which is the truth.
+	// One synced commit after the write (step 4): the audit actor writes
+	// the mutation's entry, the ledger's completion (decided by the ledger,
+	// compare-and-set, not written by it) and the receipt in one
+	// transaction, so they are durable together or not at all. After a
+	// kill -9 or a power loss, either the request replays its result,
+	// audited and with its receipt, or the ledger still says executing and
+	// a retry answers REQUEST_OUTCOME_UNKNOWN (the truth). The answer waits
+	// for that commit: acknowledged means durable.
 	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
 	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
-	if err := env.Gov.AuditAppendDurable(auditEntry)(); err != nil {
-		if w, ok := out.(warner); ok {
-			w.Warn("the write succeeded but its audit entry could not be made durable: " + errs.From(err).Message)
-		}
-	}
 	stored, _ := json.Marshal(out)
-	if err := env.Ledger.Complete(context.Background(), t.RequestID, stored); err != nil {
-		if w, ok := out.(warner); ok {
-			w.Warn("the write succeeded but the ledger could not record it: " + errs.From(err).Message)
-		}
+	var with []messages.StoreRecord
+	done, err := env.Ledger.Completion(context.Background(), t.RequestID, stored)
+	if err != nil {
+		warn(out, "the write succeeded but the ledger could not record it: "+errs.From(err).Message)
+	} else {
+		with = append(with, done)
+	}
+	// The stored receipt's latency is the call's up to this commit; the
+	// answer's is the whole call's (the pipeline sets it last).
+	kept.LatencyMs = float64(time.Since(c.trace.start).Microseconds()) / 1000
+	if r, err := receiptRecord(*kept, env.Now()); err != nil {
+		warn(out, "the write succeeded but its receipt could not be stored: "+err.Error())
+	} else {
+		with = append(with, r)
+	}
+	if err := env.Gov.AuditAppendDurable(auditEntry, with...)(); err != nil {
+		warn(out, "the write succeeded but its audit entry, ledger completion and receipt could not be made durable (harnessd retries them): "+errs.From(err).Message)
+	} else {
+		c.pruneReceipts(kept.RepoID)
 	}
 	c.receipt = kept
 	return out, nil
@@ -209,27 +227,37 @@ func withDigests(err error, e runtime.RepoEntry) error {
 // maxReceiptsPerRepo bounds the receipts kept per repository.
 const maxReceiptsPerRepo = 1000
 
-// persistReceipt stores a receipt; every 64th store prunes the oldest of
-// the repository beyond the bound, in a goroutine.
-func (c *Call) persistReceipt(r Receipt) error {
-	env := c.Env
-	seq := uint64(env.Now().UnixNano())
-	if err := env.Store.Put(persistence.ReceiptKey(r.RepoID, seq), r); err != nil {
-		return err
+// warn adds w to out's warnings, if out has any.
+func warn(out any, w string) {
+	if x, ok := out.(warner); ok {
+		x.Warn(w)
 	}
-	if env.receipts.Add(1)%64 == 0 {
-		leave, err := c.pipe.Enter()
-		if err == nil {
-			env.RT.Tasks().Go(func() {
-				defer leave()
-				pruneReceipts(env.Store, r.RepoID)
-			})
-		}
-	}
-	return nil
 }
 
-// pruneReceipts drops the oldest receipts of a repository beyond the bound.
-func pruneReceipts(store *persistence.Store, repoID string) {
-	_ = store.PruneOldest(persistence.ReceiptPrefix(repoID), maxReceiptsPerRepo)
+// receiptRecord is the store record of receipt r stored at now
+// (receipt/<repo>/<nanoseconds>), written in the audit's transaction with
+// the ledger's completion.
+func receiptRecord(r Receipt, now time.Time) (messages.StoreRecord, error) {
+	b, err := persistence.Encode(r)
+	if err != nil {
+		return messages.StoreRecord{}, err
+	}
+	return messages.StoreRecord{Key: persistence.ReceiptKey(r.RepoID, uint64(now.UnixNano())), Value: b}, nil
+}
+
+// pruneReceipts counts a stored receipt; every 64th prunes the oldest of
+// the repository beyond the bound, in a goroutine.
+func (c *Call) pruneReceipts(repoID string) {
+	env := c.Env
+	if env.receipts.Add(1)%64 != 0 {
+		return
+	}
+	leave, err := c.pipe.Enter()
+	if err != nil {
+		return
+	}
+	env.RT.Tasks().Go(func() {
+		defer leave()
+		_ = env.Store.PruneOldest(persistence.ReceiptPrefix(repoID), maxReceiptsPerRepo)
+	})
 }

@@ -26,7 +26,8 @@ import (
 // plan and decides once, for the operation and each of its steps. Execution
 // runs the plan's Run, or its Write through the mutation engine (request
 // ledger, lease, fenced write, receipt). The trace charges every moment to
-// one latency segment; a kept receipt is stored after the trace finishes.
+// one latency segment; a kept receipt is stored by the write, with its
+// audit entry and ledger completion.
 type Pipeline struct {
 	reg *Registry
 	env *Env
@@ -217,12 +218,9 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 	lat := tr.Finish(c.final, plan.Breakdown)
 	c.lat = &lat
 	if c.receipt != nil {
+		// Stored by Write, in the commit of its audit entry and ledger
+		// completion: the answer's latency is the whole call's.
 		c.receipt.LatencyMs = lat.TotalMs
-		if err := c.persistReceipt(*c.receipt); err != nil {
-			if w, ok := out.(warner); ok {
-				w.Warn("the write succeeded but its receipt could not be stored: " + err.Error())
-			}
-		}
 	}
 	if m, ok := out.(metaSetter); ok {
 		m.SetMeta(Meta{Route: c.route, Latency: lat})

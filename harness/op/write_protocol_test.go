@@ -63,7 +63,7 @@ func newWriteRig(t *testing.T) *writeRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	w := &writeRig{root: root, store: st, ledger: &runtime.FakeLedger{}, leases: &runtime.FakeLeases{}, audit: &runtime.FakeAudit{}}
+	w := &writeRig{root: root, store: st, ledger: &runtime.FakeLedger{}, leases: &runtime.FakeLeases{}, audit: &runtime.FakeAudit{Store: st}}
 	gov, err := govern.New(govern.Config{Audit: w.audit, LoopThreshold: -1})
 	if err != nil {
 		t.Fatal(err)

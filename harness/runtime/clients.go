@@ -57,6 +57,10 @@ type Ledger interface {
 	Begin(ctx context.Context, m messages.LedgerBegin) (messages.LedgerBegun, error)
 	// Complete records success (compare-and-set from executing).
 	Complete(ctx context.Context, requestID string, result json.RawMessage) error
+	// Completion decides success as Complete does without writing it: the
+	// record is the completed entry, for the caller to write in its own
+	// synced transaction (AppendDurable's with: the audit's group commit).
+	Completion(ctx context.Context, requestID string, result json.RawMessage) (messages.StoreRecord, error)
 	// Fail records failure; the request may be retried.
 	Fail(ctx context.Context, requestID string, cause error) error
 	// Abandon closes an executing entry as never begun (deletes it): the
@@ -81,6 +85,11 @@ func (c actorLedger) Complete(ctx context.Context, id string, result json.RawMes
 	return err
 }
 
+func (c actorLedger) Completion(ctx context.Context, id string, result json.RawMessage) (messages.StoreRecord, error) {
+	d, err := Ask[messages.LedgerDone](ctx, c.r, c.pid, messages.LedgerComplete{RequestID: id, Result: result, Deferred: true})
+	return d.Record, err
+}
+
 func (c actorLedger) Fail(ctx context.Context, id string, cause error) error {
 	e := errs.From(cause)
 	_, err := Ask[messages.LedgerDone](ctx, c.r, c.pid, messages.LedgerFail{RequestID: id, Code: string(e.Code), Message: e.Message})
@@ -103,8 +112,9 @@ type Audit interface {
 	Append(e messages.AuditEntry)
 	// AppendDurable seals and stores an entry and returns a wait that
 	// answers once the entry is durable (the audit actor's group commit),
-	// so a caller can overlap the wait with its own work.
-	AppendDurable(e messages.AuditEntry) func() error
+	// so a caller can overlap the wait with its own work. with are records
+	// other owners decided, written in the same synced transaction.
+	AppendDurable(e messages.AuditEntry, with ...messages.StoreRecord) func() error
 	// Query returns the entries matching the filter, oldest first.
 	Query(ctx context.Context, q messages.AuditQuery) (messages.AuditEntries, error)
 	// Verify checks the hash chain.
@@ -127,8 +137,8 @@ func (c actorAudit) Append(e messages.AuditEntry) {
 	c.r.system.Root.Send(c.pid, messages.AuditAppend{Entry: e})
 }
 
-func (c actorAudit) AppendDurable(e messages.AuditEntry) func() error {
-	msg := messages.AuditAppend{Entry: e}
+func (c actorAudit) AppendDurable(e messages.AuditEntry, with ...messages.StoreRecord) func() error {
+	msg := messages.AuditAppend{Entry: e, With: with}
 	timeout := c.r.cfg.RequestTimeout
 	f := c.r.system.Root.RequestFuture(c.pid, msg, timeout)
 	return func() error {

@@ -11,6 +11,7 @@ import (
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
 // FakeLedger is an in-memory Ledger with the real transition rules
@@ -64,6 +65,19 @@ func (f *FakeLedger) Complete(_ context.Context, id string, result json.RawMessa
 	return err
 }
 
+// Completion implements Ledger: the fake has no store, so it applies the
+// completion as it decides it, and returns the record a store would write.
+func (f *FakeLedger) Completion(ctx context.Context, id string, result json.RawMessage) (messages.StoreRecord, error) {
+	if err := f.Complete(ctx, id, result); err != nil {
+		return messages.StoreRecord{}, err
+	}
+	f.mu.Lock()
+	e := f.entries[id]
+	f.mu.Unlock()
+	b, err := persistence.Encode(e)
+	return messages.StoreRecord{Key: persistence.LedgerKey(id), Value: b}, err
+}
+
 // Fail implements Ledger.
 func (f *FakeLedger) Fail(_ context.Context, id string, cause error) error {
 	f.mu.Lock()
@@ -109,6 +123,10 @@ func fakeEntry(e ledger.Entry) messages.LedgerEntry {
 
 // FakeAudit records appended entries.
 type FakeAudit struct {
+	// Store, when set, receives the records a durable append carries, as
+	// the audit actor writes them with its entry (one synced transaction).
+	Store *persistence.Store
+
 	mu      sync.Mutex // protects entries
 	entries []messages.AuditEntry
 }
@@ -121,10 +139,22 @@ func (f *FakeAudit) Append(e messages.AuditEntry) {
 	f.entries = append(f.entries, e)
 }
 
-// AppendDurable implements Audit: a fake entry is durable at once.
-func (f *FakeAudit) AppendDurable(e messages.AuditEntry) func() error {
+// AppendDurable implements Audit: a fake entry is durable at once (the
+// records it carries are the fake ledger's, applied when decided).
+func (f *FakeAudit) AppendDurable(e messages.AuditEntry, with ...messages.StoreRecord) func() error {
 	f.Append(e)
-	return func() error { return nil }
+	if f.Store == nil || len(with) == 0 {
+		return func() error { return nil }
+	}
+	err := f.Store.Update(true, func(tx *persistence.Txn) error {
+		for _, r := range with {
+			if err := tx.PutEncoded(r.Key, r.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return func() error { return err }
 }
 
 // Entries returns a copy of what was appended.
