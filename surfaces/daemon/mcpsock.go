@@ -100,7 +100,7 @@ func (m *mcpSocket) serve(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	ss, err := m.mcp.Session(opts).Connect(context.Background(), &mcpserver.StreamTransport{Conn: stream, Logger: m.lg, Tasks: m.tasks, Role: opts.RoleName()}, nil)
+	ss, err := m.mcp.Connect(context.Background(), opts, &mcpserver.StreamTransport{Conn: stream, Logger: m.lg, Tasks: m.tasks, Role: opts.RoleName()})
 	if err != nil {
 		m.lg.Warn("mcp session", zap.Error(err))
 		stream.Close()

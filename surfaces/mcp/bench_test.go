@@ -148,10 +148,10 @@ func callFrame(id int, repo string) []byte {
 func BenchmarkMCPStreamReadFile(b *testing.B) {
 	ctx := context.Background()
 	h, repo := benchHarness(b)
-	srv := mcpserver.New(mcpserver.Local(h), "bench", everySet)
+	f := mcpserver.NewFactory(mcpserver.Local(h), "bench")
 	serve := func(b *testing.B) net.Conn {
 		c, s := socketPair(b)
-		ss, err := srv.Connect(ctx, &mcpserver.StreamTransport{Conn: s}, nil)
+		ss, err := f.Connect(ctx, everySet, &mcpserver.StreamTransport{Conn: s})
 		if err != nil {
 			b.Fatal(err)
 		}

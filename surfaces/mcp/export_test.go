@@ -17,3 +17,15 @@ var DecodeFrame = decodeFrame
 // EncodeResult is the stream transport's encoding of a successful
 // response.
 var EncodeResult = encodeResult
+
+// FastCalls is how many tool calls t's connection answered beside the
+// go-sdk (fastcall.go).
+func FastCalls(t *StreamTransport) int64 {
+	if t.conn == nil {
+		return 0
+	}
+	if fp := t.conn.fast.Load(); fp != nil {
+		return fp.taken.Load()
+	}
+	return 0
+}

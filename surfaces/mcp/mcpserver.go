@@ -69,7 +69,7 @@ type Factory struct {
 	el       *elicitor
 
 	mu      sync.Mutex // protects servers
-	servers map[serverKey]*mcp.Server
+	servers map[serverKey]*served
 }
 
 // serverKey names a factory's server: its Options and its kind.
@@ -88,7 +88,7 @@ type toolOf struct {
 // operation's tool once.
 func NewFactory(ex Backend, version string) *Factory {
 	f := &Factory{ex: ex, version: version, byName: map[string]int{}, toolsets: toolsetsTool(),
-		ss: &sessions{ids: map[*mcp.ServerSession]string{}}, servers: map[serverKey]*mcp.Server{}}
+		ss: &sessions{ids: map[*mcp.ServerSession]string{}}, servers: map[serverKey]*served{}}
 	if c, ok := ex.(sessionCloser); ok {
 		f.ss.closed = c.SessionClosed
 	}
@@ -138,19 +138,38 @@ func New(ex Backend, version string, o ...Options) *mcp.Server {
 	return NewFactory(ex, version).Session(opts)
 }
 
-func (f *Factory) server(o Options, stateless bool) *mcp.Server {
+func (f *Factory) server(o Options, stateless bool) *mcp.Server { return f.served(o, stateless).s }
+
+// served returns the server with Options o of the kind stateless says,
+// made on first use.
+func (f *Factory) served(o Options, stateless bool) *served {
 	if err := o.check(); err != nil {
 		panic("mcpserver: " + err.Error())
 	}
 	k := serverKey{options: o.key(), stateless: stateless}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s, ok := f.servers[k]; ok {
-		return s
+	if v, ok := f.servers[k]; ok {
+		return v
 	}
-	s := f.build(o, stateless)
-	f.servers[k] = s
-	return s
+	v := f.build(o, stateless)
+	f.servers[k] = v
+	return v
+}
+
+// Connect serves t (a connection of the daemon's MCP socket) as a
+// stateful session of the server with Options o, whose plain tool calls
+// t answers beside the go-sdk (fastcall.go).
+func (f *Factory) Connect(ctx context.Context, o Options, t *StreamTransport) (*mcp.ServerSession, error) {
+	v := f.served(o, false)
+	ss, err := v.s.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c := t.conn; c != nil {
+		c.fast.Store(newFastPath(v, ss, c.writeFrame))
+	}
+	return ss, nil
 }
 
 // served is one server's state: its sessions' role, whether its requests
@@ -159,7 +178,8 @@ func (f *Factory) server(o Options, stateless bool) *mcp.Server {
 type served struct {
 	f         *Factory
 	s         *mcp.Server
-	role      string // the Caller's role, "" = operator
+	handlers  map[string]mcp.ToolHandler // each operation's tool's
+	role      string                     // the Caller's role, "" = operator
 	stateless bool
 	sets      map[op.Toolset]bool // a session's toolsets until it changes them
 
@@ -174,12 +194,12 @@ type sessionSets struct {
 	notify bool
 }
 
-func (f *Factory) build(o Options, stateless bool) *mcp.Server {
+func (f *Factory) build(o Options, stateless bool) *served {
 	s := mcp.NewServer(&mcp.Implementation{Name: "harnessd", Version: f.version}, &mcp.ServerOptions{
 		Instructions: Instructions,
 		SetCacheable: cacheable,
 	})
-	v := &served{f: f, s: s, role: o.RoleName(), stateless: stateless, sets: map[op.Toolset]bool{}, changed: map[*mcp.ServerSession]*sessionSets{}}
+	v := &served{f: f, s: s, handlers: map[string]mcp.ToolHandler{}, role: o.RoleName(), stateless: stateless, sets: map[op.Toolset]bool{}, changed: map[*mcp.ServerSession]*sessionSets{}}
 	for _, t := range o.sets() {
 		v.sets[t] = true
 	}
@@ -187,10 +207,12 @@ func (f *Factory) build(o Options, stateless bool) *mcp.Server {
 	s.AddSendingMiddleware(v.sending)
 	s.AddTool(f.toolsets, v.toolsets)
 	for i := range f.tools {
-		s.AddTool(f.tools[i].tool, v.handler(f.tools[i].tool.Name))
+		name := f.tools[i].tool.Name
+		v.handlers[name] = v.handler(name)
+		s.AddTool(f.tools[i].tool, v.handlers[name])
 	}
 	registerContext(s, f.ex)
-	return s
+	return v
 }
 
 // ListTTL is how long a client may cache server/discover and the lists

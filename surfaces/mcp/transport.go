@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,8 @@ type StreamTransport struct {
 	// map to ("" = operator): the same role as the session's tool calls,
 	// so a task never acts with more than its session may.
 	Role string
+
+	conn *streamConn // the connection Connect made (Factory.Connect gives it fast calls)
 }
 
 // Connect implements mcp.Transport. The connection reads its frames in
@@ -66,6 +69,7 @@ func (t *StreamTransport) Connect(context.Context) (mcp.Connection, error) {
 	if t.Tasks != nil {
 		c.tasks = newTaskConn(t.Tasks, c.writeFrame, t.Role)
 	}
+	t.conn = c
 	return c, nil
 }
 
@@ -92,7 +96,8 @@ type streamConn struct {
 	closed    chan struct{}
 	closeErr  error
 
-	tasks *taskConn // nil: no tasks
+	tasks *taskConn                // nil: no tasks
+	fast  atomic.Pointer[fastPath] // nil: every call goes to the go-sdk
 }
 
 func (c *streamConn) SessionID() string { return "" }
@@ -122,8 +127,12 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			m, fe := c.decode(frame, over)
 			if fe == nil {
 				msg = m
-				if req, ok := m.(*jsonrpc.Request); ok && c.tasks != nil && c.tasks.incoming(req) {
-					msg = nil // a tasks/* request, answered by c.tasks
+				if req, ok := m.(*jsonrpc.Request); ok {
+					if c.tasks != nil && c.tasks.incoming(req) {
+						msg = nil // a tasks/* request, answered by c.tasks
+					} else if fp := c.fast.Load(); fp != nil && (fp.take(req) || fp.cancelled(req)) {
+						msg = nil // a fast call (fastcall.go), or its cancellation
+					}
 				}
 			} else if werr := c.refuse(fe); werr != nil && err == nil {
 				err = werr
@@ -205,6 +214,9 @@ func (c *streamConn) Close() error {
 		c.closeErr = c.rwc.Close()
 		if c.tasks != nil {
 			c.tasks.close()
+		}
+		if fp := c.fast.Load(); fp != nil {
+			fp.close()
 		}
 	})
 	return c.closeErr

@@ -56,12 +56,38 @@ func (w byteWriter) Write(p []byte) (int, error) {
 // client end, initialized.
 func serveRaw(t *testing.T, srv *mcp.Server, tr mcpserver.StreamTransport, split bool) *rawClient {
 	t.Helper()
+	return serveRawWith(t, func(tr *mcpserver.StreamTransport) (*mcp.ServerSession, error) {
+		return srv.Connect(context.Background(), tr, nil)
+	}, &tr, split)
+}
+
+// serveRawWith is serveRaw with the session connected by connect (e.g.
+// Factory.Connect, which gives the connection its fast calls).
+func serveRawWith(t *testing.T, connect func(*mcpserver.StreamTransport) (*mcp.ServerSession, error), tr *mcpserver.StreamTransport, split bool) *rawClient {
+	t.Helper()
+	c := serveRawSplit(t, connect, tr, split)
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"v0"}}}`)
+	if m := c.await(`"init"`)[`"init"`]; m.Error != nil {
+		t.Fatalf("initialize: %+v", m.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+// serveRawUninitialized is a raw connection that sent nothing yet.
+func serveRawUninitialized(t *testing.T, connect func(*mcpserver.StreamTransport) (*mcp.ServerSession, error), tr *mcpserver.StreamTransport) *rawClient {
+	t.Helper()
+	return serveRawSplit(t, connect, tr, false)
+}
+
+func serveRawSplit(t *testing.T, connect func(*mcpserver.StreamTransport) (*mcp.ServerSession, error), tr *mcpserver.StreamTransport, split bool) *rawClient {
+	t.Helper()
 	client, server := net.Pipe()
 	tr.Conn = server
 	if split {
 		tr.Conn = byteWriter{server}
 	}
-	ss, err := srv.Connect(context.Background(), &tr, nil)
+	ss, err := connect(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +112,6 @@ func serveRaw(t *testing.T, srv *mcp.Server, tr mcpserver.StreamTransport, split
 		_ = ss.Close()
 		<-readDone
 	})
-	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"v0"}}}`)
-	if m := c.await(`"init"`)[`"init"`]; m.Error != nil {
-		t.Fatalf("initialize: %+v", m.Error)
-	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
 }
 
