@@ -202,7 +202,9 @@ func TestFastCallsRoleAndCancel(t *testing.T) {
 	if err := json.Unmarshal(b, &job); err != nil || job.JobID == "" {
 		t.Fatalf("job_start: %s %v", b, err)
 	}
-	t.Cleanup(func() { _, _ = mcpserver.Local(h).Exec(ctx, "job_cancel", json.RawMessage(`{"job_id":"`+job.JobID+`"}`)) })
+	t.Cleanup(func() {
+		_, _ = mcpserver.Local(h).Exec(ctx, "job_cancel", json.RawMessage(`{"job_id":"`+job.JobID+`"}`))
+	})
 	tr2 := &mcpserver.StreamTransport{}
 	c := serveRawWith(t, func(tr *mcpserver.StreamTransport) (*mcp.ServerSession, error) {
 		return f.Connect(ctx, mcpserver.Options{}, tr)
