@@ -182,7 +182,10 @@ async function start(pin) {
             'job_start',
             {
                 repo_id: need('HARNESSD_REPO_ID'),
-                argv: ['sh', '-c', 'sleep 4; echo done'],
+                // Long enough that the job still runs when the Go test,
+                // after this process exited, kills the daemon (node's own
+                // start and exit take seconds on a loaded machine).
+                argv: ['sh', '-c', 'sleep 10; echo done'],
                 request_id: `node-task-${env.HARNESSD_MCP_TRANSPORT}`,
                 retry: { max: 1 },
             },
