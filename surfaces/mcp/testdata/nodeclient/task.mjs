@@ -177,6 +177,7 @@ async function connect(pin) {
 
 async function start(pin) {
     const { client, session } = await connect(pin);
+    let handedOff = false;
     try {
         const execution = await session.callTool(
             'job_start',
@@ -196,10 +197,15 @@ async function start(pin) {
         await execution.handoff((ref) => {
             reference = ref;
         });
+        handedOff = true;
         const out = { task_id: execution.handle.taskId, reference };
         process.stdout.write(JSON.stringify(out) + '\n');
     } finally {
-        await session.close();
+        // ext-tasks' session.close() closes the executions it still lists,
+        // and closing an unsettled one cancels its task: a handed-off task
+        // may still be listed for a moment after handoff() resolved, so
+        // the session is left to end with the connection.
+        if (!handedOff) await session.close();
         await client.close();
     }
 }
