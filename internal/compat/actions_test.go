@@ -333,7 +333,11 @@ func (e *env) read() result {
 				why = a.errText()
 				break
 			}
-			res.redactions += max(countMarkers(a.str("content")), a.redactionField())
+			text := a.str("content") // a binary file's, else the text block's
+			if _, inJSON := a.m["content"]; !inJSON {
+				text = a.text
+			}
+			res.redactions += max(countMarkers(text), a.redactionField())
 			if a.get("binary") == true {
 				sum := sha256.Sum256(want)
 				if a.str("sha256") != hex.EncodeToString(sum[:]) {
@@ -343,7 +347,7 @@ func (e *env) read() result {
 				got.Write(want)
 				break
 			}
-			got.WriteString(a.str("content"))
+			got.WriteString(text)
 			end, _ := a.num("end_line")
 			total, _ := a.num("total_lines")
 			if a.get("truncated") != true || end >= total {

@@ -158,7 +158,9 @@ func startHarnessd(dataDir string, env []string, extra ...string) (*harnessd, er
 		return nil, fmt.Errorf("read the person's token: %w", err)
 	}
 	h.token = strings.TrimSpace(string(tok))
-	mc := exec.Command(bin, "mcp", "--data-dir", dataDir, "--log-level", "warn")
+	// Every toolset: the corpus registers its checkouts (admin) as the
+	// person would, and runs the rest as an agent.
+	mc := exec.Command(bin, "mcp", "--data-dir", dataDir, "--log-level", "warn", "--toolsets", "all")
 	mc.Env = env
 	mc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "compat-corpus", Version: "v0"}, nil)
@@ -203,6 +205,9 @@ type answer struct {
 	msg   string
 	// strs are the string leaves of the structured content.
 	strs []string
+	// text is the first text block: read_file's file text (its
+	// structured content is the metadata).
+	text string
 }
 
 // call calls a tool. A protocol error becomes an error answer.
@@ -219,6 +224,11 @@ func (h *harnessd) callCtx(ctx context.Context, name string, args map[string]any
 	}
 	var a answer
 	a.isErr = res.IsError
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			a.text = tc.Text
+		}
+	}
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &a.m)
 	if a.m == nil && res.IsError {

@@ -136,6 +136,7 @@ var classes = map[errs.Code]class{
 	errs.RouteRejected:           {Contract, false, "the route policy rejects the call"},
 	errs.RouteDurableRequired:    {Contract, false, "the call belongs on the Durable Path"},
 	errs.PolicyDenied:            {Contract, false, "a policy rule denies the call"},
+	errs.RoleDenied:              {Contract, false, "the session's role may not call the operation"},
 	errs.ApprovalRequired:        {Contract, false, "the policy wants a person's approval"},
 	errs.LoopDetected:            {Loop, false, "the loop detector refused a repeat"},
 	errs.MutationBusy:            {Transient, true, "the resource is leased by other work"},

@@ -33,6 +33,7 @@ var everyCode = []struct {
 	{errs.RouteRejected, Contract, false, Abort},
 	{errs.RouteDurableRequired, Contract, false, EscalateDurable},
 	{errs.PolicyDenied, Contract, false, Abort},
+	{errs.RoleDenied, Contract, false, Abort},
 	{errs.ApprovalRequired, Contract, false, AskHuman},
 	{errs.LoopDetected, Loop, false, Abort},
 	{errs.MutationBusy, Transient, true, RetryAfter},
