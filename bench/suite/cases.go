@@ -20,6 +20,7 @@ import (
 // The case names, in run order.
 const (
 	CaseSmallFileRead       = "small_file_read"
+	CaseListDir             = "list_dir"
 	CaseSymbolSearch        = "symbol_search"
 	CaseGitStatus           = "git_status"
 	CaseGitDiff             = "git_diff"
@@ -193,6 +194,12 @@ func Cases() []string {
 func allCases() []caseDef {
 	return []caseDef{
 		{name: CaseSmallFileRead, steps: []step{readStep(ReadmePath)}},
+		// A plain listing of the repository's top directory. harnessd has
+		// no listing operation in core (target_list_dir lists a target,
+		// not a repository; search needs a query): an agent runs ls, a
+		// read-only command on the Fast Path. server-filesystem's
+		// list_directory answers the same entries (fsmcp.go).
+		{name: CaseListDir, steps: []step{commandStep(append([]string{"ls"}, append(fsListFlags, ".")...)...)}},
 		{name: CaseSymbolSearch, steps: []step{searchStep}},
 		{name: CaseGitStatus, steps: []step{statusStep}},
 		{name: CaseGitDiff, steps: []step{diffStep}, dirty: true},

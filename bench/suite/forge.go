@@ -388,8 +388,11 @@ func onlyKeys(op string, a map[string]any, allowed ...string) error {
 }
 
 // noEquivalent returns why case c cannot run through s honestly ("" when
-// it can): only the Forge surface has such cases.
+// it can): only the Forge and server-filesystem surfaces have such cases.
 func noEquivalent(s surface, c caseDef) string {
+	if fs, ok := s.(*fsSurface); ok {
+		return fs.noEquivalent(c)
+	}
 	if _, ok := s.(*forgeSurface); !ok {
 		return ""
 	}

@@ -36,6 +36,7 @@ type config struct {
 	json        bool
 	harnessd    string
 	forge       string // --forge: Forge's bin/forge.mjs
+	fsServer    string // --fs-server: server-filesystem's dist/index.js
 	load        bool
 	concurrency int
 	duration    time.Duration
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print the schema_version 1 JSON report instead of a table")
 	fs.StringVar(&c.harnessd, "harnessd", "", "harnessd binary for the daemon surfaces (default: go build ./cmd/harnessd)")
 	fs.StringVar(&c.forge, "forge", "", "Forge's bin/forge.mjs for forge-mcp-stdio-raw (default $FORGE_MJS, else the install of ../shared/peers/forge-thin-harness-bench.sh under $PEER_DIR or /tmp/peer)")
+	fs.StringVar(&c.fsServer, "fs-server", "", "@modelcontextprotocol/server-filesystem's dist/index.js for fs-mcp-stdio-raw (default $FS_MCP_JS, else the bench's install under $PEER_DIR or /tmp/peer, made with npm install by name when missing)")
 	fs.BoolVar(&c.load, "load", false, "load mode: many agents, one surface, for --duration")
 	fs.IntVar(&c.concurrency, "concurrency", 64, "load: simulated agents")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "load: how long to run")
@@ -132,8 +134,13 @@ func (c *config) validate() error {
 	if c.forge != "" && !fileExists(c.forge) {
 		return fmt.Errorf("--forge %q is not a file (Forge's bin/forge.mjs)", c.forge)
 	}
-	if c.load && slices.Contains(c.surfaces, SurfaceForgeMCPStdioRaw) {
-		return fmt.Errorf("--load does not drive %s; compare it in the suite (no --load)", SurfaceForgeMCPStdioRaw)
+	if c.fsServer != "" && !fileExists(c.fsServer) {
+		return fmt.Errorf("--fs-server %q is not a file (server-filesystem's dist/index.js)", c.fsServer)
+	}
+	for _, peer := range []string{SurfaceForgeMCPStdioRaw, SurfaceFSMCPStdioRaw} {
+		if c.load && slices.Contains(c.surfaces, peer) {
+			return fmt.Errorf("--load does not drive %s; compare it in the suite (no --load)", peer)
+		}
 	}
 	if c.harnessd != "" {
 		if st, err := os.Stat(c.harnessd); err != nil || st.IsDir() {

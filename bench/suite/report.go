@@ -49,6 +49,8 @@ type Settings struct {
 	Queries []string `json:"queries,omitempty"`
 	// Forge is the Forge of forge-mcp-stdio-raw, when it was found.
 	Forge *ForgeInfo `json:"forge,omitempty"`
+	// FS is the server-filesystem of fs-mcp-stdio-raw, when it was found.
+	FS *FSInfo `json:"fs_server,omitempty"`
 }
 
 // Result is one case measured through one surface. Times are milliseconds.

@@ -78,6 +78,7 @@ type daemons struct {
 	err     error
 	skipWhy string        // set when no binary can be had: the surfaces are skipped
 	forge   *forgeInstall // the Forge of forge-mcp-stdio-raw (forge.go), when asked for
+	fs      *fsInstall    // the server-filesystem of fs-mcp-stdio-raw (fsmcp.go), when asked for
 }
 
 func (ds *daemons) get(ctx context.Context) (*daemonProc, error) {
@@ -137,6 +138,12 @@ func openSurface(ctx context.Context, name, work string, ds *daemons) (surface, 
 			return nil, err // never a typed nil
 		}
 		return f, nil
+	case SurfaceFSMCPStdioRaw:
+		f, err := openFS(ds.fs)
+		if err != nil {
+			return nil, err // never a typed nil
+		}
+		return f, nil
 	case SurfaceMCPHTTP:
 		d, err := ds.get(ctx)
 		if err != nil {
@@ -182,6 +189,11 @@ func runSuite(ctx context.Context, cfg config, rep *Report, stderr io.Writer) er
 			rep.Settings.Forge = &ds.forge.info
 		}
 	}
+	if slices.Contains(cfg.surfaces, SurfaceFSMCPStdioRaw) {
+		if ds.fs = locateFS(ctx, cfg.fsServer, stderr); ds.fs.skip == "" {
+			rep.Settings.FS = &ds.fs.info
+		}
+	}
 	prog := &progress{w: stderr, total: len(cfg.surfaces) * len(cases), off: !drawProgress(stderr)}
 	defer prog.clear()
 	var errList []error
@@ -209,7 +221,7 @@ func runSurface(ctx context.Context, name, work string, ds *daemons, fx *Fixture
 	}
 	if err != nil {
 		skipWhy := ds.skipWhy
-		if name == SurfaceInproc || name == SurfaceForgeMCPStdioRaw {
+		if name == SurfaceInproc || name == SurfaceForgeMCPStdioRaw || name == SurfaceFSMCPStdioRaw {
 			skipWhy = "" // not the daemon's
 		}
 		var skip skipSurface

@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -22,6 +23,11 @@ type SideBySide struct {
 	ForgeCalls int `json:"forge_calls,omitempty"`
 	// ForgeOverHarnessd is forge_ms / harnessd_ms: above 1, harnessd is faster.
 	ForgeOverHarnessd *float64 `json:"forge_over_harnessd,omitempty"`
+	// FSMs is the case through server-filesystem (fs-mcp-stdio-raw), one
+	// call; FSOverHarnessd is fs_ms / harnessd_ms: above 1, harnessd is
+	// faster.
+	FSMs           *float64 `json:"fs_ms,omitempty"`
+	FSOverHarnessd *float64 `json:"fs_over_harnessd,omitempty"`
 	// TransportPerCallMs is harnessd's own cost of the MCP transport per
 	// call: (harnessd_ms - inproc_ms) / calls.
 	TransportPerCallMs *float64 `json:"transport_per_call_ms,omitempty"`
@@ -35,11 +41,12 @@ func (c caseDef) calls(s surface) int {
 	return len(c.steps)
 }
 
-// sideBySide sets the measured mcp-stdio-raw results against inproc and
-// forge-mcp-stdio-raw, per case in the order of the results. A case is
-// listed when mcp-stdio-raw and at least one of the others measured it.
+// sideBySide sets the measured mcp-stdio-raw results against inproc,
+// forge-mcp-stdio-raw and fs-mcp-stdio-raw, per case in the order of the
+// results. A case is listed when mcp-stdio-raw and at least one of the
+// others measured it.
 func sideBySide(results []Result) []SideBySide {
-	type trio struct{ inproc, raw, forge *Result }
+	type trio struct{ inproc, raw, forge, fs *Result }
 	by := map[string]*trio{}
 	var order []string
 	for i := range results {
@@ -60,12 +67,14 @@ func sideBySide(results []Result) []SideBySide {
 			t.raw = r
 		case SurfaceForgeMCPStdioRaw:
 			t.forge = r
+		case SurfaceFSMCPStdioRaw:
+			t.fs = r
 		}
 	}
 	var out []SideBySide
 	for _, name := range order {
 		t := by[name]
-		if t.raw == nil || t.inproc == nil && t.forge == nil {
+		if t.raw == nil || t.inproc == nil && t.forge == nil && t.fs == nil {
 			continue
 		}
 		raw := t.raw.TotalMs.Median
@@ -83,6 +92,14 @@ func sideBySide(results []Result) []SideBySide {
 				sb.ForgeOverHarnessd = &ratio
 			}
 		}
+		if t.fs != nil {
+			f := t.fs.TotalMs.Median
+			sb.FSMs = &f
+			if raw > 0 {
+				ratio := round3(f / raw)
+				sb.FSOverHarnessd = &ratio
+			}
+		}
 		out = append(out, sb)
 	}
 	return out
@@ -93,33 +110,50 @@ func writeSideBySide(w io.Writer, rep *Report) error {
 	if len(rep.SideBySide) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nside by side (medians of the client-side wall time, ms; harnessd and Forge through the same raw JSON-RPC client):")
+	withFS := slices.ContainsFunc(rep.SideBySide, func(sb SideBySide) bool { return sb.FSMs != nil })
+	fmt.Fprintln(w, "\nside by side (medians of the client-side wall time, ms; harnessd and its peers through the same raw JSON-RPC client):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tCALLS\tINPROC\tMCP-STDIO-RAW\tFORGE\tFORGE/HARNESSD\tTRANSPORT/CALL")
+	head := "CASE\tCALLS\tINPROC\tMCP-STDIO-RAW\tFORGE\tFORGE/HARNESSD"
+	if withFS {
+		head += "\tSERVER-FILESYSTEM\tFS/HARNESSD"
+	}
+	fmt.Fprintln(tw, head+"\tTRANSPORT/CALL")
 	opt := func(p *float64, suffix string) string {
 		if p == nil {
 			return "-"
 		}
 		return f3(*p) + suffix
 	}
+	ratio := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fx", *p)
+	}
 	for _, sb := range rep.SideBySide {
 		calls := fmt.Sprint(sb.Calls)
 		if sb.ForgeMs != nil && sb.ForgeCalls != sb.Calls {
 			calls = fmt.Sprintf("%d (forge %d)", sb.Calls, sb.ForgeCalls)
 		}
-		ratio := "-"
-		if sb.ForgeOverHarnessd != nil {
-			ratio = fmt.Sprintf("%.1fx", *sb.ForgeOverHarnessd)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", sb.Case, calls, opt(sb.InprocMs, ""), opt(sb.HarnessdMs, ""),
+			opt(sb.ForgeMs, ""), ratio(sb.ForgeOverHarnessd))
+		if withFS {
+			fmt.Fprintf(tw, "\t%s\t%s", opt(sb.FSMs, ""), ratio(sb.FSOverHarnessd))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sb.Case, calls, opt(sb.InprocMs, ""), opt(sb.HarnessdMs, ""),
-			opt(sb.ForgeMs, ""), ratio, opt(sb.TransportPerCallMs, ""))
+		fmt.Fprintf(tw, "\t%s\n", opt(sb.TransportPerCallMs, ""))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "FORGE/HARNESSD: forge-mcp-stdio-raw / mcp-stdio-raw; TRANSPORT/CALL: (mcp-stdio-raw - inproc) / CALLS, harnessd's own cost of the MCP transport per call.")
+	if withFS {
+		fmt.Fprintln(w, "FS/HARNESSD: fs-mcp-stdio-raw / mcp-stdio-raw (above 1, harnessd is faster); server-filesystem reports no server time.")
+	}
 	if f := rep.Settings.Forge; f != nil {
 		fmt.Fprintf(w, "forge: %s %s under %s, toolset %s; its SERVER is the serverDurationMs it reports, its segments its Thin Harness latency (batch, lanes, git_status)\n", f.Path, f.Version, f.Runtime, f.Toolset)
+	}
+	if f := rep.Settings.FS; f != nil {
+		fmt.Fprintf(w, "server-filesystem: %s %s (read: %s)\n", f.Path, f.Version, f.ReadTool)
 	}
 	return nil
 }

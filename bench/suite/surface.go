@@ -26,13 +26,16 @@ const (
 	// SurfaceForgeMCPStdioRaw is Forge's MCP server (the peer) through the
 	// client of mcp-stdio-raw, on the same fixture (forge.go).
 	SurfaceForgeMCPStdioRaw = "forge-mcp-stdio-raw"
+	// SurfaceFSMCPStdioRaw is the official @modelcontextprotocol/server-filesystem
+	// through the client of mcp-stdio-raw, on the same fixture (fsmcp.go).
+	SurfaceFSMCPStdioRaw = "fs-mcp-stdio-raw"
 )
 
 // AllSurfaces lists every surface in run order.
 var AllSurfaces = []string{SurfaceInproc, SurfaceMCPStdio, SurfaceMCPHTTP, SurfaceMCPStdioRaw}
 
 // OptInSurfaces are run only when --surfaces names them.
-var OptInSurfaces = []string{SurfaceForgeMCPStdioRaw}
+var OptInSurfaces = []string{SurfaceForgeMCPStdioRaw, SurfaceFSMCPStdioRaw}
 
 // numSegments is the number of latency segments a result reports.
 const numSegments = 6
