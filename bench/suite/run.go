@@ -269,12 +269,13 @@ func runSurface(ctx context.Context, name, work string, ds *daemons, fx *Fixture
 // followed by one run of its floor.
 func runCase(ctx context.Context, s surface, repoID string, c caseDef, fx *Fixture, fl *floors, ids *requestIDs, warmup, iterations int) Result {
 	r := Result{Case: c.name, Surface: s.Name(), Floor: c.floorName(fl)}
-	if c.requires != "" && !s.HasOp(c.requires) {
-		r.Skipped = c.requires + " not available"
-		return r
-	}
+	// A peer's missing equivalent first: its reason names the peer.
 	if why := noEquivalent(s, c); why != "" {
 		r.Skipped = why
+		return r
+	}
+	if c.requires != "" && !s.HasOp(c.requires) {
+		r.Skipped = c.requires + " not available"
 		return r
 	}
 	r.Calls = c.calls(s)
