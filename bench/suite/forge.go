@@ -429,10 +429,7 @@ func (s *forgeSurface) Call(ctx context.Context, op string, args map[string]any,
 	raw, err := s.raw.rpc(ctx, "tools/call", map[string]any{"name": tool, "arguments": fargs})
 	smp := sample{wall: time.Since(start)}
 	if err != nil {
-		if ctx.Err() != nil {
-			return smp, errs.Wrap(errs.CodeOf(ctx.Err()), err, "%s %s: %v", s.Name(), tool, err)
-		}
-		return smp, errs.Wrap(errs.Unavailable, err, "%s %s: %v", s.Name(), tool, err)
+		return smp, callError(ctx, s.Name(), tool, err)
 	}
 	body, err := forgeBody(raw)
 	if err != nil {

@@ -325,10 +325,7 @@ func (s *fsSurface) Call(ctx context.Context, op string, args map[string]any, ou
 	res, err := raw.rpc(ctx, "tools/call", map[string]any{"name": tool, "arguments": fargs})
 	smp := sample{wall: time.Since(start)}
 	if err != nil {
-		if ctx.Err() != nil {
-			return smp, errs.Wrap(errs.CodeOf(ctx.Err()), err, "%s %s: %v", s.Name(), tool, err)
-		}
-		return smp, errs.Wrap(errs.Unavailable, err, "%s %s: %v", s.Name(), tool, err)
+		return smp, callError(ctx, s.Name(), tool, err)
 	}
 	text, err := fsText(res)
 	if err != nil {

@@ -207,10 +207,7 @@ func (s *rawSurface) Call(ctx context.Context, op string, args map[string]any, o
 	raw, err := s.rpc(ctx, "tools/call", map[string]any{"name": op, "arguments": args})
 	smp := sample{wall: time.Since(start)}
 	if err != nil {
-		if ctx.Err() != nil {
-			return smp, errs.Wrap(errs.CodeOf(ctx.Err()), err, "%s %s: %v", s.Name(), op, err)
-		}
-		return smp, errs.Wrap(errs.Unavailable, err, "%s %s: %v", s.Name(), op, err)
+		return smp, callError(ctx, s.Name(), op, err)
 	}
 	b, isError, err := rawToolBody(raw)
 	if err != nil {

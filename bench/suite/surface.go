@@ -216,10 +216,7 @@ func (s *mcpSurface) Call(ctx context.Context, op string, args map[string]any, o
 	res, err := s.sess.CallTool(ctx, &mcp.CallToolParams{Name: op, Arguments: args})
 	smp := sample{wall: time.Since(start)}
 	if err != nil {
-		if ctx.Err() != nil {
-			return smp, errs.Wrap(errs.CodeOf(ctx.Err()), err, "%s %s: %v", s.name, op, err)
-		}
-		return smp, errs.Wrap(errs.Unavailable, err, "%s %s: %v", s.name, op, err)
+		return smp, callError(ctx, s.name, op, err)
 	}
 	b, err := resultJSON(res)
 	if err != nil {
@@ -270,4 +267,13 @@ func (s *mcpSurface) Close() error {
 		s.after()
 	}
 	return err
+}
+
+// callError is a call's transport error: coded as ctx's end when ctx
+// ended (CANCELLED or TIMEOUT), else UNAVAILABLE.
+func callError(ctx context.Context, surface, op string, err error) error {
+	if ctx.Err() != nil {
+		return errs.Wrap(errs.CodeOf(ctx.Err()), err, "%s %s: %v", surface, op, err)
+	}
+	return errs.Wrap(errs.Unavailable, err, "%s %s: %v", surface, op, err)
 }
