@@ -15,8 +15,15 @@ import (
 	"time"
 )
 
+// corpusPath is testdata/corpus.json made absolute before any test runs,
+// so no test depends on the process's working directory afterwards.
+var corpusPath = "testdata/corpus.json"
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if abs, err := filepath.Abs(corpusPath); err == nil {
+		corpusPath = abs
+	}
 	dir, err := os.MkdirTemp("", "harnessd-compat-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,7 +58,7 @@ func TestCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the benign corpus runs real projects' test suites (minutes): skipped under -short")
 	}
-	c, err := loadCorpus("testdata/corpus.json")
+	c, err := loadCorpus(corpusPath)
 	if err != nil {
 		t.Fatal(err)
 	}

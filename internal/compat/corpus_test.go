@@ -316,7 +316,7 @@ func withTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 }
 
 func TestManifest(t *testing.T) {
-	c, err := loadCorpus("testdata/corpus.json")
+	c, err := loadCorpus(corpusPath)
 	if err != nil {
 		t.Fatal(err)
 	}
