@@ -795,6 +795,12 @@ func (c *taskConn) incoming(req *jsonrpc.Request) bool {
 		c.pending[req.ID] = pending{kind: pendingDiscover}
 		c.mu.Unlock()
 	case req.Method == "tools/call":
+		c.mu.Lock()
+		ext := c.peer.ext
+		c.mu.Unlock()
+		if !ext && !mayConcernTasks(req.Params) {
+			return false // a plain call: no decode of its arguments
+		}
 		var p taskParams
 		if json.Unmarshal(req.Params, &p) != nil {
 			return false
@@ -873,6 +879,18 @@ func encodeAnswer(id jsonrpc.ID, res any, e *jsonrpc.Error) ([]byte, error) {
 	return jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: b})
 }
 
+// mayConcernTasks reports whether a request's bytes can concern tasks:
+// a tasks/* request, an initialize or server/discover (their answers
+// gain the tasks' capabilities), or a call that asks for a task
+// (params.task) or declares the extension (its id in _meta). Each names
+// "task", "initialize" or "server/discover"; every other request, the
+// plain calls of the hot path, passes on without being decoded here. (A
+// member name written with \u escapes is not seen: such a call is
+// answered plainly, not as a task.)
+func mayConcernTasks(b []byte) bool {
+	return bytes.Contains(b, []byte("task")) || bytes.Contains(b, []byte("initialize")) || bytes.Contains(b, []byte("server/discover"))
+}
+
 // maxTaskBody bounds the body WithTasks reads to look at a request; a
 // larger one goes to next unread.
 const maxTaskBody = 4 << 20
@@ -899,7 +917,7 @@ func WithTasks(next http.Handler, t *Tasks) http.Handler {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		if len(body) > maxTaskBody {
+		if len(body) > maxTaskBody || !mayConcernTasks(body) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -212,3 +212,24 @@ func TestWithCapabilities(t *testing.T) {
 		t.Fatalf("2026: got %+v", out.Capabilities)
 	}
 }
+
+// Only what can concern tasks is decoded by WithTasks and the stream
+// transport; a plain call passes on untouched.
+func TestMayConcernTasks(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"job_1"}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`, true},
+		{`{"name":"job_start","arguments":{},"task":{"ttl":1000}}`, true},
+		{`{"name":"job_start","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`, true},
+		{`{"name":"read_file","arguments":{"repo_id":"r","path":"README.md"}}`, false},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, false},
+	} {
+		if got := mayConcernTasks([]byte(c.body)); got != c.want {
+			t.Errorf("mayConcernTasks(%s) = %v, want %v", c.body, got, c.want)
+		}
+	}
+}
