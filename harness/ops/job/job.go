@@ -5,6 +5,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -311,6 +312,12 @@ func Wait(ctx context.Context, c *op.Call, id string, wait time.Duration) (messa
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				// The caller gave up (notifications/cancelled, a
+				// closed connection): CANCELLED, not a status it
+				// will not read. A deadline answers the last state.
+				return j, ctx.Err()
+			}
 			return j, nil
 		case <-poll.C:
 		}
