@@ -171,6 +171,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	cf.register(fs)
 	listen := fs.String("listen", "", "also listen on loopback TCP `address`, e.g. 127.0.0.1:7411 (bearer token in <data-dir>/token)")
 	wait := fs.Duration("shutdown-wait", 10*time.Second, "how long shutdown waits for running operations")
+	sessionIdle := fs.Duration("session-idle", daemon.DefaultSessionIdle, "close a streamable-HTTP MCP session after this long without a request (the client initializes again)")
 	loops := fs.Int("loop-threshold", 3, "identical results of the same input before LOOP_DETECTED (0 = loop detection off)")
 	policyPath := fs.String("policy", "", "policy `file` (default <data-dir>/policy.yaml; reload with SIGHUP or 'harness policy reload')")
 	sbMode := fs.String("sandbox", "auto", "confinement of the processes harnessd starts: require (refuse to start commands without Landlock), auto, off")
@@ -206,7 +207,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
-		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots}, lg)
+		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots, SessionIdle: *sessionIdle}, lg)
 }
 
 // helpedOK turns errHelped (the help was printed) into success.

@@ -41,7 +41,7 @@ func mcpEndpoint(t *testing.T) (*httptest.Server, *harness.Harness) {
 			t.Errorf("close harness: %v", err)
 		}
 	})
-	hs := httptest.NewServer(newMCPHTTP(oneServer(mcpserver.New(mcpserver.Local(h), "test"))))
+	hs := httptest.NewServer(newMCPHTTP(oneServer(mcpserver.New(mcpserver.Local(h), "test")), 0))
 	t.Cleanup(hs.Close)
 	t.Cleanup(hs.Client().CloseIdleConnections)
 	return hs, h
@@ -403,7 +403,7 @@ func TestMCPHTTPRouterRefusesAndPeeks(t *testing.T) {
 		return nil, errs.New(errs.InvalidArgument, "unknown toolset %q; known: core, git", "bogus")
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
-	hs := httptest.NewServer(newMCPHTTP(mcpServers{session: refuse, shared: refuse, probe: srv}))
+	hs := httptest.NewServer(newMCPHTTP(mcpServers{session: refuse, shared: refuse, probe: srv}, 0))
 	defer hs.Close()
 	defer hs.Client().CloseIdleConnections()
 	for _, headers := range []map[string]string{nil, {hdrProtocolVersion: v20260728, hdrMethod: methodDiscover}} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,10 +65,22 @@ type mcpHTTP struct {
 	stateful, stateless *mcp.StreamableHTTPHandler
 }
 
-// newMCPHTTP returns the MCP endpoint over streamable HTTP.
-func newMCPHTTP(s mcpServers) http.Handler {
+// DefaultSessionIdle is how long a stateful MCP session may go without a
+// request before the daemon closes it (Config.SessionIdle).
+const DefaultSessionIdle = 10 * time.Minute
+
+// newMCPHTTP returns the MCP endpoint over streamable HTTP. A stateful
+// session that receives no request for idle is closed with everything it
+// holds (a client that went away without DELETE leaves nothing behind); a
+// later request with its id answers 404 and the client initializes again.
+// An open GET stream does not count as activity (go-sdk pauses the timer
+// only while a POST is in flight). idle <= 0 means DefaultSessionIdle.
+func newMCPHTTP(s mcpServers, idle time.Duration) http.Handler {
+	if idle <= 0 {
+		idle = DefaultSessionIdle
+	}
 	m := &mcpHTTP{servers: s}
-	m.stateful = mcp.NewStreamableHTTPHandler(m.server, nil)
+	m.stateful = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{SessionTimeout: idle})
 	m.stateless = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
 		Stateless: true,
 		// A new-protocol request lives as long as its POST: a client that

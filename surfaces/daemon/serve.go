@@ -51,6 +51,9 @@ type Config struct {
 	NoLiveIndex bool
 	// AllowRoots are allowed areas (harness.Config.AllowRoots).
 	AllowRoots []string
+	// SessionIdle closes a streamable-HTTP MCP session after this long
+	// without a request (0 = DefaultSessionIdle).
+	SessionIdle time.Duration
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
 }
@@ -74,6 +77,9 @@ func (c Config) validate() error {
 	}
 	if c.ShutdownWait < 0 {
 		return fmt.Errorf("--shutdown-wait %s is negative", c.ShutdownWait)
+	}
+	if c.SessionIdle < 0 {
+		return fmt.Errorf("--session-idle %s is negative", c.SessionIdle)
 	}
 	return nil
 }
@@ -152,7 +158,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	// mcphttp.go: both protocol generations; mcpfactory.go: each request's
 	// toolsets and role; tasks (job-backed MCP tasks) in front of both.
 	tasks := mcpserver.NewTasks(mcpF.Backend())
-	mcpHandler := mcpserver.WithTasks(newMCPHTTP(factoryServers(mcpF)), tasks)
+	mcpHandler := mcpserver.WithTasks(newMCPHTTP(factoryServers(mcpF), cfg.SessionIdle), tasks)
 	ui := console.Handler(h, token)
 	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
 
