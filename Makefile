@@ -9,7 +9,7 @@ PKGS    ?= ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X github.com/harnessd/harnessd/harness.Version=$(VERSION)
 
-.PHONY: help build run test lint bench bench-scale bench-real bench-go bench-ci soak tidy fuzz clean
+.PHONY: help build install run test lint bench bench-scale bench-real bench-go bench-ci soak tidy fuzz clean
 
 help: ## show this help (colours only on a terminal without NO_COLOR)
 	@if [ -t 1 ] && [ -z "$$NO_COLOR" ] && [ "$$TERM" != dumb ]; then on='\033[36m'; off='\033[0m'; else on=; off=; fi; \
@@ -18,6 +18,12 @@ help: ## show this help (colours only on a terminal without NO_COLOR)
 build: ## build bin/harnessd and bin/harness
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harnessd ./cmd/harnessd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/harness ./cmd/harness
+
+install: ## install harnessd and harness into GOBIN (default $(go env GOPATH)/bin) and say whether it is on PATH
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/harnessd ./cmd/harness
+	@dir="$$($(GO) env GOBIN)"; [ -n "$$dir" ] || dir="$$($(GO) env GOPATH | cut -d: -f1)/bin"; \
+	echo "installed harnessd and harness in $$dir"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: export PATH=\"$$dir:\$$PATH\" (and add that line to ~/.bashrc or ~/.zshrc)";; esac
 
 run: build ## start the daemon on the default data dir (Badger in ~/.local/state/harnessd); ARGS=... for more flags
 	$(BIN)/harnessd serve $(ARGS)
