@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/internal/policy"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -30,6 +31,13 @@ const (
 
 // Policy reports the loaded policy.
 func (h *Harness) Policy() PolicyInfo { return h.gov.Policy() }
+
+// PolicyRule is one rule of the policy file, with its examples.
+type PolicyRule = policy.Rule
+
+// PolicyRules returns the rules of the policy in force, in file order,
+// each with its examples (a copy).
+func (h *Harness) PolicyRules() []PolicyRule { return h.gov.LoadedPolicy().Rules() }
 
 // ReloadPolicy loads the policy file again. On error the previous policy
 // stays in force and the error names the bad rule or example. People
