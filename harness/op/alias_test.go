@@ -240,6 +240,9 @@ func TestUnknownFieldNamesTheField(t *testing.T) {
 		{"read_file", `{"repo_id":"r","path":"a","lines":3}`, "max_lines"},
 		{"search", `{"repo_id":"r","query":"a","regexp":"a"}`, "query"},
 		{"apply_patch", `{"repo_id":"r","request_id":"q","operations":[{"op":"create","path":"a","text":"x"}]}`, "content"},
+		// A meaning beats a spelling: state is one edit from stage, but
+		// it means the tool's status.
+		{"run_stage", `{"run_id":"r","stage":"tests","state":"completed"}`, "status"},
 	} {
 		o, ok := reg.Lookup(tc.op)
 		if !ok {

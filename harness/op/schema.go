@@ -406,29 +406,9 @@ func unknownField(at, where, k string, s *jsonschema.Schema) *errs.Error {
 	return e
 }
 
-// closest returns the valid field k most likely means: a known alias, a
-// name that contains k or is contained in it, or one a small edit away.
+// closest returns the valid field k most likely means: the tool's own
+// fields only, a meaning (aliases, either way round) before a spelling
+// (suggest.Field).
 func closest(k string, valid []string) string {
-	lk := strings.ToLower(k)
-	for _, a := range aliases()[lk] {
-		if slices.Contains(valid, a) {
-			return a
-		}
-	}
-	best, bestD := "", 0
-	for _, v := range valid {
-		d := suggest.Distance(lk, v)
-		if d < bestD || best == "" {
-			best, bestD = v, d
-		}
-	}
-	if best != "" && bestD <= max(1, len(lk)/3) {
-		return best
-	}
-	for _, v := range valid {
-		if len(lk) >= 3 && (strings.Contains(v, lk) || strings.Contains(lk, v)) {
-			return v
-		}
-	}
-	return ""
+	return suggest.Field(k, valid, aliases())
 }
