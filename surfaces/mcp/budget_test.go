@@ -79,7 +79,7 @@ func served(t *testing.T, h *harness.Harness, o mcpserver.Options) []*mcp.Tool {
 
 // TestToolsListBudget fails when tools/list of a session with the core
 // toolset, or with every set, costs more o200k tokens than the budget,
-// naming the heaviest tool; it logs the table the README shows. Each
+// naming the heaviest tool; it logs the table docs/clients.md shows. Each
 // set's row counts its own tools (a session enabling it lists core too).
 func TestToolsListBudget(t *testing.T) {
 	enc, err := tokenizer.Get(tokenizer.O200kBase)
