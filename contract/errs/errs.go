@@ -63,6 +63,14 @@ const (
 	// room for the write; nothing was written, reads keep working, and
 	// writes succeed again once space is freed.
 	StorageFull Code = "STORAGE_FULL"
+	// StorageUnavailable: the data dir's file system refused the store's
+	// write (mounted read-only, as ext4 does after an error with
+	// errors=remount-ro, or an I/O error); nothing was written and later
+	// writes are refused at once, without touching the disk, while reads
+	// are served from memory. A person fixes the disk (remount it
+	// read-write, or restart harnessd on a healthy data dir); writes are
+	// tried again by themselves every few seconds.
+	StorageUnavailable Code = "STORAGE_UNAVAILABLE"
 	// StoreDamaged: the store failed a check at open or in use (a missing
 	// MANIFEST, a bad checksum, lost acknowledged entries); the message
 	// names the file and the recovery (harness store verify|restore).

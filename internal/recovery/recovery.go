@@ -158,6 +158,7 @@ var classes = map[errs.Code]class{
 	errs.VerificationRequired:    {Contract, false, "the call needs a verified stage first"},
 	errs.RetryLimit:              {Budget, false, "the call was retried past the run's bound"},
 	errs.StorageFull:             {Transient, false, "the disk is full"},
+	errs.StorageUnavailable:      {Transient, false, "the data dir's disk refuses writes (read-only or failing)"},
 	errs.StoreDamaged:            {Unknown, false, "harnessd's store is damaged"},
 	errs.RepositoryMoved:         {Contract, false, "the repository was moved or replaced"},
 	errs.ConcurrentModification:  {Transient, true, "another writer changed the files while git read them"},
@@ -320,6 +321,8 @@ func Plan(a Assessment, attempts, bound int) RecoveryPlan {
 		return RecoveryPlan{Action: Abort, Reason: "the run has ended: start a new run (run_start), or leave run_id out"}
 	case errs.StorageFull, errs.StoreDamaged:
 		return RecoveryPlan{Action: AskHuman, Reason: "a person must free disk space (or repair the store: harness store verify); the call can then be made again"}
+	case errs.StorageUnavailable:
+		return RecoveryPlan{Action: AskHuman, Reason: "a person must make the data dir writable again (remount it read-write, or move harnessd to a healthy disk); the call can then be made again"}
 	case errs.RepositoryMoved:
 		return RecoveryPlan{Action: Abort, Reason: "the registered root is not the directory registered: register its new location (repository_register) and use the new repo_id"}
 	case errs.VerificationRequired:

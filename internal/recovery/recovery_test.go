@@ -55,6 +55,7 @@ var everyCode = []struct {
 	{errs.VerificationRequired, Contract, false, Abort},
 	{errs.RetryLimit, Budget, false, Abort},
 	{errs.StorageFull, Transient, false, AskHuman},
+	{errs.StorageUnavailable, Transient, false, AskHuman},
 	{errs.StoreDamaged, Unknown, false, AskHuman},
 	{errs.RepositoryMoved, Contract, false, Abort},
 	{errs.ConcurrentModification, Transient, true, RetryAfter},

@@ -277,7 +277,7 @@ func StatusOf(c errs.Code) int {
 		return http.StatusTooManyRequests
 	case errs.StorageFull:
 		return http.StatusInsufficientStorage
-	case errs.StoreDamaged:
+	case errs.StoreDamaged, errs.StorageUnavailable:
 		return http.StatusServiceUnavailable
 	case errs.RepositoryMoved, errs.TargetMoved:
 		return http.StatusConflict

@@ -423,6 +423,7 @@ func TestStatusOf(t *testing.T) {
 		{errs.RetryLimit, 429},
 		{errs.StorageFull, 507},
 		{errs.StoreDamaged, 503},
+		{errs.StorageUnavailable, 503},
 		{errs.RepositoryMoved, 409},
 		{errs.ConcurrentModification, 409},
 		{errs.GitIdentityRequired, 412},
