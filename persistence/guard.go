@@ -32,6 +32,33 @@ func (e *FullError) ErrorCode() string { return "STORAGE_FULL" }
 
 func (e *FullError) Unwrap() error { return e.cause }
 
+// UnavailableError reports a write the store's file system refused: it
+// was remounted read-only (ext4 with errors=remount-ro after an I/O
+// error), or the disk returned an I/O error. Nothing was written; reads
+// keep working from what is in memory and in the files already read.
+// After one such failure the Store refuses writes at once, without
+// touching the disk, and lets one write through every few seconds to
+// notice a disk that was repaired. Its ErrorCode is STORAGE_UNAVAILABLE.
+type UnavailableError struct {
+	Dir   string
+	cause error
+}
+
+func (e *UnavailableError) Error() string {
+	why := "it is mounted read-only"
+	if e.cause != nil {
+		why = e.cause.Error()
+	}
+	return fmt.Sprintf("the file system of the store (%s) refuses writes (%s): nothing was written and reads keep working; "+
+		"make the data dir writable again (check the kernel log, remount it read-write) or restart harnessd on a healthy data dir; "+
+		"writes are tried again by themselves", e.Dir, why)
+}
+
+// ErrorCode is the stable code of contract/errs that this error maps to.
+func (e *UnavailableError) ErrorCode() string { return "STORAGE_UNAVAILABLE" }
+
+func (e *UnavailableError) Unwrap() error { return e.cause }
+
 func bytesText(n uint64) string {
 	switch {
 	case n >= 1<<30:
@@ -49,6 +76,10 @@ func bytesText(n uint64) string {
 func DefaultReserve(total uint64) uint64 {
 	return min(max(total/16, 1<<20), 64<<20)
 }
+
+// stRdonly is ST_RDONLY of statfs(2)'s f_flags: the file system is
+// mounted read-only.
+const stRdonly = 0x1
 
 // guard is what a write checks first: the store directory is still the
 // one opened (not removed or replaced: then the daemon must stop, its
@@ -92,6 +123,9 @@ func (g *guard) check() error {
 	if err := g.statfs(g.dir, &fs); err != nil {
 		return fmt.Errorf("statfs %s: %w", g.dir, err)
 	}
+	if fs.Flags&stRdonly != 0 {
+		return &UnavailableError{Dir: g.dir}
+	}
 	free := fs.Bavail * uint64(fs.Bsize)
 	reserve := g.reserve
 	if reserve == 0 {
@@ -124,6 +158,6 @@ func (g *guard) same() error {
 	return nil
 }
 
-// Check reports whether a write would be accepted now: nil, a *FullError
-// or a *DamageError. The daemon polls it to notice a removed data dir.
+// Check reports whether the store directory is still the one opened:
+// nil or a *DamageError. The daemon polls it to notice a removed data dir.
 func (s *Store) Check() error { return s.guard.same() }

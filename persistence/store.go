@@ -41,6 +41,18 @@ type Options struct {
 	// write that would leave less is refused with a *FullError. 0 =
 	// DefaultReserve of the file system's size; negative = no check.
 	Reserve int64
+	// RetryWritesAfter is how long writes are refused at once, without
+	// touching the disk, after the disk refused one (read-only, I/O
+	// error): then one write is let through to see whether it was
+	// repaired. 0 = 5 s.
+	RetryWritesAfter time.Duration
+	// CloseWait bounds Close: a store whose disk hangs (frozen, or Badger
+	// retrying a flush into a read-only file system) is left to the
+	// process's exit after it, like a crash (the synced writes are in the
+	// write-ahead log). 0 = 15 s.
+	CloseWait time.Duration
+	// Faults injects a failing or slow disk (tests only).
+	Faults *Faults
 }
 
 // Store is a typed key/value store over Badger. Safe for concurrent use.
@@ -51,6 +63,7 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	dbClosed  chan struct{} // closed once Close's work ended (it may outlive Close)
 
 	// life counts the calls in flight so Close waits for them and every
 	// call after Close answers ErrClosed: Badger panics when an iterator
@@ -66,6 +79,18 @@ type Store struct {
 	guard *guard // nil in memory
 	marks *marks // nil without a marks file
 	seq   atomic.Uint64
+
+	dir       string
+	faults    *Faults
+	retry     time.Duration // Options.RetryWritesAfter
+	closeWait time.Duration // Options.CloseWait
+
+	// down is set while the disk refuses writes (downErr, since downAt);
+	// probing while the one write let through to test it runs.
+	downMu  sync.Mutex // protects downErr, downAt, probing
+	downErr error
+	downAt  time.Time
+	probing bool
 }
 
 // commitSeqKey is rewritten (blindly, so it never conflicts) by every synced
@@ -155,7 +180,14 @@ func Open(o Options) (st *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", o.Dir, mapOpenErr(o.Dir, err))
 	}
-	s := &Store{db: db, stopc: make(chan struct{}), donec: make(chan struct{})}
+	s := &Store{db: db, stopc: make(chan struct{}), donec: make(chan struct{}), dir: o.Dir, faults: o.Faults,
+		retry: o.RetryWritesAfter, closeWait: o.CloseWait, dbClosed: make(chan struct{})}
+	if s.retry <= 0 {
+		s.retry = 5 * time.Second
+	}
+	if s.closeWait <= 0 {
+		s.closeWait = 15 * time.Second
+	}
 	s.drained = sync.NewCond(&s.life)
 	if !o.InMemory {
 		if err := s.reconcile(o, m); err != nil {
@@ -315,27 +347,112 @@ func (s *Store) gcLoop(interval time.Duration) {
 	}
 }
 
-// Close stops the GC loop and closes Badger. Safe to call more than once.
+// Close refuses new calls, stops the GC loop, waits for the calls in
+// flight and closes Badger. Safe to call more than once. It returns within
+// CloseWait whatever the disk does:
+//  1. a store whose directory was removed, or whose disk refused writes
+//     (Down), is not closed at all: Badger's close would retry flushing
+//     its memtable into it forever;
+//  2. a close still running after CloseWait (a frozen disk) is left to
+//     the process's exit.
+//
+// Either way nothing acknowledged is lost: every synced write is in
+// Badger's write-ahead log, replayed at the next open, as after a crash.
+// The error says what was left unflushed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.stopc)
-		<-s.donec
 		s.life.Lock()
 		s.closed = true
-		for s.inflight > 0 {
-			s.drained.Wait()
-		}
 		s.life.Unlock()
-		if err := s.guard.same(); err != nil {
-			// The directory is gone: Badger's close would retry flushing
-			// its memtable into it forever. The process leaves Badger as
-			// it is (its goroutines end with the process).
-			s.closeErr = err
-			return
+		done := make(chan error, 1)
+		go func() {
+			defer close(s.dbClosed)
+			done <- s.closeDB()
+		}()
+		t := time.NewTimer(s.closeWait)
+		defer t.Stop()
+		select {
+		case s.closeErr = <-done:
+		case <-t.C:
+			s.closeErr = fmt.Errorf("persistence: the store did not close within %s (its disk at %s hangs): "+
+				"left to the process's exit; writes not synced since the last synced commit (run counters, unsynced spans) "+
+				"may be lost, synced ones replay from the write-ahead log at the next start", s.closeWait, s.dir)
 		}
-		s.closeErr = errors.Join(s.db.Close(), s.marks.close())
 	})
 	return s.closeErr
+}
+
+// closeDB is Close's work, which may hang on a bad disk.
+func (s *Store) closeDB() error {
+	close(s.stopc)
+	<-s.donec
+	s.life.Lock()
+	for s.inflight > 0 {
+		s.drained.Wait()
+	}
+	s.life.Unlock()
+	if err := s.guard.same(); err != nil {
+		// The directory is gone: the process leaves Badger as it is (its
+		// goroutines end with the process).
+		return err
+	}
+	if err := s.Down(); err != nil {
+		return errors.Join(fmt.Errorf("persistence: the store was not flushed on close, its disk refuses writes "+
+			"(writes not synced since the last synced commit may be lost; synced ones replay from the write-ahead log at the next start): %w", err),
+			s.marks.close())
+	}
+	return errors.Join(s.db.Close(), s.marks.close())
+}
+
+// Down returns the error of the disk's last refusal while writes are
+// refused at once (*UnavailableError, or a *FullError Badger met), nil
+// while writes go to the disk.
+func (s *Store) Down() error {
+	s.downMu.Lock()
+	defer s.downMu.Unlock()
+	return s.downErr
+}
+
+// admit decides whether a write goes to the disk: not while it is down,
+// except one probe every RetryWritesAfter.
+func (s *Store) admit() (probe bool, err error) {
+	s.downMu.Lock()
+	defer s.downMu.Unlock()
+	if s.downErr == nil {
+		return false, nil
+	}
+	if s.probing || time.Since(s.downAt) < s.retry {
+		return false, s.downErr
+	}
+	s.probing = true
+	return true, nil
+}
+
+// settle records what a write that reached the disk met: a refusal of
+// the disk puts the store down; a probe that went through brings it up.
+// It returns err.
+func (s *Store) settle(probe bool, err error) error {
+	var ue *UnavailableError
+	var fe *FullError
+	refused := errors.As(err, &ue) || errors.As(err, &fe) && fe.cause != nil
+	if ue != nil && ue.Dir == "" {
+		ue.Dir = s.dir
+	}
+	if fe != nil && fe.Dir == "" {
+		fe.Dir = s.dir
+	}
+	s.downMu.Lock()
+	defer s.downMu.Unlock()
+	if probe {
+		s.probing = false
+	}
+	switch {
+	case refused:
+		s.downErr, s.downAt = err, time.Now()
+	case probe && err == nil:
+		s.downErr = nil
+	}
+	return err
 }
 
 // Get decodes the value at key into v.
@@ -400,6 +517,18 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 	if err := s.guard.check(); err != nil {
 		return err
 	}
+	probe, err := s.admit()
+	if err != nil {
+		return err
+	}
+	return s.settle(probe, s.update(sync, fn))
+}
+
+// update is Update's write to the disk.
+func (s *Store) update(sync bool, fn func(tx *Txn) error) error {
+	if err := s.faults.write(); err != nil {
+		return mapErr(err)
+	}
 	var err error
 	var fence uint64
 	for attempt := 0; attempt < 8; attempt++ {
@@ -438,7 +567,7 @@ func (s *Store) Update(sync bool, fn func(tx *Txn) error) error {
 			}
 		}
 		if err := s.marks.raise(v, fence); err != nil {
-			return fmt.Errorf("persistence: write marks: %w", err)
+			return fmt.Errorf("persistence: write marks: %w", mapErr(err))
 		}
 	}
 	return nil
@@ -600,6 +729,8 @@ func mapErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return &FullError{cause: err}
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO):
+		return &UnavailableError{cause: err}
 	}
 	return err
 }
