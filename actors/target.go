@@ -1,13 +1,16 @@
 package actors
 
 import (
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	itarget "github.com/harnessd/harnessd/internal/target"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
 // Target serializes the physical mutations of one canonical root: it hands
@@ -20,14 +23,22 @@ import (
 //
 // Serialization is by canonical root, never by target id, owner or
 // workspace: every grant on the root shares this actor.
+//
+// Each grant carries a fencing token (TargetAcquired.Seq, a receipt's
+// fencing_token and hold_seqs) that rises across restarts: the root's
+// reservation (fence/<workspace id>/slot) is persisted with sync before
+// any token above the previous one is granted (itarget.Fence), so a
+// restarted actor, after kill -9 too, continues above every token issued.
 type Target struct {
-	root string
-	lg   *zap.Logger
+	root  string
+	store *persistence.Store
+	lg    *zap.Logger
 
 	holder    string
-	holdSeq   uint64 // grant number of the current holder
+	holdSeq   uint64 // fencing token of the current holder
 	holdTimer *time.Timer
-	seq       uint64 // grants so far
+	fence     itarget.Fence
+	broken    error // the reservation could not be read: every acquire answers it
 	waiters   waiters[messages.TargetAcquire]
 }
 
@@ -39,19 +50,26 @@ type targetHoldExpired struct{ seq uint64 }
 // no bound: longer than the 30 s command cap.
 const DefaultTargetHold = 2 * time.Minute
 
-// NewTarget returns the producer of root's target actor.
-func NewTarget(root string, lg *zap.Logger) actor.Producer {
+// NewTarget returns the producer of root's target actor, which keeps its
+// fencing reservation in store.
+func NewTarget(root string, store *persistence.Store, lg *zap.Logger) actor.Producer {
 	if lg == nil {
 		lg = zap.NewNop()
 	}
-	return func() actor.Actor { return &Target{root: root, lg: lg} }
+	return func() actor.Actor { return &Target{root: root, store: store, lg: lg} }
 }
+
+// TargetFenceKey is where the fencing reservation of a root's slot is
+// kept: fence/<workspace id>/slot (under fence/, so the store's marks and
+// a reset's fencing floor cover it).
+func TargetFenceKey(root string) []byte { return persistence.FenceKey(WorkspaceID(root), "slot") }
 
 // Receive dispatches the target's messages.
 func (a *Target) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.lg.With(zap.String("actor", "target"), zap.String("root", a.root))
+		a.restore()
 	case messages.TargetAcquire:
 		a.acquire(ctx, m)
 	case messages.TargetRelease:
@@ -83,9 +101,32 @@ func (a *Target) Receive(ctx actor.Context) {
 	}
 }
 
+// restore reads the root's fencing reservation. Idempotent: a restarted
+// instance reads it again.
+func (a *Target) restore() {
+	var reserved uint64
+	err := a.store.Get(TargetFenceKey(a.root), &reserved)
+	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+		code := errs.CodeOf(err)
+		if code == errs.Internal {
+			code = errs.Unavailable
+		}
+		a.broken = errs.Wrap(code, err, "target root %s could not read its fencing tokens from the store (%v), so it grants nothing: "+
+			"check the store with `harness store verify`, then restart harnessd; nothing was written", a.root, err).
+			With("root", a.root).With(DetailNothingWritten, true)
+		a.lg.Error("target: cannot read its fencing reservation; it refuses every mutation until harnessd restarts with a readable store", zap.Error(err))
+		return
+	}
+	a.fence = itarget.NewFence(reserved, a.store.FenceFloor())
+}
+
 func (a *Target) acquire(ctx actor.Context, m messages.TargetAcquire) {
 	if m.Holder == "" {
 		ctx.Respond(Failure(errs.New(errs.InvalidArgument, "target acquire: empty holder")))
+		return
+	}
+	if a.broken != nil {
+		ctx.Respond(Failure(a.broken))
 		return
 	}
 	if a.holder == m.Holder {
@@ -108,19 +149,35 @@ func (a *Target) busy() error {
 		With("root", a.root).With(DetailNothingWritten, true)
 }
 
-// grant hands the slot to m's holder and answers sender.
-func (a *Target) grant(ctx actor.Context, m messages.TargetAcquire, sender *actor.PID) {
-	a.seq++
-	a.holder, a.holdSeq = m.Holder, a.seq
+// grant hands the slot to m's holder with the next fencing token and
+// answers sender. When the token needs a new reservation it is persisted
+// with sync first (one write per itarget.FenceBlock grants); if that
+// fails the slot stays free, sender is answered the error and grant
+// reports false.
+func (a *Target) grant(ctx actor.Context, m messages.TargetAcquire, sender *actor.PID) bool {
+	tok, reserve := a.fence.Next()
+	if reserve > 0 {
+		err := a.store.Update(true, func(tx *persistence.Txn) error { return tx.Put(TargetFenceKey(a.root), reserve) })
+		if err != nil {
+			if sender != nil {
+				ctx.Send(sender, Failure(errs.Wrap(errs.Internal, err, "target root %s: persist its fencing tokens: %v; nothing was written", a.root, err).
+					With("root", a.root).With(DetailNothingWritten, true)))
+			}
+			return false
+		}
+	}
+	a.fence.Commit(tok, reserve)
+	a.holder, a.holdSeq = m.Holder, tok
 	hold := m.Hold
 	if hold <= 0 {
 		hold = DefaultTargetHold
 	}
-	self, root, seq := ctx.Self(), ctx.ActorSystem().Root, a.seq
-	a.holdTimer = time.AfterFunc(hold, func() { root.Send(self, targetHoldExpired{seq: seq}) })
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.holdTimer = time.AfterFunc(hold, func() { root.Send(self, targetHoldExpired{seq: tok}) })
 	if sender != nil {
-		ctx.Send(sender, messages.TargetAcquired{Holder: m.Holder, Seq: a.seq})
+		ctx.Send(sender, messages.TargetAcquired{Holder: m.Holder, Seq: tok})
 	}
+	return true
 }
 
 // release frees the slot when holder has it, or withdraws holder's queued
@@ -142,10 +199,11 @@ func (a *Target) free(ctx actor.Context) {
 		a.holdTimer = nil
 	}
 	a.holder = ""
-	if a.waiters.size() == 0 {
-		return
+	for a.waiters.size() > 0 {
+		w := a.waiters.items()[0]
+		a.waiters.remove(w)
+		if a.grant(ctx, w.req, w.sender) {
+			return
+		}
 	}
-	w := a.waiters.items()[0]
-	a.waiters.remove(w)
-	a.grant(ctx, w.req, w.sender)
 }

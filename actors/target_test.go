@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 func spawnTarget(t *testing.T, s *actor.ActorSystem, root string) *actor.PID {
 	t.Helper()
-	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewTarget(root, nil)), TargetActorName(root))
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewTarget(root, newStore(t), nil)), TargetActorName(root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +131,67 @@ func TestTargetsGrants(t *testing.T) {
 	}
 	if err := s.Root.PoisonFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Fencing tokens of a root rise across restarts of its actor on the same
+// store: the reservation is durable before a token is granted, and a new
+// instance continues above it. A store that cannot take the reservation
+// grants nothing.
+func TestTargetFencingSurvivesRestart(t *testing.T) {
+	s := newTestSystem(t)
+	st := newStore(t)
+	props := actor.PropsFromProducer(NewTarget("/t/f", st, nil))
+	var last uint64
+	for round := range 3 {
+		pid, err := s.Root.SpawnNamed(props, TargetActorName("/t/f"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			h := "h" + string(rune('a'+i))
+			g := want[messages.TargetAcquired](t, request(t, s, pid, messages.TargetAcquire{Holder: h}))
+			if g.Seq <= last {
+				t.Fatalf("round %d: token %d after %d", round, g.Seq, last)
+			}
+			var reserved uint64
+			if err := st.Get(TargetFenceKey("/t/f"), &reserved); err != nil || reserved < g.Seq {
+				t.Fatalf("round %d: token %d granted above the stored reservation %d (%v)", round, g.Seq, reserved, err)
+			}
+			last = g.Seq
+			want[messages.TargetReleased](t, request(t, s, pid, messages.TargetRelease{Holder: h}))
+		}
+		if err := s.Root.PoisonFuture(pid).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	broken := newStore(t)
+	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewTarget("/t/g", broken, nil)), TargetActorName("/t/g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[messages.Pong](t, request(t, s, pid, messages.Ping{}))
+	if err := broken.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := want[messages.Failed](t, request(t, s, pid, messages.TargetAcquire{Holder: "h"}))
+	if f.Details[DetailNothingWritten] != true {
+		t.Fatalf("acquire on a closed store: %+v", f)
+	}
+	// The slot stayed free: nobody holds it, so a second try fails the same way, not busy.
+	f = want[messages.Failed](t, request(t, s, pid, messages.TargetAcquire{Holder: "h2"}))
+	if errs.Code(f.Code) == errs.MutationBusy {
+		t.Fatalf("a failed grant left the slot held: %+v", f)
+	}
+	// An actor that cannot read its reservation at start grants nothing
+	// and says how to recover.
+	pid, err = s.Root.SpawnNamed(actor.PropsFromProducer(NewTarget("/t/h", broken, nil)), TargetActorName("/t/h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = want[messages.Failed](t, request(t, s, pid, messages.TargetAcquire{Holder: "h"}))
+	if errs.Code(f.Code) != errs.Unavailable || !strings.Contains(f.Message, "harness store verify") {
+		t.Fatalf("acquire without a readable reservation: %+v", f)
 	}
 }

@@ -263,7 +263,7 @@ func (a *Targets) spawn(ctx actor.Context, root string) {
 	if a.pids[root] != nil {
 		return
 	}
-	props := actor.PropsFromProducer(NewTarget(root, a.lg), actor.WithReceiverMiddleware(Recover(a.lg)))
+	props := actor.PropsFromProducer(NewTarget(root, a.store, a.lg), actor.WithReceiverMiddleware(Recover(a.lg)))
 	pid, err := ctx.SpawnNamed(props, TargetActorName(root))
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		a.lg.Error("spawn target", zap.String("root", root), zap.Error(err))

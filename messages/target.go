@@ -87,7 +87,8 @@ type TargetAcquire struct {
 }
 
 // TargetAcquired answers TargetAcquire: the root is the holder's until it
-// releases. Seq counts the grants of the slot (for tests and receipts).
+// releases. Seq is the grant's fencing token: it rises with every grant of
+// the root's slot, across restarts too (receipts record it).
 type TargetAcquired struct {
 	Holder string
 	Seq    uint64
