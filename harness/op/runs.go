@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/route"
 	"github.com/harnessd/harnessd/internal/runs"
 	"github.com/harnessd/harnessd/messages"
@@ -137,14 +139,56 @@ func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string, in any, r
 			name, input = c.Op.Name, *raw
 		}
 		if err := p.env.Runs.CheckRetry(ctx, e, name, input); err != nil {
-			if errs.CodeOf(err) == errs.RetryLimit {
-				c.run = run
+			if errs.CodeOf(err) != errs.RetryLimit {
+				return err
 			}
-			return err
+			c.run = run
+			if !p.ledgerAnswers(ctx, c.Op, in) {
+				return err
+			}
 		}
 	}
 	c.run = run
 	return nil
+}
+
+// ledgerAnswers reports whether the request ledger, not a new attempt,
+// answers the call: its request_id is executing (REQUEST_IN_PROGRESS),
+// succeeded (a replay) or of unknown outcome for the same operation. A
+// retry past the run's bound is let through then, as it runs nothing
+// again: a client polling its own write is never refused RETRY_LIMIT,
+// and finds the result once the write lands. A request_id whose attempt
+// failed runs again, so the bound holds for it.
+func (p *Pipeline) ledgerAnswers(ctx context.Context, o *Op, in any) bool {
+	id := requestIDOf(in)
+	if id == "" || p.env.Ledger == nil {
+		return false
+	}
+	got, err := p.env.Ledger.Get(ctx, id)
+	if err != nil || !got.Found || got.Entry.Operation != o.Name {
+		return false
+	}
+	return got.Entry.State != string(ledger.StateFailed)
+}
+
+// requestIDOf returns the request_id of an operation's input: its
+// RequestID string field, "" without one.
+func requestIDOf(in any) string {
+	v := reflect.ValueOf(in)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.FieldByName("RequestID")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return ""
+	}
+	return f.String()
 }
 
 // suggestEscalation adds suggested_escalation to the error of a call whose

@@ -40,13 +40,21 @@ func PendingFailure(s messages.RunSpan) bool {
 // Attempted reports whether a failed span is an attempt a retry counts:
 // a call of the run (not a batch's step), with an input hash, that ran
 // or was refused for what it is. Refusals of the retry bound itself, an
-// ended run and a wait for a person's approval are not attempts.
+// ended run and a wait for a person's approval are not attempts, nor are
+// the answers about an attempt already made rather than a new one: the
+// request ledger's REQUEST_IN_PROGRESS (a client polling its own write)
+// and REQUEST_OUTCOME_UNKNOWN, and CANCELLED (the client stopped waiting;
+// a write it started runs to its end and a retry replays it).
+//
+// A request_id retried after its recorded failure runs again, so each
+// such failure is an attempt of its own; a replay succeeds and closes
+// the streak (RecordAttempt).
 func Attempted(s messages.RunSpan) bool {
 	if s.ParentID != "" || s.Kind == messages.SpanRun || s.InputHash == "" || s.Outcome == "ok" {
 		return false
 	}
 	switch s.ErrorCode {
-	case "RETRY_LIMIT", "RUN_ENDED", "APPROVAL_REQUIRED":
+	case "RETRY_LIMIT", "RUN_ENDED", "APPROVAL_REQUIRED", "REQUEST_IN_PROGRESS", "REQUEST_OUTCOME_UNKNOWN", "CANCELLED":
 		return false
 	}
 	return true

@@ -52,6 +52,13 @@ func TestRetryRule(t *testing.T) {
 			{"", call("5", "fix", "read_file", "h1", "RETRY_LIMIT"), true}}},
 		{"approvals, ended runs and the limit itself are not attempts", intp(0), []step{
 			{"", fail("1", "APPROVAL_REQUIRED"), false}, {"", fail("2", "APPROVAL_REQUIRED"), false}, {"", fail("3", "RUN_ENDED"), false}}},
+		{"polling an own write in flight is no attempt", intp(1), []step{
+			{"", fail("1", "CANCELLED"), false}, {"", fail("2", "REQUEST_IN_PROGRESS"), false}, {"", fail("3", "REQUEST_IN_PROGRESS"), false},
+			{"", fail("4", "REQUEST_IN_PROGRESS"), false}, {"", fail("5", "REQUEST_IN_PROGRESS"), false}, {"", fail("6", "REQUEST_IN_PROGRESS"), false},
+			{"", fail("7", "REQUEST_OUTCOME_UNKNOWN"), false}, {"", call("8", "", "read_file", "h1", ""), false}}},
+		{"answers about an attempt do not hide real failures", intp(1), []step{
+			{"", fail("1", "TIMEOUT"), false}, {"", fail("2", "REQUEST_IN_PROGRESS"), false}, {"", fail("3", "TIMEOUT"), false},
+			{"", fail("4", "CANCELLED"), true}}},
 		{"a batch's steps are not calls of the run", intp(0), []step{
 			{"", func() messages.RunSpan { s := fail("1", "TIMEOUT"); s.ParentID = "b"; return s }(), false}, {"", fail("2", "TIMEOUT"), false}}},
 	}
