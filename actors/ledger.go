@@ -110,12 +110,15 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	case ledgerFlush:
 		a.flush(ctx)
 	case messages.LedgerGet:
+		// Answered like a transition: held while anything is staged, so
+		// no one reads a state a crash could still lose (the pipeline
+		// replays a succeeded entry before the operation prepares).
 		e, err := a.get(m.RequestID)
 		if errors.Is(err, persistence.ErrNotFound) {
-			ctx.Respond(messages.LedgerGot{})
+			a.answer(ctx, messages.LedgerGot{}, nil)
 			return
 		}
-		reply(ctx, messages.LedgerGot{Entry: toMsg(e), Found: err == nil}, err)
+		a.answer(ctx, messages.LedgerGot{Entry: toMsg(e), Found: err == nil}, err)
 	case messages.LedgerPrune:
 		a.startPrune(ctx, m.Now)
 	case messages.Ping:

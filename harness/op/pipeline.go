@@ -12,6 +12,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -39,11 +40,22 @@ type Pipeline struct {
 	lanes *laneSealer
 
 	ids *spanIDs
+
+	// replays are the operations a retry of a request that succeeded is
+	// answered for before they prepare (replayable).
+	replays map[*Op]bool
 }
 
 // NewPipeline returns the pipeline of reg's operations over env.
 func NewPipeline(reg *Registry, env *Env) *Pipeline {
-	return &Pipeline{reg: reg, env: env, lanes: newLaneSealer(), ids: newSpanIDs()}
+	p := &Pipeline{reg: reg, env: env, lanes: newLaneSealer(), ids: newSpanIDs(), replays: map[*Op]bool{}}
+	all := reg.All()
+	for i := range all {
+		if o := &all[i]; replayable(o) {
+			p.replays[o] = true
+		}
+	}
+	return p
 }
 
 // Registry returns the operations.
@@ -185,6 +197,14 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 		if err := c.resolve(o.repoOf(in)); err != nil {
 			return nil, err
 		}
+	}
+	if out, ok := p.replay(ctx, c, in); ok {
+		lat := tr.Finish(SegSnapshot, false)
+		c.lat = &lat
+		if m, ok := out.(metaSetter); ok {
+			m.SetMeta(Meta{Route: c.route, Latency: lat})
+		}
+		return out, nil
 	}
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
@@ -445,4 +465,65 @@ func (p *Pipeline) NewCall(repoID string) (*Call, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// replayable reports whether a retry of o is answered from its ledger
+// entry before o prepares: o takes a request_id and its result is a
+// write's, with its receipt and a replayed flag (MutationResult, a
+// target's MutationResult): the result the write stored in its ledger
+// completion, as it is. Other operations with a request_id (job_start,
+// batch) store another form and replay through their own write.
+func replayable(o *Op) bool {
+	if o.inType == nil || o.outType == nil || o.ReadOnly {
+		return false
+	}
+	in, out := o.inType, o.outType
+	if in.Kind() != reflect.Struct || out.Kind() != reflect.Struct {
+		return false
+	}
+	id, ok := in.FieldByName("RequestID")
+	if !ok || id.Type.Kind() != reflect.String {
+		return false
+	}
+	rec, ok := out.FieldByName("ReceiptID")
+	if !ok || rec.Type.Kind() != reflect.String {
+		return false
+	}
+	flag, ok := out.FieldByName("Replayed")
+	return ok && flag.Type.Kind() == reflect.Bool
+}
+
+// replay answers a retry of a request that already succeeded with the
+// result its ledger entry recorded (replayed: true), before the operation
+// prepares: its validation reads the world as it is now, which the first
+// attempt changed (target_move's source is gone, a reverted receipt was
+// pruned, run_revert finds nothing left to revert), so it would refuse a
+// retry whose answer is already known. The entry must be the same
+// operation's, succeeded, with the input hash of this call's input (the
+// same fields left out as the write's own hash); anything else (no entry,
+// another state, another input: a conflict) goes on as before, and the
+// write's ledger begin decides. The ledger answers only what is durable.
+func (p *Pipeline) replay(ctx context.Context, c *Call, in any) (any, bool) {
+	o := c.Op
+	if !p.replays[o] || p.env.Ledger == nil {
+		return nil, false
+	}
+	id := requestIDOf(in)
+	if id == "" || ledger.ValidateRequestID(id) != nil {
+		return nil, false
+	}
+	got, err := p.env.Ledger.Get(ctx, id)
+	if err != nil || !got.Found || got.Entry.Operation != o.Name || got.Entry.State != string(ledger.StateSucceeded) {
+		return nil, false
+	}
+	hash, err := c.InputHash(o.Name, in)
+	if err != nil || hash != got.Entry.InputHash {
+		return nil, false
+	}
+	v := reflect.New(o.outType)
+	if err := json.Unmarshal(got.Entry.Result, v.Interface()); err != nil {
+		return nil, false
+	}
+	v.Elem().FieldByName("Replayed").SetBool(true)
+	return v.Interface(), true
 }
