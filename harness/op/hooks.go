@@ -85,16 +85,6 @@ func (c *Call) Apply(ctx context.Context, t Txn, l runtime.Lease, r *Receipt) er
 	return t.Run(ctx, l, r)
 }
 
-// apply is Apply for Write: a composite operation (its gate decided
-// steps) verifies nothing of its own, since each of its write steps runs
-// Apply with the step's call and the step's decision.
-func (c *Call) apply(ctx context.Context, t Txn, l runtime.Lease, r *Receipt) error {
-	if len(c.gated.Steps) > 0 {
-		return t.Run(ctx, l, r)
-	}
-	return c.Apply(ctx, t, l, r)
-}
-
 // verify runs the verification gate: the stamps of the stages the call's
 // decision requires go into r. Without a registered gate a write that
 // requires a verified stage is refused, never let through.

@@ -106,14 +106,14 @@ func TestApplyOfACompositeLeavesVerificationToItsSteps(t *testing.T) {
 		log = append(log, "batch")
 		return step.Apply(ctx, recording(&log), l, r)
 	}}
-	if err := batch.apply(context.Background(), composite, nil, &r); err != nil {
+	if err := batch.apply(context.Background(), context.Background(), composite, nil, &r); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"batch", "verify step-stage", "run"}; !reflect.DeepEqual(log, want) {
 		t.Fatalf("order = %v, want %v", log, want)
 	}
 	log = nil
-	if err := step.apply(context.Background(), recording(&log), nil, &r); err != nil {
+	if err := step.apply(context.Background(), context.Background(), recording(&log), nil, &r); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"verify step-stage", "run"}; !reflect.DeepEqual(log, want) {

@@ -91,7 +91,22 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 		return cause
 	}
 
-	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
+	// The request's end (a client that stopped waiting: MCP's
+	// notifications/cancelled) reaches the wait for the lease and the
+	// verification gate, never the write: once the lease is held, the
+	// write runs to its end (only a lost lease stops it) and is recorded
+	// with its audit entry, ledger completion and receipt, so a client
+	// that gave up meanwhile finds it by replay. A cancellation after the
+	// effect changes nothing but the answer's delivery.
+	actx, acancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer acancel(nil)
+	stopWait := context.AfterFunc(ctx, func() { acancel(context.Cause(ctx)) })
+	l, lctx, err := env.Leases.Acquire(actx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
+	if !stopWait() && err == nil {
+		// The request ended as its lease was granted: nothing is written.
+		l.Release()
+		err = errs.From(context.Cause(ctx))
+	}
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -107,7 +122,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// The receipt id is known before the write runs: git_commit records it
 	// in the commit's trailers (Harnessd-Receipt).
 	rec.ReceiptID = "rcpt_" + strconv.FormatInt(env.Now().UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
-	err = c.apply(lctx, t, l, &rec)
+	err = c.apply(lctx, ctx, t, l, &rec)
 	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {
 		err = context.Cause(lctx)
 	}
@@ -164,6 +179,26 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	}
 	c.receipt = kept
 	return out, nil
+}
+
+// apply is Apply for Write (step 3) with the request's context req
+// beside the lease's ctx: the verification gate ends with either (nothing
+// is written yet), the write with the lease's alone. A composite
+// operation (its gate decided steps) verifies nothing of its own, since
+// each of its write steps runs Apply with the step's call and the step's
+// decision.
+func (c *Call) apply(ctx, req context.Context, t Txn, l runtime.Lease, r *Receipt) error {
+	if len(c.gated.Steps) == 0 {
+		vctx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(req, func() { cancel(context.Cause(req)) })
+		err := c.verify(vctx, r)
+		stop()
+		cancel(nil)
+		if err != nil {
+			return err
+		}
+	}
+	return t.Run(ctx, l, r)
 }
 
 // Resolve resolves the call's repository in Prepare, for an operation

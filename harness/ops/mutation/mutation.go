@@ -426,17 +426,23 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 			gitArgs = append(append(gitArgs, "--only", "--"), literal(rels)...)
 		}
 		r.SkippedSecretPaths = skipped
-		if _, _, err := git.Run(ctx, dir, 0, gitArgs...); err != nil {
-			return err
+		_, _, cerr := git.Run(ctx, dir, 0, gitArgs...)
+		// From here the commit may exist: what follows records it and is
+		// not stopped by a context that ended meanwhile (a lost lease),
+		// or the commit would stand in git with no receipt and a retry
+		// would find nothing to commit.
+		dctx := context.WithoutCancel(ctx)
+		if cerr != nil && !committedAnyway(dctx, git, dir, before, r.ReceiptID) {
+			return cerr
 		}
-		after, err := git.Head(ctx, dir)
+		after, err := git.Head(dctx, dir)
 		if err != nil {
 			return err
 		}
 		// Every path with the sha256 of its blob before and after (Tree:
 		// what commit_verify compares with the commit's tree); Changes
 		// names the paths, as a commit wrote no file contents.
-		c.Committed(ctx, r, after)
+		c.Committed(dctx, r, after)
 		hooks := false
 		if r.HeadBefore == "" {
 			r.HeadBefore = before
@@ -444,6 +450,22 @@ func PlanGitCommit(ctx context.Context, c *op.Call, args GitCommitArgs) (Write, 
 		r.HeadAfter, r.Commit, r.HooksRan = after, after, &hooks
 		return nil
 	}}, nil
+}
+
+// committedAnyway reports whether a git commit that answered an error
+// (killed as its context ended, say) made its commit all the same: HEAD
+// moved from before to a commit whose Harnessd-Receipt trailer is the
+// write's own receipt id.
+func committedAnyway(ctx context.Context, git *gitx.Git, dir, before, receiptID string) bool {
+	head, err := git.Head(ctx, dir)
+	if err != nil || head == before || receiptID == "" {
+		return false
+	}
+	msg, _, err := git.Run(ctx, dir, 0, "log", "-1", "--format=%B", head)
+	if err != nil {
+		return false
+	}
+	return trailer.Harnessd(trailer.Parse(string(msg)))[trailer.Receipt] == receiptID
 }
 
 // checkSomethingToCommit refuses a commit that would record nothing.
