@@ -256,8 +256,9 @@ func (v *served) hidden(ss *mcp.ServerSession, name string) (op.Toolset, bool) {
 }
 
 // receiving lists a session the tools of its toolsets, and answers a call
-// of a tool of a set it has not enabled with an error naming the set
-// instead of the SDK's bare "unknown tool".
+// of a tool of a set it has not enabled with an error naming the set, and
+// a call of a tool there is not with the nearest tool names, instead of
+// the SDK's bare "unknown tool".
 func (v *served) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -265,6 +266,9 @@ func (v *served) receiving(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 				if set, hidden := v.hidden(r.Session, r.Params.Name); hidden {
 					return ErrorResult(hiddenError(r.Params.Name, set, v.stateless)), nil
+				}
+				if _, known := v.f.byName[r.Params.Name]; !known && r.Params.Name != ToolsetsTool {
+					return nil, v.f.unknownTool(r.Params.Name)
 				}
 			}
 		case "tools/list":

@@ -3,15 +3,18 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/suggest"
 )
 
 // Toolsets and roles of a session.
@@ -253,4 +256,34 @@ func hiddenError(name string, set op.Toolset, stateless bool) error {
 	}
 	return errs.New(errs.NotFound, "tool %s is in the toolset %s, which this session has not enabled: %s, then call it again", name, set, how).
 		With("tool", name).With("toolset", string(set))
+}
+
+// maxSuggestedTools is how many tool names an unknown tool's error offers.
+const maxSuggestedTools = 3
+
+// unknownTool is the answer to a call of a tool there is not: the
+// JSON-RPC error the SDK would answer (-32602, invalid params), with the
+// nearest tool names (of every toolset: a hidden one answers how to
+// enable it) and where the list is. Its data carries them as
+// {"tool", "did_you_mean"}.
+func (f *Factory) unknownTool(name string) *jsonrpc.Error {
+	names := make([]string, 0, len(f.tools)+1)
+	names = append(names, ToolsetsTool)
+	for _, t := range f.tools {
+		names = append(names, t.tool.Name)
+	}
+	near := suggest.Nearest(name, names, maxSuggestedTools)
+	msg := fmt.Sprintf("unknown tool %q", name)
+	if len(near) > 0 {
+		msg += ": did you mean " + strings.Join(near, ", ") + "?"
+	}
+	msg += " (tools/list shows this session's tools; call toolsets to see every set)"
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	if near == nil {
+		near = []string{}
+	}
+	if data, err := json.Marshal(map[string]any{"tool": name, "did_you_mean": near}); err == nil {
+		e.Data = data
+	}
+	return e
 }

@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/harnessd/harnessd/contract/errs"
@@ -327,4 +330,50 @@ func BenchmarkFactorySession(b *testing.B) {
 			_ = g.Session(mcpserver.Options{})
 		}
 	})
+}
+
+// A call of a tool there is not answers the SDK's invalid-params error
+// with the nearest tool names (of every set: a hidden one then answers
+// how to enable it); a name near nothing still says where the list is.
+func TestUnknownToolNamesTheNearestTools(t *testing.T) {
+	h := openHarness(t)
+	cs := connect(t, mcpserver.New(mcpserver.Local(h), "test"), nil) // core only
+	for _, tt := range []struct {
+		name string
+		want []string // in order
+	}{
+		{"readfile", []string{"read_file"}},
+		{"aply_patch", []string{"apply_patch"}},
+		{"run_stat", []string{"run_start", "run_stage", "run_status"}}, // hidden (runs) tools too
+		{"toolset", []string{"toolsets"}},
+		{"xyzzy", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.name, Arguments: map[string]any{}})
+			var we *jsonrpc.Error
+			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+				t.Fatalf("call of %s: %v, want a JSON-RPC invalid-params error", tt.name, err)
+			}
+			if !strings.Contains(we.Message, `unknown tool "`+tt.name+`"`) || !strings.Contains(we.Message, "tools/list") {
+				t.Errorf("message %q does not name the tool and where the list is", we.Message)
+			}
+			var data struct {
+				Tool       string   `json:"tool"`
+				DidYouMean []string `json:"did_you_mean"`
+			}
+			if err := json.Unmarshal(we.Data, &data); err != nil || data.Tool != tt.name {
+				t.Fatalf("data %s: %v", we.Data, err)
+			}
+			if len(data.DidYouMean) > 3 || !slices.Equal(data.DidYouMean[:min(len(tt.want), len(data.DidYouMean))], tt.want) || len(data.DidYouMean) < len(tt.want) {
+				t.Errorf("did_you_mean %q, want %q first", data.DidYouMean, tt.want)
+			}
+			if len(tt.want) > 0 && !strings.Contains(we.Message, "did you mean "+tt.want[0]) {
+				t.Errorf("message %q does not offer %s", we.Message, tt.want[0])
+			}
+		})
+	}
+	// The offered hidden tool answers how to enable its set.
+	if e := errorOf(t, call(t, cs, "run_start", map[string]any{})); e.Code != errs.NotFound || !strings.Contains(e.Message, "toolsets") {
+		t.Errorf("the offered hidden tool: %s %s", e.Code, e.Message)
+	}
 }
