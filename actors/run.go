@@ -2,6 +2,8 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -39,17 +41,24 @@ type runActor struct {
 	dirty     bool   // the snapshot is older than st
 	seq       uint64 // the last stored span's sequence number
 	events    uint64
+	// startErr is why an explicit run could not be stored at its start:
+	// run_start answers it and the actor stops, so no run is acknowledged
+	// that a restart would not find.
+	startErr error
+	// endFailing is set while ending the run at its deadline fails to
+	// store (warned once; the next sweep tries again).
+	endFailing bool
 }
 
 func (a *runActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.started()
+		a.started(ctx)
 	case *actor.Stopping:
 		// Counters of reads since the last stored change are saved on a
 		// clean stop (a crash loses only those).
 		if a.stored && a.dirty {
-			a.save(false)
+			a.saveOrWarn(false)
 		}
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
@@ -82,7 +91,10 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case runChildNote:
 		a.childNote(ctx, m.o)
 	case messages.RunEnd:
-		a.end(ctx, m.Status, m.Reason, m.Now)
+		if err := a.end(ctx, m.Status, m.Reason, m.Now); err != nil {
+			reply(ctx, nil, err)
+			return
+		}
 		ctx.Respond(messages.RunGot{State: a.snapshot()})
 	case messages.RunGet:
 		a.get(ctx, m)
@@ -97,12 +109,12 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.changed(ctx, a.stored)
 	case messages.RunSweep:
 		if status, reason, due := runs.Due(a.st, m.Now, a.cfg.ResumeWindow); due {
-			a.end(ctx, status, reason, m.Now)
+			a.sweepEnd(ctx, status, reason, m.Now)
 		}
 	}
 }
 
-func (a *runActor) started() {
+func (a *runActor) started(ctx actor.Context) {
 	// A restarted actor (after a panic) starts from its stored snapshot,
 	// not from the state it was first spawned with.
 	var st messages.RunState
@@ -122,12 +134,20 @@ func (a *runActor) started() {
 		return
 	}
 	if !a.st.Implicit {
-		a.save(true)
+		if err := a.save(true); err != nil {
+			a.startErr = err
+			return
+		}
+	}
+	if a.st.ParentRunID != "" {
+		ctx.Send(ctx.Parent(), runStarted{id: a.st.RunID, parent: a.st.ParentRunID})
 	}
 }
 
-// save writes the snapshot (fsynced when sync: run_start, stages, the end).
-func (a *runActor) save(sync bool) {
+// save writes the snapshot (fsynced when sync: run_start, stages, the
+// end). Its error is coded: STORAGE_FULL or STORAGE_UNAVAILABLE when the
+// disk refused, UNAVAILABLE while the daemon shuts down.
+func (a *runActor) save(sync bool) error {
 	var err error
 	if sync {
 		err = a.cfg.Store.PutSync(persistence.RunKey(a.st.RunID), a.st)
@@ -135,20 +155,88 @@ func (a *runActor) save(sync bool) {
 		err = a.cfg.Store.Put(persistence.RunKey(a.st.RunID), a.st)
 	}
 	if err != nil {
-		a.lg.Warn("store the run", zap.Error(err))
-		return
+		return storeRunErr(a.st.RunID, err)
 	}
 	a.stored, a.dirty = true, false
+	return nil
+}
+
+// storeRunErr codes a failed write of run id's record.
+func storeRunErr(id string, err error) error {
+	code := errs.Internal
+	if errors.Is(err, persistence.ErrClosed) {
+		code = errs.Unavailable
+	}
+	return errs.Wrap(code, err, "run %s: its state could not be stored, so nothing was changed: %v", id, err).With("run_id", id)
+}
+
+// saveOrWarn saves what no caller waits for (counters, notes): a failure
+// is logged, the state stays dirty and the next save carries it.
+func (a *runActor) saveOrWarn(sync bool) {
+	if err := a.save(sync); err != nil {
+		a.lg.Warn("store the run", zap.Error(err))
+	}
 }
 
 // changed publishes the new state and stores it when persist is set.
 func (a *runActor) changed(ctx actor.Context, persist bool) {
 	a.dirty = true
 	if persist {
-		a.save(true)
+		a.saveOrWarn(true)
 	}
 	st := a.snapshot()
 	a.emit(ctx, messages.RunEvent{Type: "state", State: &st})
+}
+
+// commit stores a change a caller waits for, then publishes events and
+// the new state. When the store refuses, the run goes back to prev (its
+// flags too) and the error is the caller's answer: nothing is
+// acknowledged that is not stored, and the same call can be made again.
+func (a *runActor) commit(ctx actor.Context, prev messages.RunState, persist bool, events ...messages.RunEvent) error {
+	a.dirty = true
+	if persist {
+		if err := a.save(true); err != nil {
+			a.st = prev
+			setTier(a.flags, a.st.Tier)
+			setFlag(a.flags, runFlagRetryWatch, len(a.st.Retries) > 0)
+			setFlag(a.flags, runFlagEnded, a.st.Status != messages.RunActive)
+			return err
+		}
+	}
+	for _, ev := range events {
+		a.emit(ctx, ev)
+	}
+	st := a.snapshot()
+	a.emit(ctx, messages.RunEvent{Type: "state", State: &st})
+	return nil
+}
+
+// cloneRunState copies st deeply enough that changing the copy (appends,
+// in-place edits of its slices' elements) leaves st as it was.
+func cloneRunState(st messages.RunState) messages.RunState {
+	c := st
+	c.CompletedStages = slices.Clone(st.CompletedStages)
+	c.Observations = slices.Clone(st.Observations)
+	c.Jobs = slices.Clone(st.Jobs)
+	c.Escalations = slices.Clone(st.Escalations)
+	c.Children = slices.Clone(st.Children)
+	c.Retries = slices.Clone(st.Retries)
+	for i := range c.Retries {
+		c.Retries[i].Attempts = slices.Clone(c.Retries[i].Attempts)
+	}
+	if st.MaxRetries != nil {
+		n := *st.MaxRetries
+		c.MaxRetries = &n
+	}
+	if st.LastFailure != nil {
+		f := *st.LastFailure
+		c.LastFailure = &f
+	}
+	if st.TokenBudget != nil {
+		b := *st.TokenBudget
+		c.TokenBudget = &b
+	}
+	return c
 }
 
 func (a *runActor) emit(ctx actor.Context, ev messages.RunEvent) {
@@ -219,7 +307,7 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 		a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &notes[i]})
 	}
 	if s.Persist {
-		a.save(false)
+		a.saveOrWarn(false)
 	}
 }
 
@@ -326,10 +414,13 @@ func (a *runActor) observe(ctx actor.Context, m messages.RunObserve) {
 	if o.At.IsZero() {
 		o.At = a.cfg.Now()
 	}
+	prev := cloneRunState(a.st)
 	runs.Observe(&a.st, o)
 	a.st.UpdatedAt = o.At
-	a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
-	a.changed(ctx, true)
+	if err := a.commit(ctx, prev, true, messages.RunEvent{Type: "observation", Observation: &o}); err != nil {
+		reply(ctx, nil, err)
+		return
+	}
 	ctx.Respond(messages.RunObserved{State: a.snapshot()})
 }
 
@@ -342,14 +433,19 @@ func (a *runActor) stage(ctx actor.Context, m messages.RunStage) {
 	if now.IsZero() {
 		now = a.cfg.Now()
 	}
+	prev := cloneRunState(a.st)
 	if err := runs.Stage(&a.st, m.Stage, m.Status, m.Reason, now); err != nil {
+		a.st = prev
 		reply(ctx, nil, errs.New(errs.InvalidArgument, "run_stage: %v", err))
 		return
 	}
 	if runs.ResetRetries(&a.st) {
 		setFlag(a.flags, runFlagRetryWatch, len(a.st.Retries) > 0)
 	}
-	a.changed(ctx, true)
+	if err := a.commit(ctx, prev, true); err != nil {
+		reply(ctx, nil, err)
+		return
+	}
 	ctx.Respond(messages.RunGot{State: a.snapshot()})
 }
 
@@ -363,8 +459,10 @@ func (a *runActor) escalate(ctx actor.Context, m messages.RunEscalate) {
 	if now.IsZero() {
 		now = a.cfg.Now()
 	}
+	prev := cloneRunState(a.st)
 	e, err := runs.Escalate(&a.st, m.To, m.Reason, now)
 	if err != nil {
+		a.st = prev
 		reply(ctx, nil, errs.New(errs.InvalidArgument, "run_escalate: %v", err).With("run_id", a.st.RunID).With("tier", a.st.Tier))
 		return
 	}
@@ -375,8 +473,10 @@ func (a *runActor) escalate(ctx actor.Context, m messages.RunEscalate) {
 	}
 	o := messages.RunObservation{At: now, Source: "agent", Kind: "escalation", Text: "escalated from " + from + " to " + e.To + ": " + e.Reason}
 	runs.Observe(&a.st, o)
-	a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
-	a.changed(ctx, true)
+	if err := a.commit(ctx, prev, true, messages.RunEvent{Type: "observation", Observation: &o}); err != nil {
+		reply(ctx, nil, err)
+		return
+	}
 	ctx.Respond(messages.RunGot{State: a.snapshot()})
 }
 
@@ -394,15 +494,16 @@ func (a *runActor) childNote(ctx actor.Context, o messages.RunObservation) {
 	a.dirty = true
 	a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
 	if a.stored || !a.st.Implicit {
-		a.save(false)
+		a.saveOrWarn(false)
 	}
 }
 
 // end ends the run once: it is stored, its jobs are cancelled, the
-// supervisor drops its sessions.
-func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) {
+// supervisor drops its sessions. When the store refuses the end, the run
+// stays active and the error says why.
+func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) error {
 	if a.st.Status != messages.RunActive {
-		return
+		return nil
 	}
 	if status == "" {
 		status = messages.RunEnded
@@ -410,26 +511,41 @@ func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) 
 	if now.IsZero() {
 		now = a.cfg.Now()
 	}
+	prev := cloneRunState(a.st)
 	runs.End(&a.st, status, reason, now)
+	var events []messages.RunEvent
+	if status != messages.RunEnded || len(a.st.Jobs) > 0 {
+		o := messages.RunObservation{At: now, Source: "harnessd", Kind: status, Text: "run " + status + ": " + reason}
+		runs.Observe(&a.st, o)
+		events = append(events, messages.RunEvent{Type: "observation", Observation: &o})
+	}
+	if err := a.commit(ctx, prev, a.stored || !a.st.Implicit, events...); err != nil {
+		return err
+	}
 	a.flags.Or(runFlagEnded)
+	setFlag(a.flags, runFlagRetryWatch, false)
 	if status != messages.RunEnded && a.cfg.Jobs != nil {
 		for _, id := range a.st.Jobs {
 			ctx.Send(a.cfg.Jobs, messages.JobCancel{ID: id})
 		}
 	}
-	if status != messages.RunEnded || len(a.st.Jobs) > 0 {
-		o := messages.RunObservation{At: now, Source: "harnessd", Kind: status, Text: "run " + status + ": " + reason}
-		runs.Observe(&a.st, o)
-		a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &o})
-	}
 	if o, ok := runs.ChildEndNote(a.st.RunID, status, reason, now); ok && a.st.ParentRunID != "" {
 		ctx.Send(ctx.Parent(), runChildNote{parent: a.st.ParentRunID, o: o})
 	}
-	setFlag(a.flags, runFlagRetryWatch, false)
-	a.changed(ctx, a.stored || !a.st.Implicit)
 	st := a.snapshot()
 	a.emit(ctx, messages.RunEvent{Type: "end", State: &st}) // once per run: the exporter closes its root span
 	ctx.Send(ctx.Parent(), runEnded{id: a.st.RunID, at: now})
+	return nil
+}
+
+// sweepEnd ends the run the sweep found due (deadline, abandonment); a
+// store that refuses is warned about once, and the next sweep tries again.
+func (a *runActor) sweepEnd(ctx actor.Context, status, reason string, now time.Time) {
+	err := a.end(ctx, status, reason, now)
+	if err != nil && !a.endFailing {
+		a.lg.Warn("the run is due to end but its end could not be stored; tried again at every sweep", zap.String("status", status), zap.Error(err))
+	}
+	a.endFailing = err != nil
 }
 
 // hashInput sets the span's input hash from its input and drops the input.
@@ -443,6 +559,13 @@ func hashInput(s *messages.RunSpan) {
 }
 
 func (a *runActor) get(ctx actor.Context, m messages.RunGet) {
+	if a.startErr != nil {
+		// run_start's own question: the run was never stored, so it
+		// never was; the supervisor forgets it when this actor stops.
+		reply(ctx, nil, a.startErr)
+		ctx.Stop(ctx.Self())
+		return
+	}
 	got := messages.RunGot{State: a.snapshot(), DroppedSpans: a.ring.Dropped()}
 	if !m.Spans {
 		ctx.Respond(got)
@@ -465,6 +588,7 @@ func (a *runActor) bind(ctx actor.Context, m messages.RunBind) {
 	}
 	c := m.Caller
 	c.RunID = a.st.RunID
+	prev := cloneRunState(a.st)
 	a.st.Caller, a.st.DetachedAt = c, time.Time{}
 	now := m.Now
 	if now.IsZero() {
@@ -473,6 +597,9 @@ func (a *runActor) bind(ctx actor.Context, m messages.RunBind) {
 	a.st.UpdatedAt = now
 	o := messages.RunObservation{At: now, Source: "harnessd", Kind: "resume", Text: "resumed by session " + c.Session + " (" + c.Client.Name + ")"}
 	runs.Observe(&a.st, o)
-	a.changed(ctx, true)
+	if err := a.commit(ctx, prev, true); err != nil {
+		reply(ctx, nil, err)
+		return
+	}
 	ctx.Respond(messages.RunBound{State: a.snapshot()})
 }

@@ -233,6 +233,10 @@ type runDetach struct{ at time.Time }
 // runChild tells a parent run a child started under it.
 type runChild struct{ id string }
 
+// runStarted tells the supervisor a child run was stored at its start,
+// so its parent may list it.
+type runStarted struct{ id, parent string }
+
 // runChildNote carries an observation of a child run (a failed call, an
 // end at its deadline) to its parent, through the supervisor.
 type runChildNote struct {
@@ -318,6 +322,10 @@ func (a *runsActor) Receive(ctx actor.Context) {
 	case runChildNote:
 		if r := a.runs[m.parent]; r != nil && r.endedAt.IsZero() {
 			ctx.Send(r.pid, m)
+		}
+	case runStarted:
+		if p := a.runs[m.parent]; p != nil {
+			ctx.Send(p.pid, runChild{id: m.id})
 		}
 	}
 }
@@ -448,12 +456,11 @@ func (a *runsActor) start(ctx actor.Context, m messages.RunStart) {
 	if m.Implicit && m.Caller.Session != "" {
 		a.sessions[m.Caller.Session] = st.RunID
 	}
-	if p := a.runs[m.ParentRunID]; p != nil {
-		ctx.Send(p.pid, runChild{id: st.RunID})
-	}
 	a.publish()
 	// The child answers once it has stored the run (explicit runs), so
-	// run_start returns only a run that survives a crash.
+	// run_start returns only a run that survives a crash; a run the store
+	// refused answers the refusal and stops (its parent never lists it:
+	// the child announces itself, runStarted, only once stored).
 	ctx.RequestWithCustomSender(r.pid, messages.RunGet{RunID: st.RunID}, ctx.Sender())
 }
 
