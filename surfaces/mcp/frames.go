@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -74,7 +75,7 @@ func checkFrame(b []byte) (frameFields, *FrameError) {
 	var f frameFields
 	if depthExceeds(b, MaxFrameDepth) {
 		fe := parseError("nesting deeper than " + strconv.Itoa(MaxFrameDepth))
-		if json.Valid(b) {
+		if validDeep(b) {
 			sh := shapeOf(b)
 			fe.ID, fe.Drop = sh.ID, sh.Response
 		}
@@ -140,6 +141,37 @@ func checkFrame(b []byte) (frameFields, *FrameError) {
 		}
 	}
 	return f, nil
+}
+
+// validDeep reports whether b is one JSON value at any depth.
+// json.Valid refuses anything nested deeper than 10000 (encoding/json's
+// own limit), which would lose the id of a frame that is JSON but too
+// deep; the token stream has no depth limit and keeps one level per
+// token, so a valid 20000-deep frame still has its id recovered.
+func validDeep(b []byte) bool {
+	if json.Valid(b) {
+		return true
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	depth := 0
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if r, ok := t.(json.Delim); ok {
+			if r == '{' || r == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			// One whole value: the rest must be white space.
+			_, err := d.Token()
+			return err == io.EOF
+		}
+	}
 }
 
 // frameFields are the raw members of a frame that the go-sdk decodes; nil
