@@ -66,7 +66,24 @@ type (
 		logs *jobLogs
 	}
 	jobProcExited struct{ out jobOutcome }
+	// jobStoreFinal retries storing a final state the store refused.
+	jobStoreFinal struct{}
 )
+
+// The backoff of storing a job's final state the store refused: from
+// finalRetryFirst, doubling, at most finalRetryMax apart.
+const (
+	finalRetryFirst = 250 * time.Millisecond
+	finalRetryMax   = 30 * time.Second
+)
+
+// nextFinalRetry is the wait after one of delay: doubled, within the bounds.
+func nextFinalRetry(delay time.Duration) time.Duration {
+	if delay <= 0 {
+		return finalRetryFirst
+	}
+	return min(2*delay, finalRetryMax)
+}
 
 // jobLogs are the log writers of a running process (safe for concurrent
 // use: the runner goroutine writes, the actor reads the counters).
@@ -121,6 +138,15 @@ type jobActor struct {
 	runCancel   context.CancelFunc
 	leaseTicker *ticker
 	leaseTimer  *time.Timer
+
+	// unstored: the job is final but the store refused its final state;
+	// it is kept here (job_status answers it) and stored again with
+	// backoff (finalTimer, finalDelay, finalTries); the parent stops
+	// this actor only once it is stored.
+	unstored   bool
+	finalTimer *time.Timer
+	finalDelay time.Duration
+	finalTries int
 }
 
 func newJobActor(cfg *JobsConfig, id, wtRoot string) *jobActor {
@@ -172,6 +198,8 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		}
 	case jobProcExited:
 		a.procExited(ctx, m.out)
+	case jobStoreFinal:
+		a.storeFinal(ctx)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Restarting:
@@ -183,6 +211,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		a.stopTimers()
+		a.lastStoreFinal()
 		if a.runCancel != nil {
 			a.runCancel()
 		}
@@ -226,6 +255,10 @@ func (a *jobActor) stopTimers() {
 	if a.leaseTimer != nil {
 		a.leaseTimer.Stop()
 		a.leaseTimer = nil
+	}
+	if a.finalTimer != nil {
+		a.finalTimer.Stop()
+		a.finalTimer = nil
 	}
 }
 
@@ -672,7 +705,7 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 		a.leaseTimer = nil
 	}
 	now := a.cfg.Now().UTC()
-	err := a.transition(ctx, ev, func(j *messages.Job) {
+	err := a.transitionFinal(ctx, ev, func(j *messages.Job) {
 		j.FinishedAt = now
 		if !j.StartedAt.IsZero() {
 			j.DurationMs = float64(now.Sub(j.StartedAt).Microseconds()) / 1000
@@ -714,7 +747,78 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 		}
 	}
 	a.cancelWaiters = nil
+	if a.unstored {
+		a.scheduleStoreFinal(ctx)
+		return
+	}
 	// The parent stops us when it has taken the record over, so requests it
 	// forwarded before then are still answered here.
 	ctx.Send(ctx.Parent(), jobDone{job: a.job})
+}
+
+// transitionFinal moves the job into a final state with ev. Unlike
+// transition, a store that refuses the write does not undo it: the
+// process has ended, so its outcome is kept in memory (unstored) and
+// stored again later; err is then nil. An invalid transition is err.
+func (a *jobActor) transitionFinal(ctx actor.Context, ev JobEvent, edit func(j *messages.Job)) error {
+	next, err := JobTransition(a.job.State, ev)
+	if err != nil {
+		return err
+	}
+	a.job.State = next
+	if edit != nil {
+		edit(&a.job)
+	}
+	if err := a.persist(); err != nil {
+		a.unstored = true
+		a.lg.Error("the job's final state could not be stored; job_status answers it from memory and it is stored again with backoff",
+			zap.String("state", a.job.State), zap.Error(err))
+	}
+	ctx.Send(ctx.Parent(), jobUpdate{job: a.job})
+	return nil
+}
+
+// scheduleStoreFinal retries storing the final state after the backoff.
+func (a *jobActor) scheduleStoreFinal(ctx actor.Context) {
+	a.finalDelay = nextFinalRetry(a.finalDelay)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.finalTimer = time.AfterFunc(a.finalDelay, func() { root.Send(self, jobStoreFinal{}) })
+}
+
+// storeFinal tries again to store the final state; once stored the
+// parent takes the record over (jobDone) and stops this actor.
+func (a *jobActor) storeFinal(ctx actor.Context) {
+	if !a.unstored {
+		return
+	}
+	a.finalTries++
+	if err := a.persist(); err != nil {
+		if a.finalTries%10 == 0 {
+			a.lg.Warn("the job's final state still cannot be stored", zap.Int("attempts", a.finalTries), zap.Error(err))
+		}
+		a.scheduleStoreFinal(ctx)
+		return
+	}
+	a.unstored = false
+	a.lg.Info("stored the job's final state", zap.String("state", a.job.State), zap.Int("attempts", a.finalTries))
+	ctx.Send(ctx.Parent(), jobDone{job: a.job})
+}
+
+// lastStoreFinal is the last try at shutdown: what the store still
+// refuses is logged, and after the restart the job is interrupted (its
+// outcome was never stored; its logs hold what it wrote).
+func (a *jobActor) lastStoreFinal() {
+	if !a.unstored {
+		return
+	}
+	if err := a.persist(); err != nil {
+		exit := ""
+		if a.job.ExitCode != nil {
+			exit = strconv.Itoa(*a.job.ExitCode)
+		}
+		a.lg.Error("shutting down with a job's final state not stored: after the restart it shows as interrupted",
+			zap.String("state", a.job.State), zap.String("exit_code", exit), zap.Error(err))
+		return
+	}
+	a.unstored = false
 }
