@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +32,9 @@ func hasLedger(t *testing.T, h *harness.Harness, id string) bool {
 	}
 	return ok
 }
+
+// stepNumber finds "step N (kind)" in a message or reason.
+var stepNumber = regexp.MustCompile(`step (\d+) \(`)
 
 func TestBatchRefusedRunsNothing(t *testing.T) {
 	h, root, id := fixture(t)
@@ -81,6 +86,20 @@ func TestBatchRefusedRunsNothing(t *testing.T) {
 			if tt.wantStep >= 0 {
 				if got := errs.From(err).Details["step"]; got != tt.wantStep {
 					t.Fatalf("details.step = %v, want %d (%v)", got, tt.wantStep, err)
+				}
+				// The message and the route's reasons (details) name the
+				// step as details.step does: one numbering.
+				e := errs.From(err)
+				d, _ := json.Marshal(e.Details)
+				for _, where := range []string{e.Message, string(d)} {
+					for _, m := range stepNumber.FindAllStringSubmatch(where, -1) {
+						if m[1] != strconv.Itoa(tt.wantStep) {
+							t.Errorf("%q names step %s, details.step is %d", where, m[1], tt.wantStep)
+						}
+					}
+				}
+				if !stepNumber.MatchString(e.Message) {
+					t.Errorf("message %q does not name the step", e.Message)
 				}
 			}
 			if got := readFile(t, root, "README.md"); got != "# demo\nhello world\n" {

@@ -298,6 +298,13 @@ func decideJob(req Request) Decision {
 	return d
 }
 
+// StepLabel names step i (0-based: the index of the step in the request's
+// steps, as an error's details.step and a result's index) of a batch in a
+// reason or a message: "step 1 (run_command)" is the second step.
+func StepLabel(i int, tool string) string {
+	return "step " + strconv.Itoa(i) + " (" + tool + ")"
+}
+
 func decideBatch(req Request) Decision {
 	switch {
 	case len(req.Steps) == 0:
@@ -309,7 +316,7 @@ func decideBatch(req Request) Decision {
 	var durable []string
 	for i, s := range req.Steps {
 		sd := decide(s, true)
-		label := "step " + strconv.Itoa(i+1) + " (" + s.Tool + "): "
+		label := StepLabel(i, s.Tool) + ": "
 		if sd.Mode == Reject {
 			r := reject(sd.Risk, label+strings.Join(sd.Reasons, "; "))
 			r.Tier, r.CommandClass, r.Mutation = BoundedWork, sd.CommandClass, sd.Mutation

@@ -98,10 +98,10 @@ func TestDecide(t *testing.T) {
 		{name: "campaign", req: Request{Tool: "job_start", Kind: Job, Argv: []string{"make"}, Deliverables: 2}, mode: Durable, tier: Campaign},
 		{name: "batch fast", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, cmd(Command, "run_command", "ls")}}, mode: Fast, tier: BoundedWork},
 		{name: "batch mutation", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, {Tool: "apply_patch", Kind: Mutation}}}, mode: Fast, tier: BoundedWork, mutation: true},
-		{name: "batch durable", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, cmd(Command, "run_command", "make")}}, mode: Durable, reason: "step 2 (run_command)"},
-		{name: "batch reject", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, {Tool: "search", Kind: Readonly}, cmd(Command, "run_command", "rm", "-rf", "/")}}, mode: Reject, reason: "step 3 (run_command): ", minRisk: 90},
+		{name: "batch durable", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, cmd(Command, "run_command", "make")}}, mode: Durable, reason: "step 1 (run_command)"},
+		{name: "batch reject", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}, {Tool: "search", Kind: Readonly}, cmd(Command, "run_command", "rm", "-rf", "/")}}, mode: Reject, reason: "step 2 (run_command): ", minRisk: 90},
 		{name: "batch empty", req: Request{Tool: "batch", Kind: Batch}, mode: Reject},
-		{name: "batch nested", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}}}}}, mode: Reject, reason: "step 1 (batch)"},
+		{name: "batch nested", req: Request{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "batch", Kind: Batch, Steps: []Request{{Tool: "read_file", Kind: Readonly}}}}}, mode: Reject, reason: "step 0 (batch)"},
 		{name: "batch too long", req: Request{Tool: "batch", Kind: Batch, Steps: make([]Request, MaxBatchSteps+1)}, mode: Reject},
 		{name: "batch campaign", req: Request{Tool: "batch", Kind: Batch, Deliverables: 3, Steps: []Request{{Tool: "read_file", Kind: Readonly}}}, mode: Fast, tier: Campaign},
 	}

@@ -390,7 +390,7 @@ func setStepResult(env *op.Env, r *StepResult, res any, out *Result) {
 	r.ResultBytes = len(b)
 	ref, ok := env.Results.Put(b, env.Now())
 	if !ok {
-		out.Warn("step " + strconv.Itoa(r.Index) + ": result of " + strconv.Itoa(len(b)) + " bytes is too large to keep; ask for less")
+		out.Warn(route.StepLabel(r.Index, r.Kind) + ": result of " + strconv.Itoa(len(b)) + " bytes is too large to keep; ask for less")
 		return
 	}
 	r.ResultRef = ref
