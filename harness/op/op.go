@@ -304,7 +304,7 @@ func (o *Op) checkAgainst(args json.RawMessage, schema *jsonschema.Schema, resol
 		return nil, false, e
 	}
 	if err := resolved.Validate(inst); err != nil {
-		return nil, false, errs.New(errs.InvalidArgument, "%s: %v", o.Name, err)
+		return nil, false, errs.New(errs.InvalidArgument, "%s: %s", o.Name, clipMessage(err.Error()))
 	}
 	return args, aliased, nil
 }

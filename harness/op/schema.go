@@ -268,6 +268,9 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Erro
 	if s == nil {
 		return nil
 	}
+	if e := typeError(opName, where, inst, s); e != nil {
+		return e
+	}
 	switch x := inst.(type) {
 	case map[string]any:
 		if s.Properties == nil {
@@ -315,9 +318,9 @@ func fieldError(opName, where string, inst any, s *jsonschema.Schema) *errs.Erro
 			for _, v := range s.Enum {
 				valid = append(valid, fmt.Sprint(v))
 			}
-			msg := fmt.Sprintf("%s: %s: %q is not a valid value (valid: %s)", opName, where, x, strings.Join(valid, ", "))
-			if g := closest(x, valid); g != "" {
-				msg = fmt.Sprintf("%s: %s: %q is not a valid value: did you mean %q? (valid: %s)", opName, where, x, g, strings.Join(valid, ", "))
+			msg := fmt.Sprintf("%s: %s: %s is not a valid value (valid: %s)", opName, where, echo(x), strings.Join(valid, ", "))
+			if g := closestShort(x, valid); g != "" {
+				msg = fmt.Sprintf("%s: %s: %s is not a valid value: did you mean %q? (valid: %s)", opName, where, echo(x), g, strings.Join(valid, ", "))
 			}
 			return errs.New(errs.InvalidArgument, "%s", msg).With("field", where).With("valid_values", valid)
 		}
@@ -389,9 +392,9 @@ func unknownField(at, where, k string, s *jsonschema.Schema) *errs.Error {
 		valid = append(valid, n)
 	}
 	sort.Strings(valid)
-	guess := closest(k, valid)
+	guess := closestShort(k, valid)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: unknown field %q", at, k)
+	fmt.Fprintf(&b, "%s: unknown field %s", at, echo(k))
 	switch {
 	case guess != "":
 		fmt.Fprintf(&b, ": did you mean %q?", guess)
@@ -399,7 +402,7 @@ func unknownField(at, where, k string, s *jsonschema.Schema) *errs.Error {
 		b.WriteString(": this tool does not take repo_id (what it names already knows its repository)")
 	}
 	fmt.Fprintf(&b, " (valid fields: %s)", strings.Join(valid, ", "))
-	e := errs.New(errs.InvalidArgument, "%s", b.String()).With("field", joinPath(where, k)).With("valid_fields", valid)
+	e := errs.New(errs.InvalidArgument, "%s", b.String()).With("field", clip(joinPath(where, k), maxEcho)).With("valid_fields", valid)
 	if guess != "" {
 		e = e.With("did_you_mean", guess)
 	}
