@@ -13,11 +13,12 @@ import (
 
 // afterBoot finishes what the restored registry cannot do without I/O,
 // before any request is served: temp files a crash left in a checkout
-// are swept (no patch is in flight yet), and repositories registered
+// or a write target are swept (no patch is in flight yet), and repositories registered
 // before root identities were kept get theirs recorded (from then on a
 // moved or replaced root answers REPOSITORY_MOVED).
 func (h *Harness) afterBoot(ctx context.Context) {
 	defer h.checkGrants(ctx) // grants outside the rules are reported and suspended
+	h.sweepTargets(ctx)
 	repos, err := h.rt.Registry.List(ctx)
 	if err != nil {
 		h.lg.Warn("boot: list repositories", zap.Error(err))

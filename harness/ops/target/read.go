@@ -10,6 +10,7 @@ import (
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/readfile"
 	"github.com/harnessd/harnessd/internal/search"
 )
@@ -76,7 +77,7 @@ type ListDirResult struct {
 	Entries  []DirEntry `json:"entries"`
 	// Truncated says there were more entries than max_entries.
 	Truncated bool `json:"truncated"`
-	// Omitted counts secret paths and .git left out.
+	// Omitted counts secret paths, .git and harnessd's temp files left out.
 	Omitted int `json:"omitted,omitempty"`
 	op.Meta
 }
@@ -123,7 +124,9 @@ func listDir(_ context.Context, c *op.Call, args ListDirArgs) (*op.Plan, error) 
 				if rel != "" && rel != "." {
 					child = path.Join(rel, e.Name())
 				}
-				if e.Name() == ".git" || r.Root.Excluded(child) {
+				// A temp file of a write (a crash's leftover until the next
+				// sweep) is not the user's: left out like .git.
+				if e.Name() == ".git" || r.Root.Excluded(child) || !e.IsDir() && patch.IsTempName(e.Name()) {
 					out.Omitted++
 					continue
 				}

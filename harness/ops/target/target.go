@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
@@ -268,6 +270,13 @@ func register(ctx context.Context, c *op.Call, args RegisterArgs) (*op.Plan, err
 		}
 		c.Env.Suspend(r.Grant.TargetID, c.Env.Suspension(r.Grant.Root, r.Grant.Grant))
 		c.Env.Forget(r.Grant.TargetID)
+		if access == AccessWrite {
+			// Temp files a crash left under an earlier process: never a
+			// write in flight (those are younger than this process).
+			if n, err := itarget.SweepTemp(root); n > 0 || err != nil {
+				c.Env.Logger.Info("target: swept temp files a crash left", zap.String("target_id", r.Grant.TargetID), zap.Int("removed", n), zap.Error(err))
+			}
+		}
 		return registerResult(r.Grant, r.Created), nil
 	}}, nil
 }
