@@ -46,6 +46,8 @@ type Config struct {
 	// writes resume once space is freed). 0 = a sixteenth of the file
 	// system, between 1 MiB and 64 MiB; negative = no check.
 	StoreReserve int64
+	// StoreFaults makes the store's disk fail or stall (tests only).
+	StoreFaults *persistence.Faults
 	// Logger receives all logs; nil = no logs.
 	Logger *zap.Logger
 	// RequestTimeout bounds one request to an actor; 0 = 10 s.
@@ -205,7 +207,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		storeDir, dataDir, marksPath = StoreDir(cfg.DataDir), cfg.DataDir, MarksPath(cfg.DataDir)
 	}
 	if h.store, err = persistence.Open(persistence.Options{Dir: storeDir, InMemory: cfg.InMemory, Logger: cfg.Logger,
-		MarksPath: marksPath, Reserve: cfg.StoreReserve}); err != nil {
+		MarksPath: marksPath, Reserve: cfg.StoreReserve, Faults: cfg.StoreFaults}); err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "%v", err)
 	}
 	if h.akeys, err = audit.LoadKeyFiles(dataDir, h.store, cfg.Logger); err != nil {

@@ -35,7 +35,8 @@ type Options struct {
 	GCInterval time.Duration
 	// MarksPath is the marks file (beside the store directory, not in
 	// it) that lets Open detect a store that lost acknowledged writes;
-	// "" = no marks (tests, throw-away stores).
+	// its copy, IdentityFile, goes beside it. "" = no marks (tests,
+	// throw-away stores).
 	MarksPath string
 	// Reserve is the free space kept on the store's file system: a
 	// write that would leave less is refused with a *FullError. 0 =
@@ -74,6 +75,7 @@ type Store struct {
 	drained  *sync.Cond
 
 	writes atomic.Uint64 // committed read-write transactions
+	reads  atomic.Uint64 // read calls (Get, Has, Scan, ScanRaw, Count)
 	syncs  atomic.Uint64 // of them, those synced to disk (Update with sync)
 
 	guard *guard // nil in memory
@@ -111,6 +113,12 @@ type Identity struct {
 // Writes counts the read-write transactions committed so far: tests check
 // with it that read-only work writes nothing.
 func (s *Store) Writes() uint64 { return s.writes.Load() }
+
+// Reads counts the read calls so far (Get, Has, Scan, ScanRaw, Count):
+// tests check with it that a read of the work tree never waits on the
+// store (Badger's reads wait for the commits in flight, which wait on
+// the disk).
+func (s *Store) Reads() uint64 { return s.reads.Load() }
 
 // Syncs counts the synced commits so far (Update with sync, PutSync,
 // DeleteSync): tests count what an operation makes durable with it.
@@ -234,14 +242,14 @@ func (s *Store) reconcile(o Options, m *marks) error {
 		switch {
 		case id.StoreID == "" && m.Version > 0:
 			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("the store has no identity record, but %s says it is %s",
-				o.MarksPath, m.summary()), Recovery: recoveryText(o.Dir)}
+				m.source(), m.summary()), Recovery: recoveryText(o.Dir)}
 		case id.StoreID != "" && m.StoreID != "" && id.StoreID != m.StoreID:
 			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("the store is %s, but %s belongs to store %s: another store was put in its place",
-				id.StoreID, o.MarksPath, m.StoreID), Recovery: recoveryText(o.Dir)}
+				id.StoreID, m.source(), m.StoreID), Recovery: recoveryText(o.Dir)}
 		case version < m.Version:
 			return &DamageError{File: o.Dir, Problem: fmt.Sprintf("acknowledged writes are missing: the store's last synced commit is version %d, "+
 				"but %s recorded version %d (a write-ahead log (%s) garbled or truncated, or a table lost, after a crash); "+
-				"answering from it would run acknowledged requests again", version, o.MarksPath, m.Version, walFiles(o.Dir)),
+				"answering from it would run acknowledged requests again", version, m.source(), m.Version, walFiles(o.Dir)),
 				Recovery: recoveryText(o.Dir)}
 		}
 	}
@@ -396,7 +404,7 @@ func (s *Store) closeDB() error {
 		// goroutines end with the process).
 		return err
 	}
-	if err := s.Down(); err != nil {
+	if err := s.Down(); err != nil && s.guard != nil { // (in memory there is no disk to hang on)
 		return errors.Join(fmt.Errorf("persistence: the store was not flushed on close, its disk refuses writes "+
 			"(writes not synced since the last synced commit may be lost; synced ones replay from the write-ahead log at the next start): %w", err),
 			s.marks.close())
@@ -461,6 +469,7 @@ func (s *Store) Get(key []byte, v any) error {
 		return ErrClosed
 	}
 	defer s.leave()
+	s.reads.Add(1)
 	return s.db.View(func(txn *badger.Txn) error { return txnGet(txn, key, v) })
 }
 
@@ -470,6 +479,7 @@ func (s *Store) Has(key []byte) (bool, error) {
 		return false, ErrClosed
 	}
 	defer s.leave()
+	s.reads.Add(1)
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(key)
 		return err
@@ -580,6 +590,7 @@ func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error
 		return ErrClosed
 	}
 	defer s.leave()
+	s.reads.Add(1)
 	return mapErr(s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
@@ -605,6 +616,7 @@ func (s *Store) ScanRaw(prefix []byte, fn func(key, value []byte) error) error {
 		return ErrClosed
 	}
 	defer s.leave()
+	s.reads.Add(1)
 	return mapErr(s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
@@ -630,6 +642,7 @@ func (s *Store) Count(prefix []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	defer s.leave()
+	s.reads.Add(1)
 	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
