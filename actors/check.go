@@ -200,7 +200,7 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 		reply(ctx, nil, errs.New(errs.Internal, "check actor of %s got a run of %s", a.key.Identity, m.Key.Identity))
 		return
 	}
-	if ev := a.fresh(); ev != nil {
+	if ev := a.fresh(); ev != nil && !m.Rerun {
 		a.note(ctx, checkNote{reused: 1})
 		ctx.Respond(messages.CheckResult{Identity: ev.Identity, Outcome: ev.Outcome, Reused: true})
 		return

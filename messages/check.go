@@ -94,6 +94,10 @@ type CheckRun struct {
 	DefinitionDigest string
 	Parts            json.RawMessage // checkid.Parts of the asking call
 	Spec             CheckSpec
+	// Rerun runs the check even when evidence of it may be reused (a
+	// person distrusts it, or the check is flaky); a run in flight is
+	// still joined.
+	Rerun bool
 }
 
 // CheckResult answers CheckRun. Reused: the outcome is stored evidence.

@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/textsafe"
@@ -16,29 +14,31 @@ import (
 
 var checkCommand = command{
 	name:  "check",
-	usage: "check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...   run a check (single-flight, evidence reuse)",
+	usage: "check [--repo ID] [--rerun] [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...   run a check (single-flight, evidence reuse)",
 	run:   runCheckCmd,
 	help: `Usage:
-  harness check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...
+  harness check [--repo ID] [--rerun] [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV...
 
-Runs ARGV as a check of the repository ID: single-flight (identical checks
-in flight share one run) and evidence reuse (an identical check of the same
-tree state is answered from its earlier result).
-  --repo ID           repository id (from 'harness repo ls')
-  --cwd DIR           working directory relative to the repository root
+Runs ARGV as a check of the repository of the current directory (or ID):
+single-flight (identical checks in flight share one run) and evidence reuse
+(an identical check of the same tree state is answered from its earlier
+result, unless --rerun). ARGV runs in the current directory.
+  --repo ID           repository id (from 'harness repo ls'); --cwd is then relative to its root
+  --register          register the current git work tree first
+  --rerun             run it even when an earlier pass could be reused
+  --cwd DIR           working directory (default: the current directory)
   --timeout-ms N      kill the check after N milliseconds
   --effects E,...     what the check does besides reading, e.g. writes_build_cache
 
 Exit code: 0 when the check passed, 1 when it failed or timed out (the
 result is printed either way; with --json it says passed: false).
 `,
-	flags: []string{"--repo", "--cwd", "--timeout-ms", "--effects"},
+	flags: []string{"--repo", "--register", "--rerun", "--cwd", "--timeout-ms", "--effects"},
 }
 
 func runCheckCmd(ctx context.Context, c *cli, args []string) error {
-	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	repo := fs.String("repo", "", "")
+	fs, repo, register := whereFlagSet("check")
+	rerun := fs.Bool("rerun", false, "")
 	cwd := fs.String("cwd", "", "")
 	timeoutMs := fs.Int("timeout-ms", 0, "")
 	effects := fs.StringSlice("effects", nil, "")
@@ -46,10 +46,27 @@ func runCheckCmd(ctx context.Context, c *cli, args []string) error {
 		return usageErr{err.Error()}
 	}
 	argv := fs.Args()
-	if *repo == "" || len(argv) == 0 {
-		return usageErr{"usage: harness check --repo ID [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV..."}
+	if len(argv) == 0 {
+		return usageErr{"usage: harness check [--repo ID] [--rerun] [--cwd DIR] [--timeout-ms N] [--effects E,...] -- ARGV..."}
 	}
-	a := harness.RunCheckArgs{RepoID: *repo, Argv: argv, Cwd: *cwd, TimeoutMs: *timeoutMs, Effects: *effects}
+	a := harness.RunCheckArgs{RepoID: *repo, Argv: argv, Cwd: *cwd, TimeoutMs: *timeoutMs, Effects: *effects, Rerun: *rerun}
+	if *repo == "" {
+		// The repository of the current directory; --cwd and the default
+		// directory are the person's, made relative to its root.
+		h, err := c.resolve(ctx, "", *register)
+		if err != nil {
+			return err
+		}
+		a.RepoID, a.Cwd = h.ID, h.Prefix
+		if *cwd != "" {
+			if a.Cwd, err = h.repoPath(*cwd); err != nil {
+				return err
+			}
+		}
+		if a.Cwd == "." {
+			a.Cwd = ""
+		}
+	}
 	raw, err := c.c.Call(ctx, "run_check", a)
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func TestUsageErrorsAreTwoLines(t *testing.T) {
 		{[]string{"job", "status"}, "job status ID", "'harness job status --help'"},
 		{[]string{"job", "start", "--repo", "r"}, "job start --repo ID", "'harness job start --help'"},
 		{[]string{"job", "start", "--repo", "r", "true"}, "put the command after --", "'harness job start --help'"},
-		{[]string{"check"}, "usage: harness check --repo ID", "'harness check --help'"},
+		{[]string{"check"}, "usage: harness check [--repo ID]", "'harness check --help'"},
 		{[]string{"call"}, "usage: harness call OP", "'harness call --help'"},
 		{[]string{"store"}, "store needs a subcommand", "'harness store --help'"},
 		{[]string{"store", "backup"}, "store backup FILE", "'harness store backup --help'"},

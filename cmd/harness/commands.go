@@ -3,7 +3,7 @@ package main
 import "slices"
 
 // builtinCommands are the commands dispatch answers itself (main.go).
-var builtinCommands = []string{"repo", "status", "ops", "call", "version", "completion", "help"}
+var builtinCommands = []string{"repo", "status", "daemon", "ops", "call", "version", "completion", "help"}
 
 // commands is every other command, each defined in its own file: one
 // literal list, indexed by commandTable, which panics when two share a name
@@ -19,6 +19,7 @@ var commands = commandTable(
 	storeCommand,                  // store.go
 	targetCommand,                 // target.go
 	historyCommand, revertCommand, // undo.go
+	catCommand, grepCommand, diffCommand, patchCommand, logCommand, // everyday.go
 )
 
 // commandTable indexes cmds by name. A command without a name, run or

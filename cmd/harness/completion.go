@@ -30,7 +30,7 @@ func completionSpec() compSpec {
 			"completion": {"bash", "zsh", "fish"},
 			"help":       nil,
 		},
-		flags:  map[string][]string{},
+		flags:  map[string][]string{"status": {"--daemon", "--repo", "--register"}},
 		dirArg: map[string]bool{"repo add": true},
 	}
 	for name, cmd := range commands {

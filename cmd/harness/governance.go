@@ -6,16 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/user"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/harness/ops"
+	"github.com/harnessd/harnessd/internal/policy"
+	"github.com/harnessd/harnessd/internal/textsafe"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -34,27 +41,33 @@ var denyCommand = command{name: "deny", usage: "deny ID --reason R    deny a pen
 	flags: []string{"--reason"}}
 
 var policyCommand = command{name: "policy", usage: "policy [show|reload]  show or reload the policy file", run: policyCmd,
-	help: "Usage:\n  harness policy [show]   the policy in force: source, rules, digest\n  harness policy reload   read the policy file again (also: SIGHUP to harnessd)\n",
+	help: "Usage:\n  harness policy [show]   the policy in force: source, digest, and each rule with its examples\n  harness policy reload   read the policy file again (also: SIGHUP to harnessd)\n",
 	subHelp: map[string]string{
-		"show":   "Usage:\n  harness policy show\n\nPrints the policy in force: its source file, number of rules and digest.\n",
+		"show": "Usage:\n  harness policy show [--json]\n\nPrints the policy in force: its source file and digest, then each rule: its id, decision\n" +
+			"(or the stage it requires verified), the tools, argv prefix or pattern and paths it matches,\n" +
+			"its justification and its examples (what it must match and must not). The rules are read from\n" +
+			"the source file; when the file changed since the daemon loaded it, a note says to reload.\n" +
+			"--json: the daemon's answer and the rules as they are in the file.\n",
 		"reload": "Usage:\n  harness policy reload\n\nReads the policy file again; a bad file is refused and the old policy stays.\n",
 	}}
 
-var auditCommand = command{name: "audit", usage: "audit [verify|anchor|rotate-key] [--kind K] [--repo ID] [--run ID] [--limit N]   list, verify, anchor the audit log", run: auditCmd,
+var auditCommand = command{name: "audit", usage: "audit [verify|anchor|rotate-key] [--kind K] [--repo ID] [--run ID] [--limit N] [--oldest-first]   list (newest first), verify, anchor the audit log", run: auditCmd,
 	help: `Usage:
-  harness audit [--kind K] [--repo ID] [--operation OP] [--run ID] [--limit N] [--after SEQ]
+  harness audit [--kind K] [--repo ID] [--operation OP] [--run ID] [--limit N] [--after SEQ] [--oldest-first]
   harness audit verify [--anchor JSON|@FILE]
   harness audit anchor [--file F] [--git-note REPO_ID]
   harness audit rotate-key
 
-Lists the keyed hash-chained audit log, verifies the chain (exit 1 when broken),
-prints its head to keep elsewhere, or rotates the audit key.
+Lists the keyed hash-chained audit log, newest first, each entry with its
+subject (the job, the paths, the rule, the request id); verifies the chain
+(exit 1 when broken), prints its head to keep elsewhere, or rotates the key.
   --kind K        mutation, rejection, ask, approval, denial, policy_load, lease_lost, job, check, escalation, key_rotation
   --repo ID       entries of this repository
   --operation OP  entries of this operation
   --run ID        entries of this run
-  --limit N       at most N entries (default 50)
-  --after SEQ     entries after this sequence number
+  --limit N       at most N entries (default 50): the newest N
+  --after SEQ     entries after this sequence number (the oldest N of them)
+  --oldest-first  oldest first, as the chain runs
 `,
 	subHelp: map[string]string{
 		"verify": "Usage:\n  harness audit verify [--anchor JSON|@FILE]\n\nVerifies the audit log's keyed hash chain; exit 1 and the broken entry when it is not intact.\n" +
@@ -63,7 +76,7 @@ prints its head to keep elsewhere, or rotates the audit key.
 			"--file F appends it to F; --git-note REPO_ID adds it as a git note (refs/notes/harnessd-audit) to HEAD of that registered repository.\n",
 		"rotate-key": "Usage:\n  harness audit rotate-key\n\nMakes a new audit key (the old one stays as <data-dir>/audit.key.<id>) and appends a key_rotation entry proving the hand-over.\n",
 	},
-	flags: []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after"}}
+	flags: []string{"--kind", "--repo", "--operation", "--run", "--limit", "--after", "--oldest-first"}}
 
 func whoami() string {
 	if u, err := user.Current(); err == nil {
@@ -166,8 +179,77 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 	}
 	var p harness.PolicyInfo
 	_ = json.Unmarshal(raw, &p)
+	rules, note := policyRules(p)
+	if c.json {
+		b, err := json.Marshal(map[string]any{"policy": json.RawMessage(raw), "rules": rules, "note": note})
+		if err != nil {
+			return err
+		}
+		return c.printJSON(b)
+	}
 	fmt.Fprintf(c.stdout, "policy %s: %d rules, digest %s\n", esc(p.Source), p.Rules, esc(p.Digest))
+	if note != "" {
+		fmt.Fprintf(c.stdout, "note: %s\n", esc(note))
+	}
+	io.WriteString(c.stdout, formatRules(rules))
 	return nil
+}
+
+// policyRules reads the rules of the policy in force from its source file
+// (the CLI runs beside the daemon). note says why none could be read, or
+// that the file changed since the daemon loaded it.
+func policyRules(p harness.PolicyInfo) (rules []policy.Rule, note string) {
+	if p.Source == "" || p.Source == policy.DefaultSource {
+		if p.Rules == 0 {
+			return nil, ""
+		}
+		return nil, "the rules' source is not a file this CLI can read"
+	}
+	pol, err := policy.Load(p.Source, policy.Verified(ops.Registry().Verified()...))
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read the rules from %s: %v", p.Source, errs.From(err).Message)
+	}
+	if pol.Digest() != p.Digest {
+		note = fmt.Sprintf("%s changed since the daemon loaded it (digest %s now): these are the file's rules; 'harness policy reload' puts them in force", p.Source, pol.Digest())
+	}
+	return pol.Rules(), note
+}
+
+// formatRules prints each rule: id and decision, what it matches, why,
+// and its examples.
+func formatRules(rules []policy.Rule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		effect := string(r.Decision)
+		if r.RequireVerified != "" {
+			effect = "require_verified " + r.RequireVerified
+		}
+		fmt.Fprintf(&b, "\n%s  %s\n", esc(r.ID), esc(effect))
+		tools := "every tool"
+		if len(r.Tools) > 0 {
+			tools = strings.Join(r.Tools, ", ")
+		}
+		fmt.Fprintf(&b, "  tools        %s\n", esc(tools))
+		if len(r.ArgvPrefix) > 0 {
+			fmt.Fprintf(&b, "  argv_prefix  %s\n", textsafe.Argv(r.ArgvPrefix))
+		}
+		if r.ArgvPattern != "" {
+			fmt.Fprintf(&b, "  argv_pattern %s\n", esc(r.ArgvPattern))
+		}
+		if len(r.Paths) > 0 {
+			fmt.Fprintf(&b, "  paths        %s\n", esc(strings.Join(r.Paths, " ")))
+		}
+		if r.Justification != "" {
+			fmt.Fprintf(&b, "  why          %s\n", esc(r.Justification))
+		}
+		for _, a := range r.Examples.Match {
+			fmt.Fprintf(&b, "  matches      %s\n", esc(a.String()))
+		}
+		for _, a := range r.Examples.NotMatch {
+			fmt.Fprintf(&b, "  not matches  %s\n", esc(a.String()))
+		}
+	}
+	return b.String()
 }
 
 func auditCmd(ctx context.Context, c *cli, args []string) error {
@@ -212,6 +294,7 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 	runID := fs.String("run", "", "run id: the entries of one run")
 	limit := fs.Int("limit", 50, "entries to show")
 	after := fs.Uint64("after", 0, "show entries after this sequence number")
+	oldestFirst := fs.Bool("oldest-first", false, "oldest first")
 	if err := fs.Parse(args); err != nil {
 		return usageErr{err.Error()}
 	}
@@ -221,31 +304,119 @@ func auditCmd(ctx context.Context, c *cli, args []string) error {
 			q.Set(k, v)
 		}
 	}
-	q.Set("limit", fmt.Sprint(*limit))
-	if *after > 0 {
-		q.Set("after_seq", fmt.Sprint(*after))
+	if *limit < 1 {
+		return usageErr{fmt.Sprintf("--limit %d: want at least 1", *limit)}
 	}
-	raw, err := c.c.Get(ctx, "/v1/audit?"+q.Encode())
+	var r auditPage
+	var err error
+	if *after > 0 || *oldestFirst {
+		r, err = c.auditPage(ctx, q, *after, *limit)
+	} else {
+		r, err = c.auditNewest(ctx, q, *limit)
+	}
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return c.printJSON(raw)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return c.printJSON(b)
 	}
-	var r struct {
-		Entries []messages.AuditEntry `json:"entries"`
-		More    bool                  `json:"more"`
-	}
-	_ = json.Unmarshal(raw, &r)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOPERATION\tOUTCOME\tCODE\tREASON")
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOPERATION\tOUTCOME\tCODE\tSUBJECT\tREASON")
 	for _, e := range r.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format(time.DateTime), esc(string(e.Kind)), esc(e.Operation), esc(e.Outcome), esc(e.Code), clip(e.Reason, 70))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format(time.DateTime), esc(string(e.Kind)), esc(e.Operation), esc(e.Outcome),
+			esc(orDash(e.Code)), clip(auditSubject(e), 60), clip(e.Reason, 70))
 	}
-	if r.More {
-		fmt.Fprintln(tw, "…\t(more: --after N)")
+	switch {
+	case r.More && (*after > 0 || *oldestFirst):
+		fmt.Fprintf(tw, "…\t(more: --after %d)\n", r.Entries[len(r.Entries)-1].Seq)
+	case r.More:
+		fmt.Fprintln(tw, "…\t(older ones: a larger --limit, or --oldest-first)")
 	}
 	return tw.Flush()
+}
+
+// auditPage is a page of the audit log, as GET /v1/audit answers it.
+type auditPage struct {
+	Entries []messages.AuditEntry `json:"entries"`
+	More    bool                  `json:"more"`
+}
+
+// auditPage reads up to limit entries after seq after, oldest first.
+func (c *cli) auditPage(ctx context.Context, q url.Values, after uint64, limit int) (auditPage, error) {
+	q = maps.Clone(q)
+	q.Set("limit", strconv.Itoa(limit))
+	if after > 0 {
+		q.Set("after_seq", strconv.FormatUint(after, 10))
+	}
+	raw, err := c.c.Get(ctx, "/v1/audit?"+q.Encode())
+	if err != nil {
+		return auditPage{}, err
+	}
+	var p auditPage
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return auditPage{}, fmt.Errorf("decode the audit log: %w", err)
+	}
+	return p, nil
+}
+
+// auditPageMax is the most entries the daemon answers at once.
+const auditPageMax = 1000
+
+// auditNewest reads the query's entries forward, page by page (the daemon
+// reads the log oldest first), and keeps the newest limit, newest first;
+// More says older ones matched too.
+func (c *cli) auditNewest(ctx context.Context, q url.Values, limit int) (auditPage, error) {
+	var kept []messages.AuditEntry
+	dropped := false
+	var after uint64
+	for {
+		p, err := c.auditPage(ctx, q, after, auditPageMax)
+		if err != nil {
+			return auditPage{}, err
+		}
+		kept = append(kept, p.Entries...)
+		if n := len(kept) - limit; n > 0 {
+			kept, dropped = kept[n:], true
+		}
+		if !p.More || len(p.Entries) == 0 {
+			break
+		}
+		after = p.Entries[len(p.Entries)-1].Seq
+	}
+	kept = slices.Clone(kept)
+	slices.Reverse(kept)
+	return auditPage{Entries: kept, More: dropped}, nil
+}
+
+// auditSubject is what an entry is about: its job, receipt, approval,
+// run or target, the paths, the rule that decided, the request.
+func auditSubject(e messages.AuditEntry) string {
+	var parts []string
+	for _, k := range []string{"job_id", "receipt_id", "approval_id", "run_id", "target_id"} {
+		if v := e.Details[k]; v != "" {
+			parts = append(parts, strings.TrimSuffix(k, "_id")+" "+v)
+		}
+	}
+	if e.RunID != "" && e.Details["run_id"] == "" {
+		parts = append(parts, "run "+e.RunID)
+	}
+	if len(e.Paths) > 0 {
+		parts = append(parts, strings.Join(e.Paths, " "))
+	}
+	if e.RuleID != "" {
+		parts = append(parts, "rule "+e.RuleID)
+	}
+	if e.RequestID != "" {
+		parts = append(parts, "req "+e.RequestID)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 type auditBroken uint64

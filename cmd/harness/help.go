@@ -45,10 +45,23 @@ Lists the registered repositories: REPO_ID, CHECKOUT_ID, ROOT, REGISTERED.
 Unregisters a repository (its files are not touched).
 `,
 	"status": `Usage:
-  harness status [--json]
+  harness status [--daemon] [--repo REPO_ID] [--register] [--json]
+
+In a registered repository (the current directory or below it): its git
+status as 'git status --short --branch' prints it, paths as seen from the
+current directory (git_status). Outside any registered repository, and
+with --daemon: the daemon's status ('harness daemon'); in a git work tree
+harnessd does not know, a note on stderr names 'harness repo add'.
+  --daemon         the daemon's status wherever you are
+  --repo REPO_ID   the git status of this repository
+  --register       register the current git work tree first
+`,
+	"daemon": `Usage:
+  harness daemon [--json]
 
 The daemon's pid, version, uptime, data dir, repositories, store size,
-actors, goroutines, sandbox, jobs and durable leases.
+actors, goroutines, sandbox, jobs and durable leases (also: harness status
+--daemon, and harness status outside any registered repository).
 `,
 	"ops": `Usage:
   harness ops          list every operation with its description

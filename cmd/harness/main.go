@@ -44,7 +44,9 @@ Usage:
   harness repo add PATH        register a git work tree (PATH is made absolute)
   harness repo ls              list registered repositories
   harness repo rm REPO_ID      unregister a repository
-  harness status               daemon status (pid, uptime, version, repos, store, actors)
+  harness status               in a registered repository: its git status (short, with the branch);
+                               elsewhere, and with --daemon: the daemon's status
+  harness daemon               daemon status (pid, uptime, version, repos, store, actors)
   harness ops [NAME]           list every operation, or one operation's input schema and an example call
   harness call OP [JSON|-]     run any operation with JSON arguments (or JSON on stdin with -)
   harness version              version, commit and Go version of this CLI (also --version)
@@ -367,11 +369,13 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			})
 		}
 		return usageErr{fmt.Sprintf("unknown repo subcommand %q (want add, ls or rm)", args[1])}
-	case "status":
+	case "daemon":
 		if len(args) != 1 {
-			return usageErr{"usage: harness status"}
+			return usageErr{"usage: harness daemon"}
 		}
 		return c.status(ctx)
+	case "status":
+		return c.statusHere(ctx, args[1:])
 	case "ops":
 		switch len(args) {
 		case 1:
@@ -504,6 +508,34 @@ func (c *cli) repoList(ctx context.Context) error {
 		}
 		tw.Flush()
 	})
+}
+
+// statusHere is `harness status`: the git status of the repository of
+// the current directory, or the daemon's status outside any registered
+// repository (and with --daemon).
+func (c *cli) statusHere(ctx context.Context, args []string) error {
+	fs, repo, register := whereFlagSet("status")
+	daemonOnly := fs.Bool("daemon", false, "the daemon's status")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageErr{"usage: harness status [--daemon] [--repo REPO_ID] [--register]"}
+	}
+	if *daemonOnly {
+		return c.status(ctx)
+	}
+	h, err := c.resolve(ctx, *repo, *register)
+	var uh usageHint
+	switch {
+	case err == nil:
+		return c.gitStatus(ctx, h)
+	case *repo != "" || *register:
+		return err
+	case errors.As(err, &uh) && !c.json:
+		// Not in a registered repository: the daemon's status, and why.
+		fmt.Fprintf(c.stderr, "harness: %s; the daemon's status follows (%s)\n", oneLine(uh.msg), uh.hint)
+	case errs.From(err).Code == errs.Unavailable:
+		return err
+	}
+	return c.status(ctx)
 }
 
 func (c *cli) status(ctx context.Context) error {

@@ -93,7 +93,7 @@ func (c *cli) opShow(ctx context.Context, name string) error {
 }
 
 func (c *cli) printOp(o opInfo) error {
-	example := exampleCall(o.Name, o.InputSchema)
+	example := exampleFor(o)
 	if c.json {
 		b, err := marshalNoEscape(map[string]any{"name": o.Name, "description": o.Description, "read_only": o.ReadOnly,
 			"input_schema": o.InputSchema, "example": example})
@@ -162,6 +162,32 @@ func exampleCall(name string, schema json.RawMessage) string {
 	}
 	b.WriteByte('}')
 	return "harness call " + name + " " + shellQuote(b.String())
+}
+
+// exampleFor is the example call of o: the example its description ends
+// with ("Example: {...}", the arguments an agent is shown), with a
+// placeholder for each required field it leaves out (repo_id: the MCP
+// session's repository is implied, the CLI's never is); without one, a
+// placeholder for every required field (exampleCall).
+func exampleFor(o opInfo) string {
+	_, ex, ok := strings.Cut(o.Description, "Example: ")
+	var args map[string]json.RawMessage
+	if !ok || json.Unmarshal([]byte(strings.TrimSpace(ex)), &args) != nil || args == nil {
+		return exampleCall(o.Name, o.InputSchema)
+	}
+	var root schemaNode
+	_ = json.Unmarshal(o.InputSchema, &root)
+	for _, f := range root.Required {
+		if _, ok := args[f]; !ok {
+			v, _ := marshalNoEscape(exampleValue(f, root.Properties[f], 0))
+			args[f] = v
+		}
+	}
+	b, err := marshalNoEscape(args)
+	if err != nil {
+		return exampleCall(o.Name, o.InputSchema)
+	}
+	return "harness call " + o.Name + " " + shellQuote(string(b))
 }
 
 // exampleValue is a placeholder value of a field of schema n.

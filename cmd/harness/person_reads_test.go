@@ -50,6 +50,7 @@ type liveDaemon struct {
 	h       *harness.Harness
 	dataDir string
 	repoID  string
+	root    string // the repository's work tree
 }
 
 func startDaemon(t *testing.T) *liveDaemon {
@@ -85,7 +86,7 @@ func startDaemon(t *testing.T) *liveDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &liveDaemon{h: h, dataDir: dir, repoID: r.ID}
+	return &liveDaemon{h: h, dataDir: dir, repoID: r.ID, root: root}
 }
 
 // ask makes an agent's MCP session ask for `git ls-tree` with argv and

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/surfaces/daemon"
 )
@@ -28,6 +29,7 @@ import (
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/*.golden from the current output")
 
 func TestMain(m *testing.M) {
+	harness.SandboxMain() // the test binary is the launcher of confined checks (harness check)
 	time.Local = time.UTC // the expected times are in UTC
 	goleak.VerifyTestMain(m)
 }

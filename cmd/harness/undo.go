@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 var historyCommand = command{name: "history", usage: "history [--run ID] [--repo ID] [--limit N]   receipts of writes, newest first, and whether each can be reverted", run: historyCmd,
@@ -29,20 +29,24 @@ of the same files: revert with --cascade, or that one first).
 `,
 	flags: []string{"--run", "--repo", "--limit"}}
 
-var revertCommand = command{name: "revert", usage: "revert RECEIPT [--cascade] [--request-id ID]   undo one write from its pre-images", run: revertCmd,
+var revertCommand = command{name: "revert", usage: "revert RECEIPT [--cascade] [--commit] [--request-id ID]   undo one write from its pre-images", run: revertCmd,
 	help: `Usage:
-  harness revert RECEIPT [--cascade] [--request-id ID] [--approval-id ID]
+  harness revert RECEIPT [--cascade] [--commit] [--request-id ID] [--approval-id ID]
 
 Undoes the write of RECEIPT (from 'harness history'): every file it changed
 is put back as it was before, all-or-nothing, under a lease on those files.
 A later write of the same files refuses it with REVERT_CONFLICT naming the
 later receipts, unless --cascade: then they are undone too, newest first.
 The revert is a receipt of its own (and can be reverted).
+A change already committed (its files are as in HEAD) is reverted in the work
+tree only: a warning says so, and the revert is an uncommitted change unless
+--commit, which commits the reverted files with the message "Revert RECEIPT".
   --cascade          also undo the later writes of the same files
+  --commit           also commit the revert (git_commit of the reverted paths)
   --request-id ID    idempotency key (default: a new one, printed)
   --approval-id ID   after APPROVAL_REQUIRED: the approval a person granted
 `,
-	flags: []string{"--cascade", "--request-id", "--approval-id"}}
+	flags: []string{"--cascade", "--commit", "--request-id", "--approval-id"}}
 
 func historyCmd(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("history", pflag.ContinueOnError)
@@ -93,13 +97,14 @@ func revertCmd(ctx context.Context, c *cli, args []string) error {
 	fs := pflag.NewFlagSet("revert", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cascade := fs.Bool("cascade", false, "also undo the later writes of the same files")
+	commit := fs.Bool("commit", false, "also commit the revert")
 	reqID := fs.String("request-id", "", "idempotency key")
 	approval := fs.String("approval-id", "", "the approval a person granted")
 	if err := fs.Parse(args); err != nil {
 		return usageErr{err.Error()}
 	}
 	if fs.NArg() != 1 {
-		return usageErr{"usage: harness revert RECEIPT [--cascade] [--request-id ID]"}
+		return usageErr{"usage: harness revert RECEIPT [--cascade] [--commit] [--request-id ID]"}
 	}
 	receipt := fs.Arg(0)
 	// The receipt names its repository: find it among the receipts.
@@ -111,31 +116,122 @@ func revertCmd(ctx context.Context, c *cli, args []string) error {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return err
 	}
-	repo := ""
+	repo, paths := "", []string(nil)
 	for _, it := range list.Receipts {
 		if it.ReceiptID == receipt {
-			repo = it.RepoID
+			repo, paths = it.RepoID, it.Paths
 		}
 	}
 	if repo == "" {
 		return usageErr{fmt.Sprintf("receipt %q is not among the newest 1000 receipts (see 'harness history')", receipt)}
 	}
-	if *reqID == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		*reqID = "cli-revert-" + hex.EncodeToString(b[:])
-		fmt.Fprintf(c.stderr, "request_id %s\n", *reqID)
+	committed, err := c.committedPaths(ctx, repo, paths)
+	if err != nil {
+		// The check is a courtesy: the revert does not depend on it.
+		fmt.Fprintf(c.stderr, "harness: note: cannot tell whether %s is committed: %s\n", esc(receipt), esc(errs.From(err).Message))
 	}
+	if len(committed) > 0 {
+		fmt.Fprint(c.stderr, committedWarning(receipt, committed, *commit))
+	}
+	*reqID = c.requestID(*reqID, "revert")
 	in := harness.RevertArgs{RepoID: repo, ReceiptID: receipt, RequestID: *reqID, Cascade: *cascade, ApprovalID: *approval}
-	return c.show(ctx, "revert", in, func(raw json.RawMessage) {
-		var r harness.MutationResult
-		_ = json.Unmarshal(raw, &r)
-		fmt.Fprintf(c.stdout, "reverted %s\n  receipt  %s (token %d)\n", esc(strings.Join(r.Reverts, ", ")), esc(r.ReceiptID), r.FencingToken)
+	raw, err = c.c.Call(ctx, "revert", in)
+	if err != nil {
+		return err
+	}
+	var r harness.MutationResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("decode revert: %w", err)
+	}
+	var commitRaw json.RawMessage
+	if *commit {
+		reverted := make([]string, 0, len(r.Changes))
 		for _, ch := range r.Changes {
-			fmt.Fprintf(c.stdout, "  %-8s %s\n", esc(ch.Op), esc(ch.Path))
+			reverted = append(reverted, ch.Path)
 		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(c.stdout, "  warning: %s\n", esc(w))
+		msg := "Revert " + receipt
+		if len(r.Reverts) > 1 {
+			msg = "Revert " + strings.Join(r.Reverts, ", ")
 		}
-	})
+		ci := harness.GitCommitArgs{RepoID: repo, RequestID: *reqID + "-commit", Message: msg, Paths: reverted}
+		if commitRaw, err = c.c.Call(ctx, "git_commit", ci); err != nil {
+			fmt.Fprintf(c.stderr, "harness: the revert is done (receipt %s) but not committed:\n", esc(r.ReceiptID))
+			return err
+		}
+	}
+	if c.json {
+		if commitRaw == nil {
+			return c.printJSON(raw)
+		}
+		b, _ := json.Marshal(map[string]json.RawMessage{"revert": raw, "commit": commitRaw})
+		return c.printJSON(b)
+	}
+	fmt.Fprintf(c.stdout, "reverted %s\n  receipt  %s (token %d)\n", esc(strings.Join(r.Reverts, ", ")), esc(r.ReceiptID), r.FencingToken)
+	for _, ch := range r.Changes {
+		fmt.Fprintf(c.stdout, "  %-8s %s\n", esc(ch.Op), esc(ch.Path))
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(c.stdout, "  warning: %s\n", esc(w))
+	}
+	if commitRaw != nil {
+		var cr harness.MutationResult
+		_ = json.Unmarshal(commitRaw, &cr)
+		fmt.Fprintf(c.stdout, "committed %s\n  receipt  %s\n", esc(cr.Commit), esc(cr.ReceiptID))
+	}
+	return nil
+}
+
+// committedPaths are the paths of a receipt that git status shows
+// unchanged: as they are in HEAD, so the receipt's change to them is
+// committed (or was undone by hand).
+func (c *cli) committedPaths(ctx context.Context, repo string, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	raw, err := c.c.Call(ctx, "git_status", harness.GitStatusArgs{RepoID: repo})
+	if err != nil {
+		return nil, err
+	}
+	var st harness.GitStatusResult
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decode git_status: %w", err)
+	}
+	return unchangedPaths(paths, st.Status), nil
+}
+
+// unchangedPaths are the paths st does not list as changed in any way.
+func unchangedPaths(paths []string, st gitx.Status) []string {
+	changed := map[string]bool{}
+	for _, l := range [][]gitx.Entry{st.Staged, st.Unstaged, st.Conflicted} {
+		for _, e := range l {
+			changed[e.Path] = true
+			if e.OrigPath != "" {
+				changed[e.OrigPath] = true
+			}
+		}
+	}
+	for _, p := range st.Untracked {
+		changed[p] = true
+	}
+	var out []string
+	for _, p := range paths {
+		if !changed[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// committedWarning says that a receipt's change is in HEAD and what the
+// revert will be.
+func committedWarning(receipt string, committed []string, commit bool) string {
+	ps := make([]string, len(committed))
+	for i, p := range committed {
+		ps[i] = esc(p)
+	}
+	w := fmt.Sprintf("harness: warning: the change of %s is already committed (%s as in HEAD): ", esc(receipt), strings.Join(ps, " "))
+	if commit {
+		return w + "the revert is committed as a new commit\n"
+	}
+	return w + "the revert will be an uncommitted change in the work tree (--commit also commits it)\n"
 }

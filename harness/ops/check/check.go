@@ -80,6 +80,7 @@ type RunCheckArgs struct {
 	Cwd                     string   `json:"cwd,omitempty" jsonschema:"relative to the repository root"`
 	TimeoutMs               int      `json:"timeout_ms,omitempty" jsonschema:"default 15000 focused, 600000 unfocused"`
 	Effects                 []string `json:"effects,omitempty" jsonschema:"workspace_write (it writes files), network (needs a rule or approval)"`
+	Rerun                   bool     `json:"rerun,omitempty" jsonschema:"run it even when an earlier pass of the same code could be reused"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 	op.Approval
 }
@@ -363,7 +364,7 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	}
 	spec := messages.CheckSpec{RepoID: e.Repo.ID, Root: e.Repo.Root, Cwd: args.Cwd, Argv: append([]string(nil), args.Argv...),
 		TimeoutMs: timeoutMs, Durable: durable, Writes: writes, DefaultTimeout: d.DefaultTimeout, EnvDigest: id.Env}
-	res, err := env.RT.Checks.Run(ctx, messages.CheckRun{Key: key, DefinitionDigest: id.Definition, Parts: partsJSON, Spec: spec},
+	res, err := env.RT.Checks.Run(ctx, messages.CheckRun{Key: key, DefinitionDigest: id.Definition, Parts: partsJSON, Spec: spec, Rerun: args.Rerun},
 		wait, progressEvery, func(elapsed time.Duration) { op.Report(ctx, elapsed.Seconds(), wait.Seconds(), "check running") })
 	if err != nil {
 		return nil, err
