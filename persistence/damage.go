@@ -56,7 +56,7 @@ func preflight(dir string, m *marks) error {
 	if errors.Is(err, os.ErrNotExist) {
 		if m != nil && m.present && (m.Version > 0 || m.StoreID != "") {
 			return &DamageError{File: dir, Problem: fmt.Sprintf("the store directory is missing, but %s says a store with %s was here",
-				filepath.Base(m.path), m.summary()), Recovery: recoveryText(dir)}
+				m.source(), m.summary()), Recovery: recoveryText(dir)}
 		}
 		return nil
 	}
@@ -94,7 +94,7 @@ func preflight(dir string, m *marks) error {
 	}
 	if !manifest && m != nil && m.present && m.Version > 0 {
 		return &DamageError{File: dir, Problem: fmt.Sprintf("the store is empty, but %s says it held %s",
-			filepath.Base(m.path), m.summary()), Recovery: recoveryText(dir)}
+			m.source(), m.summary()), Recovery: recoveryText(dir)}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "KEYREGISTRY")); err == nil {
 		// Badger leaves goroutines behind when it refuses a garbled

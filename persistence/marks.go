@@ -41,33 +41,27 @@ type Marks struct {
 
 type marks struct {
 	Marks
-	path    string
-	present bool // the file existed at open
+	path    string   // the marks file
+	copy    string   // its second copy, the data dir's identity (IdentityFile)
+	present bool     // either file existed at open
+	from    []string // the base names of the files that did
 
 	mu sync.Mutex
 	f  *os.File
+	fc *os.File // the copy
 }
 
 func (m *marks) summary() string {
 	return fmt.Sprintf("store %s, commit version %d, fencing tokens up to %d", m.StoreID, m.Version, max(m.FenceHigh, m.FenceFloor))
 }
 
-// loadMarks reads the marks file at path; a missing file is not an error.
+// loadMarks reads the marks file at path and its copy (IdentityFile
+// beside it), merged (see readBoth); missing files are not an error.
 func loadMarks(path string) (*marks, error) {
-	m := &marks{path: path}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return m, nil
+	m := &marks{path: path, copy: identityPath(path)}
+	if err := m.readBoth(); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	mk, err := decodeMarks(b)
-	if err != nil {
-		return nil, &DamageError{File: path, Problem: err.Error(),
-			Recovery: "the marks file guards against a store that lost acknowledged writes; if the store itself is intact, move the file aside and start again (it is rewritten), or restore a backup"}
-	}
-	m.Marks, m.present = mk, true
 	return m, nil
 }
 
@@ -109,26 +103,23 @@ func newStoreID() string {
 	return hex.EncodeToString(b)
 }
 
-// open keeps the file open for in-place rewrites and writes the current
-// record with fsync (the first record, or the one reconciled at open).
+// open keeps both files open for in-place rewrites and writes the
+// current record to each with fsync (the first record, or the one
+// reconciled at open).
 func (m *marks) open() error {
-	f, err := os.OpenFile(m.path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open marks file: %w", err)
+	var err error
+	if m.f, err = openMarksFile(m.path, m.Marks); err != nil {
+		return err
 	}
-	if _, err := f.WriteAt(encodeMarks(m.Marks), 0); err != nil {
-		f.Close()
-		return fmt.Errorf("write marks file: %w", err)
+	if m.fc, err = openMarksFile(m.copy, m.Marks); err != nil {
+		m.f.Close()
+		m.f = nil
+		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync marks file: %w", err)
-	}
-	m.f = f
 	return nil
 }
 
-// raise records a higher synced version and fencing mark.
+// raise records a higher synced version and fencing mark in both files.
 func (m *marks) raise(version, fence uint64) error {
 	if m == nil {
 		return nil
@@ -140,7 +131,11 @@ func (m *marks) raise(version, fence uint64) error {
 	}
 	m.Version = max(m.Version, version)
 	m.FenceHigh = max(m.FenceHigh, fence)
-	_, err := m.f.WriteAt(encodeMarks(m.Marks), 0)
+	b := encodeMarks(m.Marks)
+	_, err := m.f.WriteAt(b, 0)
+	if _, cerr := m.fc.WriteAt(b, 0); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -159,37 +154,25 @@ func (m *marks) close() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	err := m.f.Sync()
-	if cerr := m.f.Close(); err == nil {
-		err = cerr
+	var errList []error
+	for _, f := range []*os.File{m.f, m.fc} {
+		errList = append(errList, f.Sync(), f.Close())
 	}
-	m.f = nil
-	return err
+	m.f, m.fc = nil, nil
+	return errors.Join(errList...)
 }
 
-// WriteMarks replaces the marks file at path (for `harness store reset`
-// and `restore`, with the daemon stopped).
+// WriteMarks replaces the marks file at path and its copy (for `harness
+// store reset` and `restore`, with the daemon stopped).
 func WriteMarks(path string, mk Marks) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := replaceMarksFile(path, mk); err != nil {
 		return err
 	}
-	if _, err := f.Write(encodeMarks(mk)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return replaceMarksFile(identityPath(path), mk)
 }
 
-// ReadMarks returns the marks file at path, and false when there is none.
+// ReadMarks returns what the marks file at path and its copy record
+// (merged), and false when neither is there.
 func ReadMarks(path string) (Marks, bool, error) {
 	m, err := loadMarks(path)
 	if err != nil {
