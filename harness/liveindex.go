@@ -47,8 +47,9 @@ func (h *Harness) Rescan(ctx context.Context, repoID string) error {
 
 // WarmLiveIndex waits until the live index of a repository's checkout has
 // built its view. A view builds in the background on its first use (the
-// watcher's walk, then a base from git) and answers by running git
-// meanwhile, so a first call costs what git costs; benchmarks and tests
+// watcher's walk, then a base from git; for a big checkout, the search
+// index) and answers by running git and rg meanwhile, so a first call
+// costs what git costs; benchmarks and tests
 // that measure or prove in-process answers call this first. It returns
 // nil when the live index is off.
 func (h *Harness) WarmLiveIndex(ctx context.Context, repoID string) error {
@@ -60,6 +61,9 @@ func (h *Harness) WarmLiveIndex(ctx context.Context, repoID string) error {
 	if v == nil {
 		return nil
 	}
-	_, err = v.Warm(ctx)
+	if _, err = v.Warm(ctx); err != nil {
+		return err
+	}
+	_, err = v.FillSearch(ctx, h.env.SearcherFor(e.Repo.Root))
 	return err
 }

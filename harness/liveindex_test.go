@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/gitx"
+	"github.com/harnessd/harnessd/internal/liveview"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/internal/watch"
 )
@@ -296,5 +298,62 @@ func TestLiveIndexWorktreesSubmodulesAttributes(t *testing.T) {
 		check("submodule untracked")
 		write("top.txt", "TOP\n")
 		check("superproject file")
+	}
+}
+
+// TestFirstSearchOfABigCheckoutIsRg: the first search of a checkout of
+// fillMin (2,000) files or more is answered by rg while the search index
+// fills in the background (index_reason says so); once filled, the same
+// search is answered in process with the same matches.
+func TestFirstSearchOfABigCheckoutIsRg(t *testing.T) {
+	h := open(t)
+	files := map[string]string{}
+	for i := range 2100 {
+		body := fmt.Sprintf("package p%d\n\nvar x%d = %d\n", i, i, i)
+		if i%300 == 0 {
+			body += "// needle in file " + fmt.Sprint(i) + "\n"
+		}
+		files[fmt.Sprintf("d%02d/f%04d.go", i%40, i)] = body
+	}
+	root := testutil.Repo(t, files)
+	ctx := context.Background()
+	r, err := h.RegisterRepository(ctx, harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The view itself warm (status in process), the search index not yet:
+	// searching is what starts its fill.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := h.GitStatus(ctx, harness.GitStatusArgs{RepoID: r.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Source == liveview.SourceIndex {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("git_status never answered in process: %s", st.IndexReason)
+		}
+	}
+	first, err := h.Search(ctx, harness.SearchArgs{RepoID: r.ID, Query: "needle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Source != liveview.SourceExec || first.IndexReason != liveview.ReasonIndexing {
+		t.Fatalf("first search of a warm view: source %q, reason %q; want exec, %q", first.Source, first.IndexReason, liveview.ReasonIndexing)
+	}
+	if err := h.WarmLiveIndex(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.Search(ctx, harness.SearchArgs{RepoID: r.ID, Query: "needle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Source != liveview.SourceIndex {
+		t.Fatalf("search after the fill: source %q (%s), want index", again.Source, again.IndexReason)
+	}
+	if len(first.Matches) != 7 || fmt.Sprint(first.Matches) != fmt.Sprint(again.Matches) {
+		t.Fatalf("rg found %d matches, the index %d; want the same 7:\n%v\n%v", len(first.Matches), len(again.Matches), first.Matches, again.Matches)
 	}
 }

@@ -107,8 +107,26 @@ type View struct {
 	warmth     warmth
 	warmCancel context.CancelFunc
 	warmDone   chan struct{} // closed when the background build ends
+	// The search index's background fill (search.Cache.Fill): a checkout
+	// of fillMin files or more is searched by the usual way (rg) until
+	// its fill is done, for fillOwner (a new Searcher starts it over);
+	// fillGen counts resets, so a fill begun before one keeps nothing.
+	fill       warmth
+	fillOwner  *search.Searcher
+	fillGen    uint64
+	fillCancel context.CancelFunc
+	fillDone   chan struct{}
 	closed     bool
 }
+
+// fillMin is the size of a checkout (files) from which its first search
+// is answered by rg while the search index fills in the background:
+// below it, reading the files inline costs less than starting rg.
+const fillMin = 2000
+
+// ReasonIndexing is the index_reason of a search answered by rg while
+// the search index fills in the background.
+const ReasonIndexing = "the search index is building: answered by rg meanwhile"
 
 // warmth is how far a view got towards answering in process.
 type warmth uint8
@@ -258,6 +276,13 @@ func (v *View) Close() {
 		cancel()
 		<-done
 	}
+	v.mu.Lock()
+	cancel, done = v.fillCancel, v.fillDone
+	v.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 	v.cookieMu.Lock()
 	defer v.cookieMu.Unlock()
 	for _, name := range v.freeCookies {
@@ -338,6 +363,7 @@ func (v *View) resetLocked() {
 	clear(v.pending)
 	clear(v.results)
 	v.cache.Reset()
+	v.fill, v.fillGen = cold, v.fillGen+1
 }
 
 // kickLocked starts warming a cold view in the background. The build
@@ -719,11 +745,84 @@ func (v *View) Search(ctx context.Context, s *search.Searcher, req search.Reques
 	if err != nil || !ok {
 		return search.Result{}, false, err
 	}
+	if len(files) >= fillMin && !v.filled(s, files) {
+		return search.Result{}, false, nil
+	}
 	// The cache follows the Searcher: a new one (the root's secret list
 	// changed) starts it over.
 	v.cache.Adopt(v.root, s)
 	res, err := s.SearchListed(ctx, v.root, files, req, v.cache)
 	return res, true, err
+}
+
+// filled reports whether the search index was filled for s; if not, it
+// starts the fill in the background (once), so the caller answers by rg
+// meanwhile (ReasonIndexing).
+func (v *View) filled(s *search.Searcher, files []string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.fillOwner == s && v.fill == warm {
+		return true
+	}
+	if v.closed || (v.fillOwner == s && v.fill == warming) {
+		return false
+	}
+	if v.fillCancel != nil {
+		v.fillCancel() // a fill for another Searcher: its cache is gone
+	}
+	v.fill, v.fillOwner = warming, s
+	gen := v.fillGen
+	ctx, cancel := context.WithTimeout(context.Background(), warmTimeout)
+	prev, done := v.fillDone, make(chan struct{})
+	v.fillCancel, v.fillDone = cancel, done
+	go func() {
+		defer close(done)
+		defer cancel()
+		if prev != nil {
+			<-prev // one fill at a time
+		}
+		v.cache.Adopt(v.root, s)
+		err := v.cache.Fill(ctx, s, v.root, files)
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.fillGen != gen || v.fillOwner != s || v.fill != warming {
+			return
+		}
+		if err != nil {
+			v.fill = cold // the next search starts over
+			return
+		}
+		v.fill = warm
+	}()
+	return false
+}
+
+// FillSearch starts the search index's background fill for s if it is
+// not done, and waits for it (or ctx); like Warm, for benchmarks and
+// tests that measure in-process searches. It reports whether the index
+// is filled (false too for a checkout the view does not search).
+func (v *View) FillSearch(ctx context.Context, s *search.Searcher) (bool, error) {
+	files, ok, err := v.Files(ctx)
+	if err != nil || !ok {
+		return false, err
+	}
+	if len(files) < fillMin || v.filled(s, files) {
+		return true, nil
+	}
+	v.mu.Lock()
+	done := v.fillDone
+	v.mu.Unlock()
+	if done == nil {
+		return false, nil // closed
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.fill == warm && v.fillOwner == s, nil
 }
 
 // Cached returns the result of fn for key, computed at most once per tree

@@ -204,8 +204,8 @@ func searchRepo(_ context.Context, c *op.Call, args SearchArgs) (*op.Plan, error
 			}
 			if ok {
 				source, reason = liveview.SourceIndex, ""
-			} else {
-				reason = v.Reason()
+			} else if reason = v.Reason(); reason == "" {
+				reason = liveview.ReasonIndexing // in process once filled
 			}
 		}
 		if !ok {
