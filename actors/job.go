@@ -531,9 +531,21 @@ func (a *jobActor) startProcess(ctx actor.Context, base string) {
 		Timeout: time.Duration(a.job.TimeoutS) * time.Second,
 		Grace:   a.cfg.Grace,
 	}
+	// The start is audited durably before the process exists (the job's
+	// record says running already): a kill at any point leaves no job that
+	// ran without its audit entry. The runner waits for the entry, off
+	// the actor's goroutine.
+	durable := a.auditDurable("started", "", nil)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	rctx, job, cfg := a.runCtx, a.job, a.cfg
-	a.cfg.Tasks.Go(func() { runJobProcess(rctx, cfg, job, spec, func(m any) { root.Send(self, m) }) })
+	a.cfg.Tasks.Go(func() {
+		send := func(m any) { root.Send(self, m) }
+		if err := durable(); err != nil {
+			send(jobProcStarted{err: errs.Wrap(errs.CodeOf(err), err, "record the job's start in the audit log (its process was not started): %v", errs.From(err).Message)})
+			return
+		}
+		runJobProcess(rctx, cfg, job, spec, send)
+	})
 }
 
 // runJobProcess is the runner goroutine of one attempt (see startProcess).
@@ -572,6 +584,9 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	}
 	tail := &tailBuffer{n: JobTailBytes}
 	spec.Stdout, spec.Stderr = fanout{stdout, tail}, fanout{stderr, tail}
+	if cfg.beforeProcess != nil {
+		cfg.beforeProcess(job)
+	}
 	p, err := proc.Start(ctx, spec)
 	if err != nil {
 		_ = stdout.Close()
@@ -629,7 +644,6 @@ func (a *jobActor) procStarted(ctx actor.Context, m jobProcStarted) {
 		a.lg.Error("persist job pid", zap.Error(err))
 	}
 	ctx.Send(ctx.Parent(), jobUpdate{job: a.job})
-	a.audit("started", "", map[string]string{"pid": strconv.Itoa(a.job.Pid)})
 	if a.cancelReq || a.failErr != nil {
 		m.p.Cancel()
 	}
@@ -641,6 +655,24 @@ func (a *jobActor) audit(outcome, code string, details map[string]string) {
 	if a.cfg.Audit == nil {
 		return
 	}
+	a.cfg.Audit(a.auditEntry(outcome, code, details))
+}
+
+// auditDurable records an event of the job and returns a wait that
+// answers once the entry is durable (at once when the jobs actor has no
+// durable audit). The wait blocks: call it off the actor's goroutine.
+func (a *jobActor) auditDurable(outcome, code string, details map[string]string) func() error {
+	switch {
+	case a.cfg.AuditDurable != nil:
+		return a.cfg.AuditDurable(a.auditEntry(outcome, code, details))
+	case a.cfg.Audit != nil:
+		a.cfg.Audit(a.auditEntry(outcome, code, details))
+	}
+	return func() error { return nil }
+}
+
+// auditEntry is the audit entry of an event of the job.
+func (a *jobActor) auditEntry(outcome, code string, details map[string]string) messages.AuditEntry {
 	j := a.job
 	d := map[string]string{"job_id": j.ID, "attempt": strconv.Itoa(j.Attempt), "isolation": j.Isolation,
 		"writes": strconv.FormatBool(j.Writes), "network": strconv.FormatBool(j.Network)}
@@ -650,8 +682,8 @@ func (a *jobActor) audit(outcome, code string, details map[string]string) {
 	for k, v := range details {
 		d[k] = v
 	}
-	a.cfg.Audit(messages.AuditEntry{Kind: messages.AuditKind(audit.KindJob), Operation: "job_start", RepoID: j.RepoID, RequestID: j.RequestID,
-		Actor: "daemon", Outcome: outcome, Code: code, Details: d})
+	return messages.AuditEntry{Kind: messages.AuditKind(audit.KindJob), Operation: "job_start", RepoID: j.RepoID, RequestID: j.RequestID,
+		Actor: "daemon", Outcome: outcome, Code: code, Details: d}
 }
 
 func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {

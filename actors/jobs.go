@@ -74,9 +74,16 @@ type JobsConfig struct {
 	// Audit records each job's start and end (kind job); nil = none. It
 	// must not block (the runtime's audit client sends a message).
 	Audit func(messages.AuditEntry)
+	// AuditDurable records a job's start and returns a wait that answers
+	// once the entry is durable: the runner waits for it before the
+	// process starts. nil = the start goes through Audit, not waited for.
+	AuditDurable func(messages.AuditEntry) func() error
 
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
+	// beforeProcess runs on the runner goroutine just before a job's
+	// process starts (tests check what is durable by then).
+	beforeProcess func(messages.Job)
 }
 
 // WorktreeSkipper returns the paths of the checkout at repoRoot that a

@@ -54,6 +54,9 @@ type Deps struct {
 	WorktreeSkip actors.WorktreeSkipper
 	// Audit records what actors do on their own (a job's start and end).
 	Audit func(messages.AuditEntry)
+	// AuditDurable records an entry and returns a wait for it to be
+	// durable (a job's start, before its process starts); nil = Audit.
+	AuditDurable func(messages.AuditEntry) func() error
 	// AuditKeys seal and verify the audit chain; nil = unkeyed.
 	AuditKeys *audit.Keyring
 	// Jobs configures the durable jobs (zero = the defaults, see JobsFromEnv).
@@ -150,7 +153,7 @@ func Jobs(d Deps) Child {
 	cfg := actors.JobsConfig{
 		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
 		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
-		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit,
+		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit, AuditDurable: d.AuditDurable,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(JobPolicy().Strategy(d.logger())))
