@@ -97,8 +97,9 @@ func approvalScope(c messages.Caller, repoID string) (name string, in func(Appro
 // requestApproval persists an approval request for an ask decision, or
 // returns the one already pending (or approved and not yet used) for
 // exactly this operation and input: an agent that retries the same call
-// before a person answered does not file another request.
-func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (Approval, error) {
+// before a person answered does not file another request. filed reports
+// whether this call filed it (the gate audits the ask once, when filed).
+func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (a Approval, filed bool, err error) {
 	now := g.now().UTC()
 	repoID := ""
 	if in.Repo != nil {
@@ -107,10 +108,10 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 	scope, inScope := approvalScope(in.Caller, repoID)
 	a, ok, pending, err := g.openApproval(in.Tool, repoID, hash, now, inScope)
 	if err != nil || ok {
-		return a, err
+		return a, false, err
 	}
 	if pending >= MaxPendingApprovals {
-		return Approval{}, g.approvalLimit(in, repoID, scope, pending)
+		return Approval{}, false, g.approvalLimit(in, repoID, scope, pending)
 	}
 	summary := in.Tool
 	if len(in.Argv) > 0 {
@@ -139,7 +140,7 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 		a.RepoID = in.Repo.ID
 	}
 	if err := g.store.PutSync(approvalKey(a.ID), a); err != nil {
-		return Approval{}, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
+		return Approval{}, false, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
 	}
 	// Concurrent asks of one scope may all have counted below the limit:
 	// count again with this request stored, and withdraw it past the
@@ -147,11 +148,11 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (A
 	// other one, so no more than the limit stay.
 	if n, err := g.pendingIn(inScope, now); err == nil && n > MaxPendingApprovals {
 		if err := g.store.DeleteSync(approvalKey(a.ID)); err != nil {
-			return Approval{}, errs.Wrap(errs.Internal, err, "withdraw approval request: %v", err)
+			return Approval{}, false, errs.Wrap(errs.Internal, err, "withdraw approval request: %v", err)
 		}
-		return Approval{}, g.approvalLimit(in, repoID, scope, n-1)
+		return Approval{}, false, g.approvalLimit(in, repoID, scope, n-1)
 	}
-	return a, nil
+	return a, true, nil
 }
 
 // approvalLimit audits and answers an ask past MaxPendingApprovals.

@@ -193,7 +193,7 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 			return res, err
 		}
 		entry.InputHash = hv
-		a, err := g.requestApproval(in, d, hv)
+		a, filed, err := g.requestApproval(in, d, hv)
 		if err != nil {
 			return res, err
 		}
@@ -201,9 +201,14 @@ func (g *Governor) gateOne(ctx context.Context, in Input) (Result, error) {
 			return res, errs.New(errs.ApprovalRequired, "%s; approval %s for exactly this input was granted by %s: retry with approval_id %s", d.Reason, a.ID, a.DecidedBy, a.ID).
 				With("approval_id", a.ID).With("approval_status", a.Status).With("risk", d.Risk).With("rule_id", d.RuleID).With("expires_at", a.ExpiresAt)
 		}
-		entry.Kind = audit.KindAsk
-		entry.Details = map[string]string{"approval_id": a.ID}
-		g.AuditAppend(entry)
+		if filed {
+			// One ask per approval: a call repeated while it waits (an
+			// agent's retry, the call an MCP client repeats with the
+			// person's answer) finds it pending and audits nothing new.
+			entry.Kind = audit.KindAsk
+			entry.Details = map[string]string{"approval_id": a.ID}
+			g.AuditAppend(entry)
+		}
 		return res, errs.New(errs.ApprovalRequired, "%s; a person must approve it (harness approve %s), then retry with approval_id", d.Reason, a.ID).
 			With("approval_id", a.ID).With("approval_status", a.Status).With("risk", d.Risk).With("rule_id", d.RuleID).With("expires_at", a.ExpiresAt).
 			With("summary", a.Summary)

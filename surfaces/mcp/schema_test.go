@@ -402,6 +402,11 @@ func TestApprovalInTheClient(t *testing.T) {
 	if err != nil || len(all.Approvals) != 1 || all.Approvals[0].DecidedBy != "mcp-elicitation:inspector" || all.Approvals[0].Status != "used" {
 		t.Fatalf("approvals after the client approved: %+v (%v)", all, err)
 	}
+	// One elicited approval is one ask in the audit log, though the
+	// client called twice (the second time with the person's answer).
+	if n := asks(t, h, all.Approvals[0].ID); n != 1 {
+		t.Errorf("%d ask audit entries for one elicited approval, want 1", n)
+	}
 
 	answer = "decline"
 	args2 := map[string]any{"repo_id": reg.ID, "argv": []any{"git", "ls-tree", "HEAD", "a.txt"}}
@@ -452,6 +457,25 @@ func TestApprovalInTheClient(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d pending approvals for one input retried, want 1", n)
 	}
+	if id, _ := e1.Details["approval_id"].(string); asks(t, h, id) != 1 {
+		t.Errorf("%d ask audit entries for one input asked twice, want 1", asks(t, h, id))
+	}
+}
+
+// asks counts the ask entries of the audit log for approval id.
+func asks(t *testing.T, h *harness.Harness, id string) int {
+	t.Helper()
+	res, err := h.Audit(context.Background(), harness.AuditArgs{Kind: "ask", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range res.Entries {
+		if e.Details["approval_id"] == id {
+			n++
+		}
+	}
+	return n
 }
 
 // TestNoClientApprovals: with NoClientApprovals the client's person is
