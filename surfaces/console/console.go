@@ -31,6 +31,12 @@ type Options struct {
 	Now func() time.Time
 	// SessionTTL is how long a login lasts; 0 = SessionTTL.
 	SessionTTL time.Duration
+	// TokenPath is the human token file's path, which the login page
+	// names; "" = "<data-dir>/token".
+	TokenPath string
+	// Poll is how often the live event stream looks for new approvals and
+	// job changes; 0 = livePoll.
+	Poll time.Duration
 }
 
 // Handler returns the console, to be mounted at /ui/. token is the human
@@ -41,7 +47,19 @@ func Handler(h *harness.Harness, token string) http.Handler {
 
 // New returns the console with o.
 func New(h *harness.Harness, token string, o Options) http.Handler {
-	c := &console{h: h, token: token, sess: newSessions(o.Now, o.SessionTTL), pages: parsePages(), lg: h.Logger().Named("console")}
+	tokenPath := o.TokenPath
+	if tokenPath == "" {
+		tokenPath = "<data-dir>/token"
+	}
+	poll := o.Poll
+	if poll <= 0 {
+		poll = livePoll
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	c := &console{h: h, token: token, tokenPath: tokenPath, poll: poll, now: now, sess: newSessions(o.Now, o.SessionTTL), pages: parsePages(), lg: h.Logger().Named("console")}
 	static, _ := fs.Sub(staticFS, "static")
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
@@ -52,14 +70,21 @@ func New(h *harness.Harness, token string, o Options) http.Handler {
 		http.Redirect(w, r, "/ui/approvals", http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /ui/approvals", c.authed(c.approvals))
+	mux.HandleFunc("POST /ui/approvals/bulk", c.authed(c.decideBulk))
 	mux.HandleFunc("POST /ui/approvals/{id}/approve", c.authed(c.decide(true)))
 	mux.HandleFunc("POST /ui/approvals/{id}/deny", c.authed(c.decide(false)))
 	mux.HandleFunc("GET /ui/jobs", c.authed(c.jobs))
 	mux.HandleFunc("GET /ui/jobs/{id}", c.authed(c.job))
 	mux.HandleFunc("GET /ui/jobs/{id}/events", c.authed(c.jobEvents))
+	mux.HandleFunc("POST /ui/jobs/{id}/cancel", c.authed(c.cancelJob))
 	mux.HandleFunc("GET /ui/runs", c.authed(c.runs))
 	mux.HandleFunc("GET /ui/runs/{id}", c.authed(c.run))
 	mux.HandleFunc("GET /ui/runs/{id}/events", c.authed(c.runEvents))
+	mux.HandleFunc("POST /ui/runs/{id}/end", c.authed(c.endRun))
+	mux.HandleFunc("POST /ui/receipts/{id}/revert", c.authed(c.revertReceipt))
+	mux.HandleFunc("GET /ui/clients", c.authed(c.clients))
+	mux.HandleFunc("GET /ui/policy", c.authed(c.policy))
+	mux.HandleFunc("GET /ui/events", c.authed(c.events))
 	mux.HandleFunc("GET /ui/audit", c.authed(c.audit))
 	mux.HandleFunc("POST /ui/audit/verify", c.authed(c.auditVerify))
 	mux.HandleFunc("GET /ui/status", c.authed(c.status))
@@ -67,20 +92,23 @@ func New(h *harness.Harness, token string, o Options) http.Handler {
 }
 
 type console struct {
-	h     *harness.Harness
-	token string
-	sess  *sessions
-	pages map[string]*template.Template
-	lg    *zap.Logger
+	h         *harness.Harness
+	token     string
+	tokenPath string
+	poll      time.Duration
+	now       func() time.Time
+	sess      *sessions
+	pages     map[string]*template.Template
+	lg        *zap.Logger
 }
 
 // pageNames are the templates/<name>.html files rendered inside layout.html.
-var pageNames = []string{"login", "approvals", "jobs", "job", "runs", "run", "audit", "status", "error"}
+var pageNames = []string{"login", "approvals", "jobs", "job", "runs", "run", "audit", "status", "error", "clients", "policy"}
 
 func parsePages() map[string]*template.Template {
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
-		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}
 	return pages
 }
@@ -94,6 +122,15 @@ type page struct {
 	Error  *errs.Error
 	Data   any
 	Status int
+	// Pending is the number of pending approvals (title and nav badge).
+	Pending int
+	// Repos are the registered roots by repository id (names for ids).
+	Repos map[string]string
+	// Filter is the list page's filter; Results the outcomes of a bulk action.
+	Filter  filter
+	Results []actionResult
+	// TokenPath is the human token file (the login page names it).
+	TokenPath string
 }
 
 // secureHeaders sets the headers every console response carries.
@@ -156,7 +193,18 @@ func (c *console) authed(f func(http.ResponseWriter, *http.Request, session)) ht
 	}
 }
 
-func (c *console) render(w http.ResponseWriter, name string, p page) {
+func (c *console) render(w http.ResponseWriter, r *http.Request, name string, p page) {
+	if p.CSRF != "" {
+		// The title's count and the nav badge; the live stream keeps them
+		// current. A failure leaves them out rather than failing the page.
+		if l, err := c.h.Approvals(r.Context(), ""); err == nil {
+			p.Pending = len(l.Approvals)
+		}
+		if p.Repos == nil {
+			p.Repos = c.roots(r.Context())
+		}
+	}
+	p.TokenPath = c.tokenPath
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, p); err != nil {
 		c.lg.Error("render console page", zap.String("page", name), zap.Error(err))
@@ -172,9 +220,9 @@ func (c *console) render(w http.ResponseWriter, name string, p page) {
 }
 
 // fail renders err as an error page.
-func (c *console) fail(w http.ResponseWriter, ss session, err error) {
+func (c *console) fail(w http.ResponseWriter, r *http.Request, ss session, err error) {
 	e := errs.From(err)
-	c.render(w, "error", page{Title: "Error", CSRF: ss.csrf, Error: e, Status: statusOf(e.Code)})
+	c.render(w, r, "error", page{Title: "Error", CSRF: ss.csrf, Error: e, Status: statusOf(e.Code)})
 }
 
 func statusOf(code errs.Code) int {
@@ -198,15 +246,15 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.render(w, "login", page{Title: "Log in"})
+	c.render(w, r, "login", page{Title: "Log in"})
 }
 
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if !tokenOK(c.token, strings.TrimSpace(r.PostFormValue("token"))) {
 		c.lg.Warn("console login refused", zap.String("remote", r.RemoteAddr))
-		c.render(w, "login", page{Title: "Log in", Status: http.StatusUnauthorized,
-			Flash: "Wrong token. Paste the contents of <data-dir>/token (the human token)."})
+		c.render(w, r, "login", page{Title: "Log in", Status: http.StatusUnauthorized,
+			Flash: "Wrong token. Paste the contents of " + c.tokenPath + " (the human token)."})
 		return
 	}
 	ss := c.sess.open()

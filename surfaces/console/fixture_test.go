@@ -43,6 +43,9 @@ rules:
     argv_prefix: [git, ls-tree]
     decision: ask
     justification: "someone should look first"
+    examples:
+      match:     [{tool: run_command, argv: [git, ls-tree, HEAD]}]
+      not_match: [{tool: run_command, argv: [git, status]}]
   - id: ask-before-docs
     tools: [apply_patch]
     paths: ["docs/**"]

@@ -44,6 +44,10 @@ var funcs = template.FuncMap{
 	"join": strings.Join,
 	"ms":   func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"pct":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "%" },
+	"repo": repoOf,
+	"card": func(a approvalView, csrf string, repos map[string]string) cardData {
+		return cardData{A: a, CSRF: csrf, Repos: repos}
+	},
 	"exit": func(p *int) string {
 		if p == nil {
 			return ""
@@ -73,15 +77,31 @@ var approvalIDRE = regexp.MustCompile(`^apr_[0-9a-f]{1,64}$`)
 // approvals lists approval requests: pending by default, ?status=all for
 // every one.
 func (c *console) approvals(w http.ResponseWriter, r *http.Request, ss session) {
+	c.approvalsPage(w, r, ss, nil)
+}
+
+// approvalsPage renders the approvals, with the results of a bulk
+// decision when there are some.
+func (c *console) approvalsPage(w http.ResponseWriter, r *http.Request, ss session, results []actionResult) {
 	status := r.URL.Query().Get("status")
 	if status != "" && status != "all" {
 		status = "all"
 	}
-	l, err := c.h.Approvals(r.Context(), status)
+	flt, err := parseFilter(r.URL.Query(), c.now())
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
+	if flt.State != "" {
+		status = "all" // a status filter looks beyond the pending ones
+	}
+	flt.All = status == "all"
+	l, err := c.h.Approvals(r.Context(), status)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	roots := c.roots(r.Context())
 	flash := ""
 	// The redirect after a decision says what was decided; the query is
 	// the browser's, so only an approval id and a verb are echoed.
@@ -93,16 +113,27 @@ func (c *console) approvals(w http.ResponseWriter, r *http.Request, ss session) 
 			flash = id + " denied. The agent's retry with this approval_id answers POLICY_DENIED."
 		}
 	}
-	views := make([]approvalView, len(l.Approvals))
-	for i, a := range l.Approvals {
-		views[i].Approval = a
-		views[i].Diff, _ = patchDiff(a.Detail)
+	views := make([]approvalView, 0, len(l.Approvals))
+	for _, a := range l.Approvals {
+		if !flt.repo(a.RepoID, roots) || !flt.state(a.Status) || !flt.client(a.Client) || !flt.when(a.CreatedAt) {
+			continue
+		}
+		v := approvalView{Approval: a}
+		v.Diff, _ = patchDiff(a.Detail)
+		views = append(views, v)
 	}
-	c.render(w, "approvals", page{Title: "Approvals", Nav: "approvals", CSRF: ss.csrf, Flash: flash,
+	c.render(w, r, "approvals", page{Title: "Approvals", Nav: "approvals", CSRF: ss.csrf, Flash: flash, Repos: roots, Filter: flt, Results: results,
 		Data: struct {
 			All       bool
 			Approvals []approvalView
 		}{status == "all", views}})
+}
+
+// cardData is what an approval's card (parts.html) is drawn from.
+type cardData struct {
+	A     approvalView
+	CSRF  string
+	Repos map[string]string
 }
 
 // approvalView is an approval with its edits rendered as a diff (for
@@ -120,32 +151,60 @@ func (c *console) decide(approve bool) func(http.ResponseWriter, *http.Request, 
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		a, err := c.h.DecideApproval(r.Context(), id, approve, "console", reason)
 		if err != nil {
-			c.fail(w, ss, err)
+			c.fail(w, r, ss, err)
 			return
 		}
 		http.Redirect(w, r, "/ui/approvals?decided="+a.Status+":"+a.ID, http.StatusSeeOther)
 	}
 }
 
+// jobRow is a job on the jobs page with the client whose run started it.
+type jobRow struct {
+	*harness.JobResult
+	Client, RunID string
+}
+
 func (c *console) jobs(w http.ResponseWriter, r *http.Request, ss session) {
-	l, err := c.h.JobList(r.Context(), harness.JobListArgs{Limit: 100})
+	flt, err := parseFilter(r.URL.Query(), c.now())
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
-	for i, j := range l.Jobs {
-		l.Jobs[i] = c.redactJob(r.Context(), j)
+	a := harness.JobListArgs{Limit: 100}
+	if flt.State != "" {
+		a.State, a.Limit = flt.State, 1000
 	}
-	c.render(w, "jobs", page{Title: "Jobs", Nav: "jobs", CSRF: ss.csrf, Data: l.Jobs})
+	if flt.Active() {
+		a.Limit = 1000
+	}
+	l, err := c.h.JobList(r.Context(), a)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	roots := c.roots(r.Context())
+	owners := c.jobOwners(r.Context())
+	rows := []jobRow{}
+	for _, j := range l.Jobs {
+		o := owners[j.JobID]
+		if !flt.repo(j.RepoID, roots) || !flt.client(o.Client) || !flt.when(j.CreatedAt) {
+			continue
+		}
+		if len(rows) == 100 {
+			break
+		}
+		rows = append(rows, jobRow{JobResult: c.redactJob(r.Context(), j), Client: o.Client, RunID: o.RunID})
+	}
+	c.render(w, r, "jobs", page{Title: "Jobs", Nav: "jobs", CSRF: ss.csrf, Repos: roots, Filter: flt, Data: rows})
 }
 
 func (c *console) job(w http.ResponseWriter, r *http.Request, ss session) {
 	j, err := c.h.JobStatus(r.Context(), harness.JobStatusArgs{JobID: r.PathValue("id")})
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
-	c.render(w, "job", page{Title: "Job " + j.JobID, Nav: "jobs", CSRF: ss.csrf, Data: c.redactJob(r.Context(), j)})
+	c.render(w, r, "job", page{Title: "Job " + j.JobID, Nav: "jobs", CSRF: ss.csrf, Flash: doneFlash(r), Data: c.redactJob(r.Context(), j)})
 }
 
 // redactJob returns a copy of j with its agent-supplied text redacted:
@@ -311,15 +370,32 @@ func (c *console) jobEvents(w http.ResponseWriter, r *http.Request, _ session) {
 }
 
 func (c *console) runs(w http.ResponseWriter, r *http.Request, ss session) {
-	l, err := c.h.RunList(r.Context(), harness.RunListArgs{Limit: 100})
+	flt, err := parseFilter(r.URL.Query(), c.now())
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
-	for i := range l.Runs {
-		l.Runs[i] = c.redactRun(r.Context(), l.Runs[i])
+	a := harness.RunListArgs{Limit: 100, Status: flt.State}
+	if flt.Active() {
+		a.Limit = 1000
 	}
-	c.render(w, "runs", page{Title: "Runs", Nav: "runs", CSRF: ss.csrf, Data: l.Runs})
+	l, err := c.h.RunList(r.Context(), a)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	roots := c.roots(r.Context())
+	runs := []messages.RunState{}
+	for _, st := range liveFirst(l.Runs) {
+		if !flt.repo(st.RepoID, roots) || !flt.client(clientOf(st.Caller.Client)) || !flt.when(st.StartedAt) {
+			continue
+		}
+		if len(runs) == 100 {
+			break
+		}
+		runs = append(runs, c.redactRun(r.Context(), st))
+	}
+	c.render(w, r, "runs", page{Title: "Runs", Nav: "runs", CSRF: ss.csrf, Flash: doneFlash(r), Repos: roots, Filter: flt, Data: runs})
 }
 
 // timelineRow is one span on a run's timeline, placed in percent of the
@@ -360,18 +436,28 @@ func timeline(spans []messages.RunSpan) (rows []timelineRow, windowMs float64) {
 }
 
 func (c *console) run(w http.ResponseWriter, r *http.Request, ss session) {
-	st, err := c.h.RunStatus(r.Context(), harness.RunStatusArgs{RunID: r.PathValue("id"), IncludeSpans: true})
+	ctx := r.Context()
+	st, err := c.h.RunStatus(ctx, harness.RunStatusArgs{RunID: r.PathValue("id"), IncludeSpans: true})
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
-	st.RunState = c.redactRun(r.Context(), st.RunState)
+	st.RunState = c.redactRun(ctx, st.RunState)
+	for i := range st.Observations {
+		st.Observations[i].Text = c.h.Redact(ctx, st.RepoID, st.Observations[i].Text)
+	}
 	rows, window := timeline(st.Spans)
-	c.render(w, "run", page{Title: "Run " + st.RunID, Nav: "runs", CSRF: ss.csrf, Data: struct {
+	d, err := c.runDetails(ctx, st.RunID, st.Jobs)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	c.render(w, r, "run", page{Title: "Run " + st.RunID, Nav: "runs", CSRF: ss.csrf, Flash: doneFlash(r), Data: struct {
 		Run      *harness.RunStateResult
 		Rows     []timelineRow
 		WindowMs float64
-	}{st, rows, window}})
+		runDetails
+	}{st, rows, window, d}})
 }
 
 // runEvents tells the run's page that the run changed (a span, a stage, a
@@ -428,31 +514,79 @@ func (c *console) runEvents(w http.ResponseWriter, r *http.Request, _ session) {
 
 // auditPage is the audit page's data.
 type auditPage struct {
-	Entries  []messages.AuditEntry
-	More     bool
+	Entries []messages.AuditEntry
+	More    bool
+	// NextSeq is the cursor of the next page: after_seq oldest first,
+	// before_seq newest first.
 	NextSeq  uint64
+	Oldest   bool // oldest first (?order=oldest)
 	Kind     string
+	Query    string // the filter's query string, for the next page's link
+	Filter   filter
+	Repos    map[string]string
 	Verify   *harness.AuditVerifyResult
 	Verified bool
 }
 
+// auditLimit is the entries per audit page.
+const auditLimit = 200
+
 func (c *console) auditEntries(ctx context.Context, r *http.Request) (auditPage, error) {
 	q := r.URL.Query()
-	a := harness.AuditArgs{Kind: q.Get("kind"), Limit: 200}
-	if v := q.Get("after_seq"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return auditPage{}, errs.New(errs.InvalidArgument, "after_seq %q is not a number", v)
-		}
-		a.AfterSeq = n
-	}
-	res, err := c.h.Audit(ctx, a)
+	flt, err := parseFilter(q, c.now())
 	if err != nil {
 		return auditPage{}, err
 	}
-	p := auditPage{Entries: res.Entries, More: res.More, Kind: a.Kind}
-	if n := len(res.Entries); n > 0 {
-		p.NextSeq = res.Entries[n-1].Seq
+	cursor := func(name string) (uint64, error) {
+		v := q.Get(name)
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, errs.New(errs.InvalidArgument, "%s %q is not a number: use the page's own links", name, v).With("field", name)
+		}
+		return n, nil
+	}
+	after, err := cursor("after_seq")
+	if err != nil {
+		return auditPage{}, err
+	}
+	before, err := cursor("before_seq")
+	if err != nil {
+		return auditPage{}, err
+	}
+	kind := q.Get("kind")
+	roots := c.roots(ctx)
+	keep := func(e messages.AuditEntry) bool {
+		return flt.repo(e.RepoID, roots) && flt.state(e.Outcome) && flt.client(e.Client) && flt.when(e.Time)
+	}
+	query := func(afterSeq uint64, limit int) ([]messages.AuditEntry, bool, error) {
+		res, err := c.h.Audit(ctx, harness.AuditArgs{Kind: kind, Since: flt.Since, AfterSeq: afterSeq, Limit: limit})
+		if err != nil {
+			return nil, false, err
+		}
+		return res.Entries, res.More, nil
+	}
+	p := auditPage{Kind: kind, Oldest: q.Get("order") == "oldest", Query: filterQuery(q), Filter: flt, Repos: roots}
+	if p.Oldest {
+		// Oldest first: the log as it is stored, filtered.
+		p.Entries, p.More, p.NextSeq, err = oldestFirst(query, keep, after, auditLimit)
+		return p, err
+	}
+	hd, err := c.h.AuditAnchorHead(ctx, harness.AuditAnchorArgs{})
+	if err != nil {
+		return auditPage{}, err
+	}
+	if before == 0 || before > hd.Anchor.Seq+1 {
+		before = hd.Anchor.Seq + 1
+	}
+	p.Entries, p.More, err = newestFirst(query, keep, before, auditLimit)
+	if err != nil {
+		return auditPage{}, err
+	}
+	if n := len(p.Entries); n > 0 {
+		p.NextSeq = p.Entries[n-1].Seq
 	}
 	return p, nil
 }
@@ -460,25 +594,25 @@ func (c *console) auditEntries(ctx context.Context, r *http.Request) (auditPage,
 func (c *console) audit(w http.ResponseWriter, r *http.Request, ss session) {
 	p, err := c.auditEntries(r.Context(), r)
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
-	c.render(w, "audit", page{Title: "Audit log", Nav: "audit", CSRF: ss.csrf, Data: p})
+	c.render(w, r, "audit", page{Title: "Audit log", Nav: "audit", CSRF: ss.csrf, Filter: p.Filter, Repos: p.Repos, Data: p})
 }
 
 func (c *console) auditVerify(w http.ResponseWriter, r *http.Request, ss session) {
 	v, err := c.h.AuditVerify(r.Context())
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
 	p, err := c.auditEntries(r.Context(), r)
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
 	p.Verify, p.Verified = v, true
-	c.render(w, "audit", page{Title: "Audit log", Nav: "audit", CSRF: ss.csrf, Data: p})
+	c.render(w, r, "audit", page{Title: "Audit log", Nav: "audit", CSRF: ss.csrf, Filter: p.Filter, Repos: p.Repos, Data: p})
 }
 
 // statusPage is the status page's data.
@@ -494,7 +628,7 @@ type kv struct{ Key, Value string }
 func (c *console) status(w http.ResponseWriter, r *http.Request, ss session) {
 	st, err := c.h.Status(r.Context())
 	if err != nil {
-		c.fail(w, ss, err)
+		c.fail(w, r, ss, err)
 		return
 	}
 	p := statusPage{St: st}
@@ -510,5 +644,5 @@ func (c *console) status(w http.ResponseWriter, r *http.Request, ss session) {
 			sort.Slice(p.Jobs, func(a, b int) bool { return p.Jobs[a].Key < p.Jobs[b].Key })
 		}
 	}
-	c.render(w, "status", page{Title: "Status", Nav: "status", CSRF: ss.csrf, Data: p})
+	c.render(w, r, "status", page{Title: "Status", Nav: "status", CSRF: ss.csrf, Data: p})
 }

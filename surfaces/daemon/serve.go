@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -159,7 +160,8 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	// toolsets and role; tasks (job-backed MCP tasks) in front of both.
 	tasks := mcpserver.NewTasks(mcpF.Backend())
 	mcpHandler := mcpserver.WithTasks(newMCPHTTP(factoryServers(mcpF), cfg.SessionIdle), tasks)
-	ui := console.Handler(h, token)
+	tokenPath, _ := filepath.Abs(p.Token) // the login page and the log name the real file
+	ui := console.New(h, token, console.Options{TokenPath: tokenPath})
 	handler := httpapi.Handler(h, httpapi.Options{MCP: mcpHandler, HumanToken: token, Registry: reg, Metrics: metrics, Console: ui})
 
 	// The socket is stale if we hold the lock.
@@ -216,6 +218,11 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	}
 	lg.Info("harnessd ready", zap.Strings("listen", addrs), zap.String("data_dir", p.DataDir),
 		zap.Int("pid", os.Getpid()), zap.String("version", harness.VersionString()))
+	if cfg.Listen != "" {
+		lg.Info("console", zap.String("url", "http://"+listeners[1].Addr().String()+"/ui"), zap.String("token_file", tokenPath))
+	} else {
+		lg.Info("console: a browser needs a TCP listener, start with --listen 127.0.0.1:PORT and open http://127.0.0.1:PORT/ui", zap.String("token_file", tokenPath))
+	}
 	// SIGHUP reloads the policy; a bad file keeps the old one in force.
 	// Registered before Ready, so a supervisor may send it at once.
 	hup := make(chan os.Signal, 1)
