@@ -174,7 +174,7 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.json {
+	if c.json && sub == "reload" {
 		return c.printJSON(raw)
 	}
 	var p harness.PolicyInfo
