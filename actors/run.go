@@ -48,6 +48,9 @@ type runActor struct {
 	// endFailing is set while ending the run at its deadline fails to
 	// store (warned once; the next sweep tries again).
 	endFailing bool
+	// idle is the look at the open work of a run whose session went
+	// away (run_idle.go).
+	idle idleState
 }
 
 func (a *runActor) Receive(ctx actor.Context) {
@@ -107,9 +110,14 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.st.DetachedAt = m.at
 		a.st.Caller.Session = ""
 		a.changed(ctx, a.stored)
+		a.sessionGone(ctx, m.at)
+	case runOpenWork:
+		a.openWork(ctx, m, a.cfg.Now())
 	case messages.RunSweep:
 		if status, reason, due := runs.Due(a.st, m.Now, a.cfg.ResumeWindow); due {
 			a.sweepEnd(ctx, status, reason, m.Now)
+		} else {
+			a.idleSweep(ctx, m.Now)
 		}
 	}
 }

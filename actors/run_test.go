@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,14 +52,20 @@ func TestRunRestartAfterPanicReloadsItsState(t *testing.T) {
 	}
 }
 
-// An implicit run of a session that only reads stores nothing; ending it
-// at its deadline or by abandonment is decided by the sweep.
+// An implicit run of a session that only reads stores nothing, and ends
+// with its session (reason "session ended", still storing nothing); a run
+// its session left with a stage open waits to be resumed, and the sweep
+// ends it as abandoned after the resume window.
 func TestRunsImplicitReadOnlyStoresNothingAndAbandonment(t *testing.T) {
 	s, st := newTestSystem(t), newStore(t)
 	ix := &RunIndex{}
 	t0 := time.Unix(1_000_000, 0)
 	sup := spawnCrashable(t, s, "runs", NewRuns(RunsConfig{Store: st, Index: ix, SweepEvery: time.Hour, ResumeWindow: time.Hour, Now: func() time.Time { return t0 }}))
 	t.Cleanup(func() { _ = s.Root.PoisonFuture(sup).Wait() })
+	// Session s2's run has a stage open when its session goes away.
+	open := want[messages.RunGot](t, request(t, s, sup, messages.RunStart{Implicit: true, Caller: messages.Caller{Session: "s2"}})).State
+	want[messages.RunGot](t, request(t, s, sup, messages.RunStage{RunID: open.RunID, Stage: "tests", Status: messages.StageStarted, Now: t0}))
+
 	run := want[messages.RunGot](t, request(t, s, sup, messages.RunStart{Implicit: true, Caller: messages.Caller{Session: "s1"}})).State
 	again := want[messages.RunGot](t, request(t, s, sup, messages.RunStart{Implicit: true, Caller: messages.Caller{Session: "s1"}})).State
 	if again.RunID != run.RunID {
@@ -77,15 +84,30 @@ func TestRunsImplicitReadOnlyStoresNothingAndAbandonment(t *testing.T) {
 		t.Fatal("an implicit run that only read wrote to the store")
 	}
 	s.Root.Send(sup, messages.RunSessionClosed{Session: "s1", Now: t0})
+	if got := want[messages.RunGot](t, request(t, s, sup, messages.RunGet{RunID: run.RunID})); got.State.Status != messages.RunEnded || got.State.EndReason != "session ended" {
+		t.Fatalf("the read-only run after its session closed: %s (%s), want ended (session ended)", got.State.Status, got.State.EndReason)
+	}
+	if st.Writes() != before {
+		t.Fatal("the end of an implicit run that only read wrote to the store")
+	}
+	if _, ok := ix.Session("s1"); ok {
+		t.Fatal("the session still names an ended run")
+	}
+
+	noted := observed(t, s, "detached")
+	s.Root.Send(sup, messages.RunSessionClosed{Session: "s2", Now: t0})
+	if o := <-noted; o.RunID != open.RunID || !strings.Contains(o.Observation.Text, `stage "tests" is open`) {
+		t.Fatalf("the run kept active says: %+v", o.Observation)
+	}
 	want[messages.RunSwept](t, request(t, s, sup, messages.RunSweep{Now: t0.Add(59 * time.Minute)}))
-	if got := want[messages.RunGot](t, request(t, s, sup, messages.RunGet{RunID: run.RunID})); got.State.Status != messages.RunActive {
+	if got := want[messages.RunGot](t, request(t, s, sup, messages.RunGet{RunID: open.RunID})); got.State.Status != messages.RunActive || got.State.DetachedAt.IsZero() {
 		t.Fatalf("abandoned inside the window: %+v", got.State)
 	}
 	want[messages.RunSwept](t, request(t, s, sup, messages.RunSweep{Now: t0.Add(61 * time.Minute)}))
-	if got := want[messages.RunGot](t, request(t, s, sup, messages.RunGet{RunID: run.RunID})); got.State.Status != messages.RunAbandoned {
+	if got := want[messages.RunGot](t, request(t, s, sup, messages.RunGet{RunID: open.RunID})); got.State.Status != messages.RunAbandoned {
 		t.Fatalf("after the window: %+v", got.State)
 	}
-	if _, ok := ix.Session("s1"); ok {
+	if _, ok := ix.Session("s2"); ok {
 		t.Fatal("the session still names an ended run")
 	}
 }
