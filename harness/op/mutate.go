@@ -102,10 +102,13 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	defer acancel(nil)
 	stopWait := context.AfterFunc(ctx, func() { acancel(context.Cause(ctx)) })
 	l, lctx, err := env.Leases.Acquire(actx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
-	if !stopWait() && err == nil {
-		// The request ended as its lease was granted: nothing is written.
-		l.Release()
-		err = errs.From(context.Cause(ctx))
+	if !stopWait() {
+		// The request ended (cancelled, or past its deadline: TIMEOUT)
+		// before or as its lease was granted: nothing is written.
+		if err == nil {
+			l.Release()
+		}
+		err = errs.Wrap(errs.CodeOf(ctx.Err()), ctx.Err(), "%s stopped waiting for its lease: %v", t.Op, ctx.Err())
 	}
 	if err != nil {
 		return nil, fail(err)
