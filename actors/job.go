@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -193,7 +194,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		if a.p == nil && a.phase != phaseFinal {
 			a.p, a.logs = m.p, m.logs
 			if a.cancelReq || a.failErr != nil {
-				a.p.Cancel()
+				a.stopProcess()
 			}
 		}
 	case jobProcExited:
@@ -389,13 +390,37 @@ func (a *jobActor) requestFailed(ctx actor.Context, f messages.Failed) {
 		}
 		a.finish(ctx, JobEvFail, errs.Wrap(errs.CodeOf(err), err, "workspace lease for a writing job: %v", errs.From(err).Message))
 	case errs.CodeOf(err) == errs.LeaseLost && a.phase != phaseFinal && a.job.LeaseID != "":
-		a.lg.Warn("writing job lost its workspace lease; cancelling it")
-		a.failErr = &messages.JobError{Code: string(errs.LeaseLost), Message: "the job's workspace lease was lost: " + f.Message}
-		a.job.LeaseID = ""
-		a.stopLeaseTicker()
-		if a.p != nil {
-			a.p.Cancel()
+		// The lease's actor keeps the keys until this job's processes are
+		// dead: they are killed now, without a grace, and the Release
+		// sent once the runner saw them exit (finishWith) confirms it.
+		if a.failErr == nil {
+			a.lg.Warn("writing job lost its workspace lease; killing its processes before the lease goes to anyone else")
+			a.failErr = &messages.JobError{Code: string(errs.LeaseLost), Message: "the job's workspace lease was lost: " + f.Message}
 		}
+		a.stopLeaseTicker()
+		a.stopProcess()
+	case errs.CodeOf(err) == errs.LeaseLost && a.phase == phaseFinal && a.job.LeaseID != "" && a.checkout != nil:
+		// A reminder of a lease whose Release was not heard: the
+		// processes are dead, say so again.
+		ctx.Request(a.checkout, messages.Release{LeaseID: a.job.LeaseID})
+	}
+}
+
+// stopProcess stops the job's process: at once (SIGKILL to its group, the
+// kill sequence then sweeps what left it) when the job lost its lease,
+// else through the kill sequence with its grace. A process adopted without
+// a handle is killed by its run marker.
+func (a *jobActor) stopProcess() {
+	lost := a.failErr != nil && a.failErr.Code == string(errs.LeaseLost)
+	switch {
+	case a.p != nil:
+		if lost {
+			_ = a.p.Signal(syscall.SIGKILL)
+		}
+		a.p.Cancel()
+	case lost && a.phase == phaseRunning && a.job.RunID != "":
+		runID := a.job.RunID
+		a.cfg.Tasks.Go(func() { proc.SweepMarked(runID, 0) })
 	}
 }
 
@@ -645,7 +670,7 @@ func (a *jobActor) procStarted(ctx actor.Context, m jobProcStarted) {
 	}
 	ctx.Send(ctx.Parent(), jobUpdate{job: a.job})
 	if a.cancelReq || a.failErr != nil {
-		m.p.Cancel()
+		a.stopProcess()
 	}
 }
 

@@ -18,17 +18,6 @@ import (
 	"github.com/harnessd/harnessd/persistence"
 )
 
-// memStore opens an in-memory store closed at the test's end.
-func memStore(t *testing.T) *persistence.Store {
-	t.Helper()
-	st, err := persistence.Open(persistence.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
-
 // spawnJobsWith spawns a jobs actor with cfg's audit and hook over st.
 func spawnJobsWith(t *testing.T, s *actor.ActorSystem, st *persistence.Store, cfg JobsConfig) *actor.PID {
 	t.Helper()
@@ -38,8 +27,14 @@ func spawnJobsWith(t *testing.T, s *actor.ActorSystem, st *persistence.Store, cf
 			t.Error("job goroutines still running")
 		}
 	})
-	cfg.Store, cfg.Index, cfg.Logger, cfg.DataDir, cfg.Tasks = st, &RepoIndex{}, zap.NewNop(), t.TempDir(), tasks
-	cfg.Concurrency, cfg.Grace = 2, 200*time.Millisecond
+	cfg.Store, cfg.Logger, cfg.DataDir, cfg.Tasks = st, zap.NewNop(), t.TempDir(), tasks
+	if cfg.Index == nil {
+		cfg.Index = &RepoIndex{}
+	}
+	cfg.Concurrency = 2
+	if cfg.Grace == 0 {
+		cfg.Grace = 200 * time.Millisecond
+	}
 	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewJobs(cfg), actor.WithReceiverMiddleware(Recover(zap.NewNop()))), "jobs-"+t.Name())
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +69,7 @@ func storedJobAudit(t *testing.T, st *persistence.Store, jobID string) []string 
 // without its audit entry. The audit entry is made durable 150 ms late (a
 // slow disk), so a start that did not wait for it would be seen.
 func TestJobStartAuditedBeforeItsProcessStarts(t *testing.T) {
-	st := memStore(t)
+	st := newStore(t)
 	s := newTestSystem(t)
 	auditPID, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewAudit(st, zap.NewNop(), AuditConfig{FlushEvery: 300 * time.Millisecond})), "audit-"+t.Name())
 	if err != nil {
@@ -132,7 +127,7 @@ func TestJobStartAuditedBeforeItsProcessStarts(t *testing.T) {
 // A start whose audit entry cannot be made durable never runs its
 // process: the job fails with the store's code and nothing ran.
 func TestJobNotStartedWithoutItsAuditEntry(t *testing.T) {
-	st := memStore(t)
+	st := newStore(t)
 	s := newTestSystem(t)
 	cfg := JobsConfig{
 		AuditDurable: func(messages.AuditEntry) func() error {

@@ -24,6 +24,15 @@ import (
 // the actor. Until the checkout has been told, the keys stay taken: an
 // expired lease is never overtaken before its holder knows it ended.
 //
+// A durable lease (a job's, whose processes write on their own) that
+// expires is fenced out before its keys go: it stays in the index, Renew
+// and Fence answer LEASE_LOST, and its owner is told LeaseLost (again on
+// every tick) until it confirms with a Release that its processes are
+// dead; only then is the checkout told. An owner nobody knows (a lease
+// restored at boot that no job renewed) is waited for FenceOwnerWait, an
+// owner that never confirms FenceOutMax, then the keys go with an error
+// in the log.
+//
 // The expiry clock is a timer the actor owns, not protoactor's receive
 // timeout (whose handler races with the actor stopping; see
 // checkActor.armIdle): it only sends leaseTick{Now} into the mailbox, with
@@ -38,7 +47,21 @@ type Lease struct {
 	owner *actor.PID // told LeaseLost on expiry; nil = nobody asked
 	lg    *zap.Logger
 	timer *time.Timer
+	// fencing is set while an expired durable lease waits for its owner to
+	// confirm that its processes are dead (since fencingSince).
+	fencing      bool
+	fencingSince time.Time
 }
+
+// Bounds of a fence-out (see Lease).
+const (
+	// FenceOwnerWait is how long an expired durable lease whose owner is
+	// unknown waits for one to renew (and hear LeaseLost).
+	FenceOwnerWait = time.Minute
+	// FenceOutMax is how long an expired durable lease waits for its
+	// owner's confirmation at most.
+	FenceOutMax = 10 * time.Minute
+)
 
 // LeaseConfig holds what a lease actor needs besides its grant.
 type LeaseConfig struct {
@@ -63,8 +86,10 @@ type (
 	// leaseHandover carries what a restarting lease actor knew to its
 	// successor (sent to itself on Restarting).
 	leaseHandover struct {
-		held  lease.Held
-		owner *actor.PID
+		held         lease.Held
+		owner        *actor.PID
+		fencing      bool
+		fencingSince time.Time
 	}
 	// leaseDescribe asks a lease actor for its lease; answered leaseState.
 	leaseDescribe struct{}
@@ -119,7 +144,10 @@ func (a *Lease) Receive(ctx actor.Context) {
 		if a.owner == nil {
 			a.owner = m.owner
 		}
-		if !a.held.Holding() {
+		if m.fencing {
+			a.fencing, a.fencingSince = true, m.fencingSince
+			a.arm(ctx)
+		} else if !a.held.Holding() {
 			a.disarm()
 		}
 	case messages.Renew:
@@ -141,7 +169,7 @@ func (a *Lease) Receive(ctx actor.Context) {
 		ctx.Respond(messages.Pong{})
 	case *actor.Restarting:
 		a.disarm()
-		ctx.Send(ctx.Self(), leaseHandover{held: a.held, owner: a.owner})
+		ctx.Send(ctx.Self(), leaseHandover{held: a.held, owner: a.owner, fencing: a.fencing, fencingSince: a.fencingSince})
 	case *actor.Stopping:
 		a.disarm()
 	}
@@ -157,6 +185,9 @@ func (a *Lease) current() messages.LeaseInfo {
 func (a *Lease) renew(ctx actor.Context, m messages.Renew) (messages.Renewed, error) {
 	exp, err := a.held.Renew(a.cfg.Now())
 	if err != nil {
+		if a.fencing && m.NotifyLost && ctx.Sender() != nil {
+			a.owner = ctx.Sender() // the owner of a restored lease shows up
+		}
 		return messages.Renewed{}, err
 	}
 	if m.NotifyLost && ctx.Sender() != nil {
@@ -171,20 +202,40 @@ func (a *Lease) renew(ctx actor.Context, m messages.Renew) (messages.Renewed, er
 }
 
 func (a *Lease) release(ctx actor.Context) bool {
+	if a.fencing {
+		// The owner of an expired durable lease confirms that its
+		// processes are dead: the keys may go.
+		a.fencing = false
+		a.lg.Info("fenced out: the holder of the expired lease confirmed its processes are dead",
+			zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner))
+		a.end(ctx, false)
+		return true
+	}
 	if !a.held.Release(a.cfg.Now()) {
 		return false
 	}
-	a.end(ctx)
+	a.end(ctx, true)
 	return true
 }
 
-// check ends the lease when it expired at now, else waits for the next
-// tick.
+// check ends the lease when it expired at now (a durable one is fenced
+// out first), else waits for the next tick.
 func (a *Lease) check(ctx actor.Context, now time.Time) {
+	if a.fencing {
+		a.fenceOut(ctx, now)
+		return
+	}
 	if a.held.Expire(now) {
+		if a.held.Visibility == lease.Durable {
+			a.lg.Warn("lease lost: not renewed before it expired; its keys stay taken until its holder's processes are dead",
+				zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner), zap.Time("expired", a.held.Expires))
+			a.fencing, a.fencingSince = true, now
+			a.fenceOut(ctx, now)
+			return
+		}
 		a.lg.Warn("lease lost: not renewed before it expired",
 			zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner), zap.Time("expired", a.held.Expires))
-		a.end(ctx)
+		a.end(ctx, true)
 		return
 	}
 	if a.held.Holding() {
@@ -192,10 +243,37 @@ func (a *Lease) check(ctx actor.Context, now time.Time) {
 	}
 }
 
+// fenceOut is a tick of an expired durable lease waiting for its owner:
+// the owner hears LeaseLost (again), and past the bounds (FenceOwnerWait,
+// FenceOutMax) the keys go without its confirmation.
+func (a *Lease) fenceOut(ctx actor.Context, now time.Time) {
+	if fenceGivesUp(a.owner != nil, now.Sub(a.fencingSince)) {
+		a.lg.Error("fence-out not confirmed: the expired lease's keys go without its holder saying its processes are dead",
+			zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner), zap.Duration("waited", now.Sub(a.fencingSince)))
+		a.fencing = false
+		a.end(ctx, false)
+		return
+	}
+	if a.owner != nil {
+		ctx.Send(a.owner, messages.LeaseLost{LeaseID: a.held.ID, Expired: a.held.Expires})
+	}
+	a.arm(ctx)
+}
+
+// fenceGivesUp says whether an expired durable lease that has waited
+// waited for its owner's confirmation gives up: after FenceOwnerWait when
+// no owner is known, after FenceOutMax otherwise.
+func fenceGivesUp(ownerKnown bool, waited time.Duration) bool {
+	if ownerKnown {
+		return waited >= FenceOutMax
+	}
+	return waited >= FenceOwnerWait
+}
+
 // end follows the lease's end: the durable record goes, an owner that
-// asked hears of an expiry, and the checkout is told (it frees the keys
-// and stops this actor).
-func (a *Lease) end(ctx actor.Context) {
+// asked hears of an expiry (when notify), and the checkout is told (it
+// frees the keys and stops this actor).
+func (a *Lease) end(ctx actor.Context, notify bool) {
 	a.disarm()
 	if a.held.Visibility == lease.Durable {
 		if err := a.cfg.Store.DeleteSync(persistence.LeaseKey(a.info.CheckoutID, a.held.ID)); err != nil {
@@ -203,7 +281,7 @@ func (a *Lease) end(ctx actor.Context) {
 		}
 	}
 	expired := a.held.End == lease.Expired
-	if expired && a.owner != nil {
+	if expired && notify && a.owner != nil {
 		ctx.Send(a.owner, messages.LeaseLost{LeaseID: a.held.ID, Expired: a.held.Expires})
 	}
 	if p := ctx.Parent(); p != nil {
