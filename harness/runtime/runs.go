@@ -250,8 +250,9 @@ func (c Runs) Sweep(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// List returns the runs, newest first: the live ones from their actors,
-// the others from the store. status "" lists all; limit 0 = 100.
+// List returns the runs, active first, then newest first (runs.ListOrder):
+// the live ones from their actors, the others from the store. status ""
+// lists all; limit 0 = 100.
 func (c Runs) List(ctx context.Context, status string, limit int) ([]messages.RunState, error) {
 	if limit <= 0 {
 		limit = 100
@@ -285,7 +286,7 @@ func (c Runs) List(ctx context.Context, status string, limit int) ([]messages.Ru
 		return nil, errs.Wrap(errs.Unavailable, err, "list runs: %v", err)
 	}
 	out = slices.DeleteFunc(out, func(st messages.RunState) bool { return status != "" && st.Status != status })
-	slices.SortFunc(out, func(a, b messages.RunState) int { return b.StartedAt.Compare(a.StartedAt) })
+	slices.SortFunc(out, runs.ListOrder)
 	if len(out) > limit {
 		out = out[:limit]
 	}

@@ -53,7 +53,7 @@ func Ops() []op.Op {
 			Prepare: status}),
 		op.Def(op.Spec[ListArgs]{Name: "run_list", Output: ListResult{}, ReadOnly: true, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.ReadRoles, NoRepo: true,
-			Description: "List runs, newest first, to find a run_id you lost or see which runs are still active. " +
+			Description: "List runs, active first, then newest first, to find a run_id you lost or see which runs are still active. " +
 				"One run's stages and observations: run_status. " +
 				"Example: {\"status\":\"active\",\"limit\":10}",
 			Prepare: list}),
