@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
@@ -358,5 +359,94 @@ rules:
 	}
 	if json.Unmarshal([]byte(out), &j) != nil || j.Policy.Rules != 2 || len(j.Rules) != 2 || j.Rules[0].ID != "no-force-push" {
 		t.Errorf("policy show --json:\n%s", out)
+	}
+}
+
+// exampleJSON is the JSON argument of a printed example call
+// (`harness call NAME '...'`).
+func exampleJSON(t *testing.T, name, example string) string {
+	t.Helper()
+	q, ok := strings.CutPrefix(example, "harness call "+name+" ")
+	if !ok || len(q) < 2 || q[0] != '\'' || q[len(q)-1] != '\'' {
+		t.Fatalf("%s: example %q is not harness call %s '...'", name, example, name)
+	}
+	return strings.ReplaceAll(q[1:len(q)-1], `'\''`, `'`)
+}
+
+// Every operation's example, as `harness ops NAME` prints it, runs as
+// printed once its placeholders and sample ids are a fixture's real ones:
+// none is refused as INVALID_ARGUMENT (NOT_FOUND for a sample job, run or
+// receipt, APPROVAL_REQUIRED and the like are answers to a valid call).
+func TestEveryOpsExampleRuns(t *testing.T) {
+	d := startDaemon(t)
+	notes := t.TempDir()
+	// The files the examples name, so that most run through: a.go holds
+	// "n := 1", parse.go has a change to commit; the target has a.md with
+	// "v1", a.txt, draft.md, todo.md and docs/.
+	for name, body := range map[string]string{"a.go": "package a\n\nvar n = func() int { n := 1; return n }()\n", "src/app.go": "package src\n",
+		"src/a.go": "package src\n", "parse.go": "package a\n", "old.go": "package a\n"} {
+		testutil.WriteFile(t, d.root, name, body)
+	}
+	testutil.Git(t, d.root, "add", "-A")
+	testutil.Git(t, d.root, "commit", "-q", "-m", "the examples' files")
+	testutil.WriteFile(t, d.root, "parse.go", "package a\n\n// Parse accepts empty input.\n")
+	for name, body := range map[string]string{"a.md": "v1\n", "a.txt": "a\n", "draft.md": "draft\n", "todo.md": "- x\n", "docs/index.md": "# docs\n"} {
+		testutil.WriteFile(t, notes, name, body)
+	}
+	t.Chdir(d.root)
+	code, out, errOut := cliRun(t, d.dataDir, "--json", "call", "target_register", `{"path":"`+notes+`","access":"write"}`)
+	var tg struct {
+		TargetID string `json:"target_id"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &tg) != nil || tg.TargetID == "" {
+		t.Fatalf("target_register: exit %d\n%s%s", code, out, errOut)
+	}
+	real := strings.NewReplacer(`"<repo_id>"`, `"`+d.repoID+`"`, `"tgt_1"`, `"`+tg.TargetID+`"`,
+		`"/home/me/src/app"`, `"`+d.root+`"`, `"/home/me/notes"`, `"`+notes+`"`)
+	ops := builtinOps()
+	if len(ops) < 40 {
+		t.Fatalf("only %d operations", len(ops))
+	}
+	for _, o := range ops {
+		// What `harness ops NAME` prints, from the daemon.
+		code, out, errOut := cliRun(t, d.dataDir, "ops", o.Name)
+		_, printed, ok := strings.Cut(out, "\nExample:\n  ")
+		if code != exitOK || !ok {
+			t.Errorf("ops %s: exit %d, no example\n%s%s", o.Name, code, out, errOut)
+			continue
+		}
+		printed = strings.TrimSuffix(printed, "\n")
+		if printed != exampleFor(o) {
+			t.Errorf("ops %s prints %q, the built-in table %q", o.Name, printed, exampleFor(o))
+		}
+		args := real.Replace(exampleJSON(t, o.Name, printed))
+		if strings.Contains(args, "<") {
+			t.Errorf("%s: a placeholder left after the fixture's ids: %s", o.Name, args)
+			continue
+		}
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if o.Name == "run_resume" {
+			// It binds a run to the caller's MCP session: an agent's call.
+			ctx := harness.WithCaller(context.Background(), harness.Caller{Session: "agent-1", Client: harness.Client{Name: "agent", Version: "1"}})
+			_, err := d.h.CallOp(ctx, o.Name, json.RawMessage(args))
+			if ee := errs.From(err); err != nil && ee.Code == errs.InvalidArgument {
+				t.Errorf("the example of %s fails in an MCP session: %s %s: %s", o.Name, o.Name, args, ee.Message)
+			}
+			continue
+		}
+		code, out, errOut = cliRun(t, d.dataDir, "--json", "call", o.Name, args)
+		_ = json.Unmarshal([]byte(out), &e)
+		switch {
+		case code == exitOK:
+		case code == exitFailed && e.Error.Code != "" && e.Error.Code != "INVALID_ARGUMENT":
+			t.Logf("%s %s: %s", o.Name, args, e.Error.Code)
+		default:
+			t.Errorf("the example of %s fails: harness call %s %s: exit %d, %s: %s\n%s", o.Name, o.Name, args, code, e.Error.Code, e.Error.Message, errOut)
+		}
 	}
 }
