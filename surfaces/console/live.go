@@ -70,10 +70,21 @@ func jobsDigest(jobs []*harness.JobResult) string {
 	return b.String()
 }
 
+// runsDigest is what the runs page shows of each run that can change:
+// its id and status.
+func runsDigest(runs []messages.RunState) string {
+	var b strings.Builder
+	for _, r := range runs {
+		b.WriteString(r.RunID + ":" + r.Status + ";")
+	}
+	return b.String()
+}
+
 // events is the console's live stream (GET /ui/events, one per open page):
 // "approvals" when the pending approvals change (and once at the start),
-// "runs" when a run changes state (?watch=runs) and "jobs" when a job
-// appears or changes state (?watch=jobs).
+// "runs" when a run starts or changes state (?watch=runs: the run events
+// at once, the list polled for new runs) and "jobs" when a job appears or
+// changes state (?watch=jobs).
 func (c *console) events(w http.ResponseWriter, r *http.Request, _ session) {
 	ctx := r.Context()
 	watch := r.URL.Query().Get("watch")
@@ -92,7 +103,7 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, _ session) {
 	}
 	sse := startSSE(w)
 	var sent map[string]bool
-	jobs := ""
+	list := "" // the digest of the watched list as last seen
 	tick := time.NewTicker(c.poll)
 	defer tick.Stop()
 	keep := time.NewTicker(sseKeepAlive)
@@ -110,16 +121,22 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, _ session) {
 			}
 			sent = next
 		}
-		if watch == "jobs" {
-			jl, err := c.h.JobList(ctx, harness.JobListArgs{Limit: 100})
-			if err == nil {
-				if d := jobsDigest(jl.Jobs); d != jobs {
-					if jobs != "" && sse.event("jobs", "", "changed") != nil {
-						return false
-					}
-					jobs = d
-				}
+		d := ""
+		switch watch {
+		case "jobs":
+			if jl, err := c.h.JobList(ctx, harness.JobListArgs{Limit: 100}); err == nil {
+				d = jobsDigest(jl.Jobs)
 			}
+		case "runs":
+			if rl, err := c.h.RunList(ctx, harness.RunListArgs{Limit: 100}); err == nil {
+				d = runsDigest(rl.Runs)
+			}
+		}
+		if d != "" && d != list {
+			if list != "" && sse.event(watch, "", "changed") != nil {
+				return false
+			}
+			list = d
 		}
 		return true
 	}
