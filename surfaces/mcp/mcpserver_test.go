@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -424,7 +425,7 @@ func toolJSON(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 
 // Every MCP session gets a run of its own without asking, named by its
 // clientInfo; run_id on a call puts it in an explicit run; a closed
-// session's run waits to be resumed.
+// session's run with a stage open waits to be resumed.
 func TestImplicitRunsPerMCPSession(t *testing.T) {
 	h := openHarness(t)
 	root := testutil.Repo(t, map[string]string{"a.txt": "hello\n"})
@@ -466,7 +467,9 @@ func TestImplicitRunsPerMCPSession(t *testing.T) {
 	if e := errorOf(t, res); e.Code != errs.NotFound {
 		t.Fatalf("unknown run_id: %s", e.Code)
 	}
-	// Session a goes away: its run is detached, then resumed by b.
+	// Session a goes away with a stage of its run open: the run is
+	// detached (not ended), then resumed by b.
+	toolJSON(t, a, "run_stage", map[string]any{"run_id": ra.RunID, "stage": "look", "status": "started"}, nil)
 	detached := make(chan struct{}, 1)
 	cancel := h.SubscribeRuns(func(ev harness.RunEvent) {
 		if ev.RunID == ra.RunID && ev.State != nil && !ev.State.DetachedAt.IsZero() {
@@ -493,5 +496,68 @@ func TestImplicitRunsPerMCPSession(t *testing.T) {
 	toolJSON(t, b, "run_status", map[string]any{}, &now)
 	if now.RunID != ra.RunID {
 		t.Fatalf("after run_resume the session's run is %s, want %s", now.RunID, ra.RunID)
+	}
+}
+
+// A one-shot client (connect, one call, close) leaves no active run: its
+// implicit run ends with its session ("session ended"), and run_list
+// answers the live runs first.
+func TestOneShotSessionLeavesNoActiveRun(t *testing.T) {
+	h := openHarness(t)
+	root := testutil.Repo(t, map[string]string{"a.txt": "hello\n"})
+	reg, err := h.RegisterRepository(context.Background(), harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(mcpserver.Local(h), "test", everySet)
+	ended := make(chan harness.RunEvent, 8)
+	cancel := h.SubscribeRuns(func(ev harness.RunEvent) {
+		if ev.Type == "end" {
+			ended <- ev
+		}
+	})
+	defer cancel()
+
+	// A live explicit run of another client, started first.
+	keeper, _ := connectAs(t, srv, "keeper", "1")
+	var live harness.RunStateResult
+	toolJSON(t, keeper, "run_start", map[string]any{"goal": "stay"}, &live)
+
+	oneShot := map[string]bool{}
+	for i := range 3 {
+		cs, ss := connectAs(t, srv, "one-shot", strconv.Itoa(i))
+		var st harness.RunStateResult
+		toolJSON(t, cs, "read_file", map[string]any{"repo_id": reg.ID, "path": "a.txt"}, nil)
+		toolJSON(t, cs, "run_status", map[string]any{}, &st)
+		oneShot[st.RunID] = true
+		_ = cs.Close()
+		_ = ss.Wait()
+		select {
+		case ev := <-ended:
+			if ev.RunID != st.RunID || ev.State.Status != "ended" || ev.State.EndReason != "session ended" {
+				t.Fatalf("session %d: %s ended as %s (%s), want %s ended (session ended)", i, ev.RunID, ev.State.Status, ev.State.EndReason, st.RunID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("session %d: its run %s did not end with it", i, st.RunID)
+		}
+	}
+	l, err := h.RunList(context.Background(), harness.RunListArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenEnded, liveListed := false, false
+	for _, r := range l.Runs {
+		switch {
+		case r.Status != "active":
+			seenEnded = true
+		case seenEnded:
+			t.Errorf("active run %s listed after an ended one", r.RunID)
+		case oneShot[r.RunID]:
+			t.Errorf("the one-shot run %s is still active", r.RunID)
+		}
+		liveListed = liveListed || (r.RunID == live.RunID && r.Status == "active")
+	}
+	if !liveListed || len(l.Runs) < 4 {
+		t.Errorf("run_list %+v: want the keeper's live run %s and the 3 ended ones", l.Runs, live.RunID)
 	}
 }
