@@ -469,10 +469,12 @@ func (p *Pipeline) NewCall(repoID string) (*Call, error) {
 
 // replayable reports whether a retry of o is answered from its ledger
 // entry before o prepares: o takes a request_id and its result is a
-// write's, with its receipt and a replayed flag (MutationResult, a
-// target's MutationResult): the result the write stored in its ledger
-// completion, as it is. Other operations with a request_id (job_start,
-// batch) store another form and replay through their own write.
+// write's, with a replayed flag and its receipt (embedded: MutationResult,
+// a target's MutationResult; or a Receipt pointer: batch,
+// target_execute_command), which is what the write stores in its ledger
+// completion, as it is (Call.Write and the targets' writes store the
+// result they answer). job_start stores its job id only and replays
+// through its own ledger begin.
 func replayable(o *Op) bool {
 	if o.inType == nil || o.outType == nil || o.ReadOnly {
 		return false
@@ -481,16 +483,23 @@ func replayable(o *Op) bool {
 	if in.Kind() != reflect.Struct || out.Kind() != reflect.Struct {
 		return false
 	}
-	id, ok := in.FieldByName("RequestID")
-	if !ok || id.Type.Kind() != reflect.String {
+	if id, ok := in.FieldByName("RequestID"); !ok || id.Type.Kind() != reflect.String {
 		return false
 	}
-	rec, ok := out.FieldByName("ReceiptID")
-	if !ok || rec.Type.Kind() != reflect.String {
+	if flag, ok := out.FieldByName("Replayed"); !ok || flag.Type.Kind() != reflect.Bool {
 		return false
 	}
-	flag, ok := out.FieldByName("Replayed")
-	return ok && flag.Type.Kind() == reflect.Bool
+	return hasReceiptID(out) || func() bool {
+		rec, ok := out.FieldByName("Receipt")
+		return ok && rec.Type.Kind() == reflect.Pointer && rec.Type.Elem().Kind() == reflect.Struct && hasReceiptID(rec.Type.Elem())
+	}()
+}
+
+// hasReceiptID reports whether struct type t has a ReceiptID string field
+// (its own or promoted).
+func hasReceiptID(t reflect.Type) bool {
+	f, ok := t.FieldByName("ReceiptID")
+	return ok && f.Type.Kind() == reflect.String
 }
 
 // replay answers a retry of a request that already succeeded with the
