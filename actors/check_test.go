@@ -139,6 +139,34 @@ func TestCheckJoinsConcurrentRunsAndReusesEvidence(t *testing.T) {
 	}
 }
 
+// A Rerun runs the check although its evidence could be reused; its pass
+// is the evidence from then on.
+func TestCheckRerunRunsAgain(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	f := &fakeRunner{}
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run})
+	rerun := checkRun("repo_a", "sha256:rrrr")
+	rerun.Rerun = true
+	for i, tc := range []struct {
+		run    messages.CheckRun
+		reused bool
+		pid    int
+	}{
+		{checkRun("repo_a", "sha256:rrrr"), false, 1001},
+		{checkRun("repo_a", "sha256:rrrr"), true, 1001},
+		{rerun, false, 1002},
+		{checkRun("repo_a", "sha256:rrrr"), true, 1002},
+	} {
+		r := want[messages.CheckResult](t, request(t, s, pid, tc.run))
+		if r.Reused != tc.reused || r.Outcome.Pid != tc.pid {
+			t.Fatalf("call %d (rerun %v): reused %v pid %d, want reused %v pid %d", i, tc.run.Rerun, r.Reused, r.Outcome.Pid, tc.reused, tc.pid)
+		}
+	}
+	if got := f.calls.Load(); got != 2 {
+		t.Fatalf("got %d runs, want 2", got)
+	}
+}
+
 func TestCheckNeverReusesFailures(t *testing.T) {
 	tests := []struct {
 		name    string
