@@ -184,3 +184,21 @@ func TestCloseReturnsWithinItsWait(t *testing.T) {
 	}
 	<-s.dbClosed // the close finishes once the disk thaws: no goroutine left
 }
+
+// Badger's Sync joins the errors of its WAL and value log as text: the
+// errno's text still decides the code.
+func TestMapErrReadsJoinedErrnoText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+	}{
+		{errors.New("read-only file system; read-only file system"), "STORAGE_UNAVAILABLE"},
+		{errors.New("sync wal: input/output error"), "STORAGE_UNAVAILABLE"},
+		{errors.New("write vlog: no space left on device"), "STORAGE_FULL"},
+		{errors.New("some other failure"), ""},
+	} {
+		if got := codeOf(mapErr(tc.err)); got != tc.code {
+			t.Errorf("mapErr(%q) code = %q, want %q", tc.err, got, tc.code)
+		}
+	}
+}

@@ -49,9 +49,13 @@ func (e *UnavailableError) Error() string {
 	if e.cause != nil {
 		why = e.cause.Error()
 	}
-	return fmt.Sprintf("the file system of the store (%s) refuses writes (%s): nothing was written and reads keep working; "+
+	where := "the file system of the store"
+	if e.Dir != "" {
+		where += " (" + e.Dir + ")"
+	}
+	return fmt.Sprintf("%s refuses writes (%s): nothing was written and reads keep working; "+
 		"make the data dir writable again (check the kernel log, remount it read-write) or restart harnessd on a healthy data dir; "+
-		"writes are tried again by themselves", e.Dir, why)
+		"writes are tried again by themselves", where, why)
 }
 
 // ErrorCode is the stable code of contract/errs that this error maps to.

@@ -745,6 +745,14 @@ func mapErr(err error) error {
 	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EIO):
 		return &UnavailableError{cause: err}
 	}
+	// Badger joins some errors as text (its Sync combines the WAL's and
+	// the value log's): the errno's text is all that is left of them.
+	switch msg := err.Error(); {
+	case strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()):
+		return &FullError{cause: err}
+	case strings.Contains(msg, syscall.EROFS.Error()), strings.Contains(msg, syscall.EIO.Error()):
+		return &UnavailableError{cause: err}
+	}
 	return err
 }
 
