@@ -175,7 +175,7 @@ func TestEverydayVerbsOutsideARepository(t *testing.T) {
 	other := testutil.Repo(t, map[string]string{"b.txt": "b\n"})
 	t.Chdir(other)
 	code, _, errOut = cliRun(t, d.dataDir, "cat", "b.txt")
-	if code != exitUsage || !strings.Contains(errOut, "is a git work tree harnessd does not know") || !strings.Contains(errOut, "harness repo add '"+other+"'") {
+	if code != exitUsage || !strings.Contains(errOut, "is a git work tree harnessd does not know") || !strings.Contains(errOut, "`harness repo add "+shellWord(other)+"`") {
 		t.Errorf("cat in an unregistered tree: exit %d %s", code, errOut)
 	}
 	code, _, errOut = cliRun(t, d.dataDir, "status")
@@ -231,7 +231,8 @@ func TestCheckRerun(t *testing.T) {
 		t.Fatalf("the same check twice: reused %v then %v (%q, %q)", first.Reused, again.Reused, first.Stdout, again.Stdout)
 	}
 	rerun := check("--rerun")
-	if rerun.Reused || rerun.Joined || rerun.Stdout == first.Stdout || !strings.HasPrefix(rerun.Stdout, "run ") {
+	if rerun.Reused || rerun.Joined || rerun.Stdout == first.Stdout || !strings.HasPrefix(rerun.Stdout, "run ") ||
+		len(rerun.MissReasons) != 1 || !strings.HasPrefix(rerun.MissReasons[0], "rerun: ") {
 		t.Errorf("--rerun: reused %v joined %v, stdout %q (first run %q)", rerun.Reused, rerun.Joined, rerun.Stdout, first.Stdout)
 	}
 	// Its pass is the evidence now.

@@ -191,6 +191,9 @@ func policyCmd(ctx context.Context, c *cli, args []string) error {
 	if note != "" {
 		fmt.Fprintf(c.stdout, "note: %s\n", esc(note))
 	}
+	if p.Rules == 0 && note == "" {
+		fmt.Fprintln(c.stdout, "no rules: each operation takes its default route (see docs/governance.md to write a policy file)")
+	}
 	io.WriteString(c.stdout, formatRules(rules))
 	return nil
 }

@@ -156,10 +156,24 @@ func (c *cli) listRepos(ctx context.Context) ([]registered, error) {
 func notHere(cwd string) error {
 	if top := gitWorkTree(cwd); top != "" {
 		return usageHint{fmt.Sprintf("%s is a git work tree harnessd does not know", top),
-			"register it with 'harness repo add " + shellQuote(top) + "' (or add --register to this command), or name one with --repo REPO_ID"}
+			"register it with `harness repo add " + shellWord(top) + "` (or add --register to this command), or name one with --repo REPO_ID"}
 	}
 	return usageHint{fmt.Sprintf("%s is in no registered repository", cwd),
 		"cd into one ('harness repo ls' lists them) or name one with --repo REPO_ID"}
+}
+
+// shellWord is s as one shell word: as it is when nothing in it is
+// special to a shell, else quoted.
+func shellWord(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./,:@+=-", r)) {
+			return shellQuote(s)
+		}
+	}
+	if s == "" {
+		return "''"
+	}
+	return s
 }
 
 // resolve finds the repository of the current directory, or the one

@@ -217,3 +217,11 @@ func TestUnchangedPaths(t *testing.T) {
 		t.Errorf("warning with --commit: %s", w)
 	}
 }
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{"/src/app": "/src/app", "/tmp/a b": `'/tmp/a b'`, "/x/it's": `'/x/it'\''s'`, "": "''", "/a/$HOME": `'/a/$HOME'`} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

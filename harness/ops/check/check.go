@@ -387,7 +387,11 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	} else if !o.Passed {
 		out.SandboxHints = walls(ctx, env, e, args.Cwd, d, out.Path, o)
 	}
-	if !res.Reused {
+	switch {
+	case res.Reused:
+	case args.Rerun:
+		out.MissReasons = []string{"rerun: run again as asked; earlier evidence was not looked at"}
+	default:
 		out.MissReasons = explainMiss(ctx, c, root.Path(), res.Previous, cur)
 	}
 	c.SetRoute(out.Path)
