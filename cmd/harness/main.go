@@ -41,6 +41,9 @@ const (
 const usage = `harness is the command-line client of harnessd.
 
 Usage:
+  harness cat|grep|diff|status|patch|log|check ...
+                               work in the repository of the current directory, like
+                               cat, grep -n, git diff, git status -sb, patch and git log
   harness repo add PATH        register a git work tree (PATH is made absolute)
   harness repo ls              list registered repositories
   harness repo rm REPO_ID      unregister a repository
