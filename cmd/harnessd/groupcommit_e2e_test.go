@@ -84,7 +84,13 @@ func TestKillAroundTheWritesCommit(t *testing.T) {
 		<-done
 		c.Close()
 	}
-	t.Logf("%d rounds, %d requests, %d acknowledged, %d cut before their commit", rounds, len(sent), len(acked), len(cut))
+	replayed := 0
+	for _, how := range acked {
+		if how == ackReplayed {
+			replayed++
+		}
+	}
+	t.Logf("%d rounds, %d requests, %d acknowledged (%d completed unanswered, replayed with their receipts), %d cut before their commit", rounds, len(sent), len(acked), replayed, len(cut))
 }
 
 // checkAllOrNothing fails unless, for every request id in sent, the
@@ -116,6 +122,10 @@ func checkAllOrNothing(t *testing.T, c *client.Client, dataDir, repoID string, s
 		ok, a, rc := ledger[id] == "succeeded", audited[id], receipts[id]
 		switch {
 		case ok && a && rc:
+			if acked[id] == "" { // completed before the kill but never answered
+				checkReplayHasReceipt(t, c, repoID, id, round)
+				acked[id] = ackReplayed
+			}
 		case !ok && !a && !rc:
 			if acked[id] != "" {
 				t.Errorf("round %d: %s was acknowledged but nothing of it is stored (ledger %q)", round, id, ledger[id])
@@ -137,6 +147,44 @@ func checkAllOrNothing(t *testing.T, c *client.Client, dataDir, repoID string, s
 	sort.Strings(half)
 	if len(half) > 0 {
 		t.Fatalf("round %d: %d requests are half recorded, e.g. %s", round, len(half), strings.Join(half[:min(len(half), 5)], "; "))
+	}
+}
+
+// checkReplayHasReceipt retries request id, completed before a kill but
+// never answered: it must replay with a receipt_id that receipt_list
+// shows and revert finds (applied, or REVERT_CONFLICT over later writes;
+// never NOT_FOUND).
+func checkReplayHasReceipt(t *testing.T, c *client.Client, repoID, id string, round int) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := c.Call(ctx, "apply_patch", map[string]any{"repo_id": repoID, "request_id": id,
+		"operations": []map[string]any{{"op": "write", "path": "a.txt", "content": id + "\n"}}})
+	var res struct {
+		Replayed  bool   `json:"replayed"`
+		ReceiptID string `json:"receipt_id"`
+	}
+	if err != nil || json.Unmarshal(raw, &res) != nil || !res.Replayed || res.ReceiptID == "" {
+		t.Fatalf("round %d: retry of %s, completed but never answered: %s, %v; want a replay with its receipt", round, id, raw, err)
+	}
+	raw, err = c.Call(ctx, "receipt_list", map[string]any{"repo_id": repoID, "limit": 1000})
+	var list struct {
+		Receipts []struct {
+			ReceiptID string `json:"receipt_id"`
+		} `json:"receipts"`
+	}
+	if err != nil || json.Unmarshal(raw, &list) != nil {
+		t.Fatalf("round %d: receipt_list: %v", round, err)
+	}
+	listed := false
+	for _, r := range list.Receipts {
+		listed = listed || r.ReceiptID == res.ReceiptID
+	}
+	if !listed {
+		t.Fatalf("round %d: the replay of %s cites %s, which receipt_list does not show", round, id, res.ReceiptID)
+	}
+	_, err = c.Call(ctx, "revert", map[string]any{"repo_id": repoID, "receipt_id": res.ReceiptID, "request_id": "rv-" + id})
+	if code := errs.CodeOf(err); err != nil && code != errs.RevertConflict {
+		t.Fatalf("round %d: revert of %s (replayed for %s): %v; want it applied or REVERT_CONFLICT", round, res.ReceiptID, id, err)
 	}
 }
 
