@@ -131,6 +131,9 @@ type page struct {
 	Results []actionResult
 	// TokenPath is the human token file (the login page names it).
 	TokenPath string
+	// Seen is the digest of the jobs or runs list the page shows, from
+	// which the live stream reports changes.
+	Seen string
 }
 
 // secureHeaders sets the headers every console response carries.

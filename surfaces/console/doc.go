@@ -1,9 +1,12 @@
 // Package console serves harnessd's web console at /ui: server-rendered
 // pages (html/template, everything embedded, no external resources) for
-// the people who watch and decide: pending approvals with approve and deny,
-// durable jobs with their logs streamed live (Server-Sent Events), runs with
-// their span timelines, the audit log with chain verification, held leases
-// and the sandbox's layers.
+// the people who watch and decide: pending approvals with approve and deny
+// (one or in bulk) arriving live (Server-Sent Events), durable jobs with
+// their logs streamed live and a cancel button, runs with their span
+// timelines, writes (revert), approvals and jobs, the agents (clients), the
+// policy's rules, the audit log newest first with chain verification, held
+// leases and the sandbox's layers; lists filter by repository, state,
+// client and time.
 //
 // # Security
 //
@@ -14,7 +17,8 @@
 //     socket included, as the JSON API's people's endpoints need the token
 //     on every transport: no process the daemon started may approve its own
 //     request.
-//  2. Every state-changing request (approve, deny, verify, logout) is a POST
+//  2. Every state-changing request (approve, deny, bulk decide, cancel a
+//     job, revert a write, end a run, verify, logout) is a POST
 //     that carries the session's CSRF token, and a POST whose Origin names
 //     another host is refused.
 //  3. Responses carry a strict Content-Security-Policy (scripts and styles

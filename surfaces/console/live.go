@@ -1,6 +1,9 @@
 package console
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -80,6 +83,27 @@ func runsDigest(runs []messages.RunState) string {
 	return b.String()
 }
 
+// listDigest is a short hash of what the jobs or runs page shows of its
+// newest 100 rows ("" = nothing to watch, or the list cannot be read).
+func (c *console) listDigest(ctx context.Context, watch string) string {
+	d := ""
+	switch watch {
+	case "jobs":
+		if jl, err := c.h.JobList(ctx, harness.JobListArgs{Limit: 100}); err == nil {
+			d = jobsDigest(jl.Jobs)
+		}
+	case "runs":
+		if rl, err := c.h.RunList(ctx, harness.RunListArgs{Limit: 100}); err == nil {
+			d = runsDigest(rl.Runs)
+		}
+	}
+	if d == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(d))
+	return hex.EncodeToString(sum[:8])
+}
+
 // events is the console's live stream (GET /ui/events, one per open page):
 // "approvals" when the pending approvals change (and once at the start),
 // "runs" when a run starts or changes state (?watch=runs: the run events
@@ -103,7 +127,9 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, _ session) {
 	}
 	sse := startSSE(w)
 	var sent map[string]bool
-	list := "" // the digest of the watched list as last seen
+	// The digest of the watched list as the page showed it (?seen=), so
+	// a change between the page's render and this stream is not missed.
+	list := r.URL.Query().Get("seen")
 	tick := time.NewTicker(c.poll)
 	defer tick.Stop()
 	keep := time.NewTicker(sseKeepAlive)
@@ -121,18 +147,7 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, _ session) {
 			}
 			sent = next
 		}
-		d := ""
-		switch watch {
-		case "jobs":
-			if jl, err := c.h.JobList(ctx, harness.JobListArgs{Limit: 100}); err == nil {
-				d = jobsDigest(jl.Jobs)
-			}
-		case "runs":
-			if rl, err := c.h.RunList(ctx, harness.RunListArgs{Limit: 100}); err == nil {
-				d = runsDigest(rl.Runs)
-			}
-		}
-		if d != "" && d != list {
+		if d := c.listDigest(r.Context(), watch); d != "" && d != list {
 			if list != "" && sse.event(watch, "", "changed") != nil {
 				return false
 			}

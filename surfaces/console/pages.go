@@ -177,6 +177,7 @@ func (c *console) jobs(w http.ResponseWriter, r *http.Request, ss session) {
 	if flt.Active() {
 		a.Limit = 1000
 	}
+	seen := c.listDigest(r.Context(), "jobs") // before the list: a change in between is reported
 	l, err := c.h.JobList(r.Context(), a)
 	if err != nil {
 		c.fail(w, r, ss, err)
@@ -195,7 +196,7 @@ func (c *console) jobs(w http.ResponseWriter, r *http.Request, ss session) {
 		}
 		rows = append(rows, jobRow{JobResult: c.redactJob(r.Context(), j), Client: o.Client, RunID: o.RunID})
 	}
-	c.render(w, r, "jobs", page{Title: "Jobs", Nav: "jobs", CSRF: ss.csrf, Repos: roots, Filter: flt, Data: rows})
+	c.render(w, r, "jobs", page{Title: "Jobs", Nav: "jobs", CSRF: ss.csrf, Repos: roots, Filter: flt, Seen: seen, Data: rows})
 }
 
 func (c *console) job(w http.ResponseWriter, r *http.Request, ss session) {
@@ -379,6 +380,7 @@ func (c *console) runs(w http.ResponseWriter, r *http.Request, ss session) {
 	if flt.Active() {
 		a.Limit = 1000
 	}
+	seen := c.listDigest(r.Context(), "runs") // before the list: a change in between is reported
 	l, err := c.h.RunList(r.Context(), a)
 	if err != nil {
 		c.fail(w, r, ss, err)
@@ -395,7 +397,7 @@ func (c *console) runs(w http.ResponseWriter, r *http.Request, ss session) {
 		}
 		runs = append(runs, c.redactRun(r.Context(), st))
 	}
-	c.render(w, r, "runs", page{Title: "Runs", Nav: "runs", CSRF: ss.csrf, Flash: doneFlash(r), Repos: roots, Filter: flt, Data: runs})
+	c.render(w, r, "runs", page{Title: "Runs", Nav: "runs", CSRF: ss.csrf, Flash: doneFlash(r), Repos: roots, Filter: flt, Seen: seen, Data: runs})
 }
 
 // timelineRow is one span on a run's timeline, placed in percent of the
