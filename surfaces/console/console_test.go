@@ -28,7 +28,7 @@ func TestLoginRefusesAWrongTokenAndGatesEveryPage(t *testing.T) {
 			t.Fatalf("login with %q: the page does not say the token was wrong:\n%s", tok, body)
 		}
 	}
-	for _, p := range []string{"/ui/approvals", "/ui/jobs", "/ui/runs", "/ui/audit", "/ui/status", "/ui/runs/run_x", "/ui/jobs/job_x"} {
+	for _, p := range []string{"/ui/approvals", "/ui/jobs", "/ui/runs", "/ui/audit", "/ui/status", "/ui/runs/run_x", "/ui/jobs/job_x", "/ui/clients", "/ui/policy"} {
 		resp, _ := b.get(p)
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
 			t.Errorf("GET %s without a session: %d %q, want 303 to /ui/login", p, resp.StatusCode, resp.Header.Get("Location"))
@@ -40,7 +40,7 @@ func TestLoginRefusesAWrongTokenAndGatesEveryPage(t *testing.T) {
 	if resp, _ := b.get("/ui/approvals"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("a forged session cookie: %d, want 303 to the login", resp.StatusCode)
 	}
-	for _, p := range []string{"/ui/jobs/job_x/events", "/ui/runs/run_x/events"} {
+	for _, p := range []string{"/ui/jobs/job_x/events", "/ui/runs/run_x/events", "/ui/events"} {
 		if resp, _ := b.get(p); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("GET %s without a session: %d, want 401", p, resp.StatusCode)
 		}
