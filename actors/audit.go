@@ -19,6 +19,10 @@ import (
 // same transaction as every batch of entries.
 var AuditHeadKey = persistence.MetaKey("audit-head")
 
+// AuditIndexFromKey holds the first seq the audit index covers: entries
+// before it were written before the index existed and are scanned.
+var AuditIndexFromKey = persistence.MetaKey("audit-index-from")
+
 // AuditConfig configures the audit actor. Zero fields mean "use the default".
 type AuditConfig struct {
 	// BatchSize flushes once this many entries are buffered; 0 = 64.
@@ -97,6 +101,14 @@ type Audit struct {
 	kicked  bool // an auditKick is queued
 	failing bool // the last flush failed (logged once)
 
+	// indexFrom is the first seq the index covers (AuditIndexFromKey);
+	// indexFromNew: it is not stored yet (the next flush stores it).
+	indexFrom    uint64
+	indexFromNew bool
+	// verified is the state of the last chain check that held (nil =
+	// none yet): an incremental check carries on from it.
+	verified *audit.Verifier
+
 	flusher *ticker
 }
 
@@ -149,6 +161,10 @@ func (a *Audit) Receive(ctx actor.Context) {
 		a.query(ctx, audit.FilterOf(m))
 	case messages.AuditVerify:
 		a.verify(ctx, m)
+	case auditChecked:
+		if a.verified == nil || m.v.Position() > a.verified.Position() {
+			a.verified = m.v
+		}
 	case messages.AuditRotateKey:
 		a.rotateKey(ctx, m)
 	case messages.AuditGetHead:
@@ -170,6 +186,7 @@ func (a *Audit) Receive(ctx actor.Context) {
 // entry found by a scan. Idempotent.
 func (a *Audit) restore() {
 	a.head, a.pending, a.kicked, a.failing = audit.Entry{}, nil, false, false
+	defer a.restoreIndex()
 	var h audit.Head
 	err := a.store.Get(AuditHeadKey, &h)
 	switch {
@@ -197,6 +214,23 @@ func (a *Audit) restore() {
 		last = audit.Entry{Seq: h.Seq, Hash: h.Hash}
 	}
 	a.head = last
+}
+
+// restoreIndex loads where the index begins; a log without the record
+// (written before the index existed, or new) is indexed from the entry
+// after its head on, and the record is written with the next flush.
+func (a *Audit) restoreIndex() {
+	a.indexFromNew = false
+	err := a.store.Get(AuditIndexFromKey, &a.indexFrom)
+	if err == nil {
+		return
+	}
+	a.indexFrom = a.head.Seq + 1
+	if !errors.Is(err, persistence.ErrNotFound) {
+		a.lg.Warn("audit index start unreadable: entries before the head are scanned", zap.Error(err))
+		return
+	}
+	a.indexFromNew = true
 }
 
 // headEntry returns the entry the head record names if it is intact and
@@ -414,10 +448,15 @@ func (a *Audit) flushFailed(ctx actor.Context, err error) error {
 // write is the default persist: the batch, the records its entries carry
 // and the head in one synced transaction.
 func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
-	return a.store.Update(true, func(tx *persistence.Txn) error {
+	err := a.store.Update(true, func(tx *persistence.Txn) error {
 		for _, p := range batch {
 			if err := tx.Put(persistence.AuditKey(p.entry.Seq), messages.AuditEntry(p.entry)); err != nil {
 				return err
+			}
+			for _, term := range audit.IndexTerms(p.entry) {
+				if err := tx.Put(persistence.AuditIndexKey(term, p.entry.Seq), p.entry.Seq); err != nil {
+					return err
+				}
 			}
 			for _, r := range p.with {
 				if err := tx.PutEncoded(r.Key, r.Value); err != nil {
@@ -425,8 +464,17 @@ func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
 				}
 			}
 		}
+		if a.indexFromNew {
+			if err := tx.Put(AuditIndexFromKey, a.indexFrom); err != nil {
+				return err
+			}
+		}
 		return tx.Put(AuditHeadKey, head)
 	})
+	if err == nil {
+		a.indexFromNew = false
+	}
+	return err
 }
 
 // recordsSize is the size of the records an entry carries.
@@ -465,8 +513,73 @@ func (a *Audit) query(ctx actor.Context, f audit.Filter) {
 		reply(ctx, nil, err)
 		return
 	}
+	if term, from := f.IndexTerm(), a.indexFrom; term != "" {
+		a.walk(ctx, func() (any, error) { return a.indexQuery(f, term, from) })
+		return
+	}
 	a.walk(ctx, func() (any, error) { return a.scanQuery(f) })
 }
+
+// indexQuery answers a query that names an index term: the entries before
+// the index began are scanned (a log that predates it), the others read
+// through the index, so the cost follows the entries the term names, not
+// the log's length.
+func (a *Audit) indexQuery(f audit.Filter, term string, from uint64) (messages.AuditEntries, error) {
+	limit := f.EffectiveLimit()
+	out := messages.AuditEntries{Entries: []messages.AuditEntry{}}
+	errFull := errors.New("full")
+	take := func(m messages.AuditEntry) error {
+		if !f.Match(audit.Entry(m)) {
+			return nil
+		}
+		if len(out.Entries) == limit {
+			out.More = true
+			return errFull
+		}
+		out.Entries = append(out.Entries, m)
+		return nil
+	}
+	if f.AfterSeq+1 < from {
+		err := a.store.ScanFrom([]byte(persistence.PrefixAudit), persistence.AuditKey(f.AfterSeq+1), func(key []byte, decode func(any) error) error {
+			if seq, ok := persistence.SeqOf(key); ok && seq >= from {
+				return errStopScan
+			}
+			var m messages.AuditEntry
+			if err := decode(&m); err != nil {
+				return nil // Verify reports it; a query shows what it can read.
+			}
+			return take(m)
+		})
+		if errors.Is(err, errFull) {
+			return out, nil
+		}
+		if err != nil && !errors.Is(err, errStopScan) {
+			return messages.AuditEntries{}, errs.Wrap(errs.Unavailable, err, "audit query: %v", err)
+		}
+	}
+	start := max(f.AfterSeq+1, from)
+	err := a.store.ScanFrom(persistence.AuditIndexPrefix(term), persistence.AuditIndexKey(term, start), func(key []byte, _ func(any) error) error {
+		seq, ok := persistence.SeqOf(key)
+		if !ok {
+			return nil
+		}
+		var m messages.AuditEntry
+		if err := a.store.Get(persistence.AuditKey(seq), &m); err != nil {
+			if errors.Is(err, persistence.ErrNotFound) {
+				return nil // pruned
+			}
+			return err
+		}
+		return take(m)
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return messages.AuditEntries{}, errs.Wrap(errs.Unavailable, err, "audit query: %v", err)
+	}
+	return out, nil
+}
+
+// errStopScan ends a scan early.
+var errStopScan = errors.New("stop")
 
 // walk runs a read of the store in a goroutine and answers the current
 // requester with its result.
@@ -525,18 +638,44 @@ func (a *Audit) verify(ctx actor.Context, m messages.AuditVerify) {
 	}
 	head := a.head
 	anchor := audit.Head{Seq: m.AnchorSeq, Hash: m.AnchorHash}
-	a.walk(ctx, func() (any, error) { return a.checkChain(head, anchor) })
+	var from *audit.Verifier
+	if m.Incremental && anchor.Seq == 0 && a.verified != nil && a.verified.Position() <= head.Seq {
+		from = a.verified.Fork()
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.walk(ctx, func() (any, error) {
+		out, v, err := a.checkChain(head, anchor, from)
+		if err == nil && out.OK && anchor.Seq == 0 {
+			root.Send(self, auditChecked{v: v})
+		}
+		return out, err
+	})
 }
 
-func (a *Audit) checkChain(head audit.Entry, anchor audit.Head) (messages.AuditVerified, error) {
-	next, stop := iter.Pull2(a.records(head.Seq))
+// auditChecked hands the state of a chain check that held back to the
+// actor (an incremental check carries on from it).
+type auditChecked struct{ v *audit.Verifier }
+
+// checkChain checks the stored chain up to head: all of it, or, given
+// from (the state of an earlier check that held), the entries after it.
+// It returns the verifier's final state too.
+func (a *Audit) checkChain(head audit.Entry, anchor audit.Head, from *audit.Verifier) (messages.AuditVerified, *audit.Verifier, error) {
+	v := from
+	if v == nil {
+		v = audit.NewVerifier(audit.Options{Keys: a.cfg.Keys, Anchor: anchor})
+	}
+	start := []byte(persistence.PrefixAudit) // every record, odd keys included
+	if from != nil {
+		start = persistence.AuditKey(v.Position() + 1)
+	}
+	next, stop := iter.Pull2(a.records(start, head.Seq))
 	defer stop()
-	r, err := audit.VerifyWith(func() (audit.Entry, bool, error) {
+	r, err := v.Run(func() (audit.Entry, bool, error) {
 		e, err, ok := next()
 		return e, ok, err
-	}, audit.Options{Keys: a.cfg.Keys, Anchor: anchor})
+	})
 	if err != nil {
-		return messages.AuditVerified{}, errs.Wrap(errs.Unavailable, err, "audit verify: %v", err)
+		return messages.AuditVerified{}, nil, errs.Wrap(errs.Unavailable, err, "audit verify: %v", err)
 	}
 	brk := r.Break
 	if brk == nil {
@@ -546,19 +685,19 @@ func (a *Audit) checkChain(head audit.Entry, anchor audit.Head) (messages.AuditV
 	if brk != nil {
 		a.lg.Error("audit chain broken", zap.Uint64("seq", brk.Seq), zap.String("reason", brk.Reason))
 		out.BrokenSeq, out.BrokenReason, out.Anchored = brk.Seq, brk.Reason, false
-		return out, nil
+		return out, v, nil
 	}
 	out.OK = true
-	return out, nil
+	return out, v, nil
 }
 
-// records streams the stored log in key order, up to seq upTo. A record
-// that does not decode, or whose Seq is not the one of its key, is reported
-// as an undecodable *audit.Break at the key's seq.
-func (a *Audit) records(upTo uint64) iter.Seq2[audit.Entry, error] {
+// records streams the stored log in key order, from key start up to seq
+// upTo. A record that does not decode, or whose Seq is not the one of its
+// key, is reported as an undecodable *audit.Break at the key's seq.
+func (a *Audit) records(start []byte, upTo uint64) iter.Seq2[audit.Entry, error] {
 	return func(yield func(audit.Entry, error) bool) {
 		errStop := errors.New("stop")
-		err := a.store.Scan([]byte(persistence.PrefixAudit), func(key []byte, decode func(any) error) error {
+		err := a.store.ScanFrom([]byte(persistence.PrefixAudit), start, func(key []byte, decode func(any) error) error {
 			seq, ok := persistence.SeqOf(key)
 			if ok && seq > upTo {
 				return errStop

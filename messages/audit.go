@@ -103,6 +103,8 @@ type AuditQuery struct {
 	RequestID string
 	// RunID selects the entries of one run.
 	RunID string
+	// InputHash selects the entries of one input (a used approval's).
+	InputHash string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since time.Time
 	Until time.Time
@@ -125,6 +127,11 @@ type AuditEntries struct {
 type AuditVerify struct {
 	AnchorSeq  uint64
 	AnchorHash string
+	// Incremental checks only the entries appended since the last check
+	// that held in this process (its data dir lock keeps other writers
+	// out meanwhile); the first check, and one with an anchor, read the
+	// whole chain.
+	Incremental bool
 }
 
 // AuditVerified answers AuditVerify. OK is true when all Checked entries

@@ -1,7 +1,9 @@
 package persistence
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"strings"
 )
 
@@ -17,6 +19,9 @@ const (
 	PrefixReceipt  = "receipt/"
 	PrefixLease    = "lease/"
 	PrefixMeta     = "meta/"
+	// PrefixAuditIndex holds the audit log's secondary index:
+	// auditidx/<term digest>/<seq>, written in the entry's transaction.
+	PrefixAuditIndex = "auditidx/"
 	// PrefixTarget holds the grants of repository-free targets:
 	// target/<target id>, each a TargetGrant in the versioned envelope.
 	PrefixTarget = "target/"
@@ -60,6 +65,20 @@ func ReceiptPrefix(ownerID string) []byte { return []byte(PrefixReceipt + ownerI
 
 // AuditKey returns audit/<seq as 8 big-endian bytes>.
 func AuditKey(seq uint64) []byte { return seqKey(PrefixAudit, seq) }
+
+// AuditIndexPrefix returns auditidx/<digest of term>/, the prefix of the
+// audit entries indexed under term (audit.IndexTerms); the digest keeps
+// every term's prefix the same length, so no term's prefix is another's.
+func AuditIndexPrefix(term string) []byte {
+	sum := sha256.Sum256([]byte(term))
+	return []byte(PrefixAuditIndex + hex.EncodeToString(sum[:16]) + "/")
+}
+
+// AuditIndexKey returns auditidx/<digest of term>/<seq as 8 big-endian
+// bytes>: audit entry seq is indexed under term.
+func AuditIndexKey(term string, seq uint64) []byte {
+	return seqKey(string(AuditIndexPrefix(term)), seq)
+}
 
 // MetaKey returns meta/<name>, for small singletons (schema version, counters).
 func MetaKey(name string) []byte { return []byte(PrefixMeta + name) }

@@ -22,6 +22,8 @@ type Filter struct {
 	RequestID string
 	// RunID selects the entries of one run.
 	RunID string
+	// InputHash selects the entries of one input (a used approval's).
+	InputHash string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since, Until time.Time
 	// Limit caps a query's result: 0 means DefaultLimit; at most MaxLimit.
@@ -34,7 +36,7 @@ type Filter struct {
 // FilterOf converts a query message into a Filter.
 func FilterOf(q messages.AuditQuery) Filter {
 	return Filter{Kind: q.Kind, RepoID: q.RepoID, Operation: q.Operation, RequestID: q.RequestID, RunID: q.RunID,
-		Since: q.Since, Until: q.Until, Limit: q.Limit, AfterSeq: q.AfterSeq}
+		InputHash: q.InputHash, Since: q.Since, Until: q.Until, Limit: q.Limit, AfterSeq: q.AfterSeq}
 }
 
 // Validate rejects a filter no query can serve: an unknown kind, a negative
@@ -79,6 +81,8 @@ func (f Filter) Match(e Entry) bool {
 	case f.RequestID != "" && e.RequestID != f.RequestID:
 		return false
 	case f.RunID != "" && e.RunID != f.RunID:
+		return false
+	case f.InputHash != "" && e.InputHash != f.InputHash:
 		return false
 	case !f.Since.IsZero() && e.Time.Before(f.Since):
 		return false

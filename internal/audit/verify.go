@@ -76,7 +76,13 @@ type Result struct {
 // of keyed entries. At the end of the entries it also reports an anchor
 // beyond the last one (a truncated chain).
 func VerifyWith(next func() (Entry, bool, error), o Options) (Result, error) {
-	v := NewVerifier(o)
+	return NewVerifier(o).Run(next)
+}
+
+// Run feeds the Verifier the entries next yields until they end or one
+// breaks the chain, and returns its result. next may report a *Break (an
+// undecodable record) as its error.
+func (v *Verifier) Run(next func() (Entry, bool, error)) (Result, error) {
 	for {
 		e, ok, err := next()
 		if err != nil {

@@ -1,0 +1,49 @@
+package audit
+
+// The audit log's secondary index: each entry is also recorded under a few
+// terms (its request id, its input hash), in the transaction that writes
+// it, so a query naming one of them reads the entries it names instead of
+// the whole log. commit_verify finds a write's entry and the approvals it
+// used this way, at a cost independent of the log's length.
+
+// IndexTerms returns the terms e is indexed under: its request id and its
+// input hash, each only when set.
+func IndexTerms(e Entry) []string {
+	var terms []string
+	if e.RequestID != "" {
+		terms = append(terms, requestTerm(e.RequestID))
+	}
+	if e.InputHash != "" {
+		terms = append(terms, inputTerm(e.InputHash))
+	}
+	return terms
+}
+
+// IndexTerm returns the term a query by f can read through the index
+// instead of scanning the log, or "" when it names none.
+func (f Filter) IndexTerm() string {
+	switch {
+	case f.RequestID != "":
+		return requestTerm(f.RequestID)
+	case f.InputHash != "":
+		return inputTerm(f.InputHash)
+	}
+	return ""
+}
+
+func requestTerm(id string) string { return "request\x00" + id }
+func inputTerm(hash string) string { return "input\x00" + hash }
+
+// Fork returns a Verifier that continues where v stopped: it accepts the
+// entries after the last one v accepted, with v's counts so far. A check
+// that held can be carried on without reading the entries it read.
+func (v *Verifier) Fork() *Verifier {
+	c := *v
+	return &c
+}
+
+// Position returns the seq of the last entry the Verifier accepted.
+func (v *Verifier) Position() uint64 { return v.prev.Seq }
+
+// Holds reports whether the Verifier met no break so far.
+func (v *Verifier) Holds() bool { return v.res.Break == nil }
