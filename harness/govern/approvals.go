@@ -100,6 +100,8 @@ func approvalScope(c messages.Caller, repoID string) (name string, in func(Appro
 // before a person answered does not file another request. filed reports
 // whether this call filed it (the gate audits the ask once, when filed).
 func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (a Approval, filed bool, err error) {
+	g.filing.Lock()
+	defer g.filing.Unlock()
 	now := g.now().UTC()
 	repoID := ""
 	if in.Repo != nil {
@@ -142,16 +144,6 @@ func (g *Governor) requestApproval(in Input, d mediate.Decision, hash string) (a
 	if err := g.store.PutSync(approvalKey(a.ID), a); err != nil {
 		return Approval{}, false, errs.Wrap(errs.Internal, err, "persist approval request: %v", err)
 	}
-	// Concurrent asks of one scope may all have counted below the limit:
-	// count again with this request stored, and withdraw it past the
-	// limit. Of the requests that stay, the last one stored counted every
-	// other one, so no more than the limit stay.
-	if n, err := g.pendingIn(inScope, now); err == nil && n > MaxPendingApprovals {
-		if err := g.store.DeleteSync(approvalKey(a.ID)); err != nil {
-			return Approval{}, false, errs.Wrap(errs.Internal, err, "withdraw approval request: %v", err)
-		}
-		return Approval{}, false, g.approvalLimit(in, repoID, scope, n-1)
-	}
 	return a, true, nil
 }
 
@@ -193,22 +185,6 @@ func (g *Governor) openApproval(op, repoID, hash string, now time.Time, inScope 
 		return Approval{}, false, 0, errs.Wrap(errs.Internal, err, "read approvals: %v", err)
 	}
 	return found, ok, pending, nil
-}
-
-// pendingIn counts the pending approval requests inScope.
-func (g *Governor) pendingIn(inScope func(Approval) bool, now time.Time) (int, error) {
-	n := 0
-	err := g.store.Scan([]byte(persistence.PrefixApproval), func(_ []byte, decode func(any) error) error {
-		var a Approval
-		if err := decode(&a); err != nil {
-			return err
-		}
-		if a.effectiveStatus(now) == ApprovalPending && inScope(a) {
-			n++
-		}
-		return nil
-	})
-	return n, err
 }
 
 // Approval returns the approval id with its status as of now.

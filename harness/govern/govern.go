@@ -87,6 +87,11 @@ type Governor struct {
 	policy   *policy.Policy
 	loops    *loop.Detector
 	refusals refusals // per caller scope, for the risk score
+
+	// filing serializes filing approval requests (requestApproval): the
+	// count of those pending and the new one stored are one step, so
+	// concurrent asks of one scope stop at the limit exactly.
+	filing sync.Mutex
 }
 
 // New loads the policy and returns the Governor.
