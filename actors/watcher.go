@@ -48,6 +48,11 @@ type Watcher struct {
 
 	handled   uint64
 	idleTimer *time.Timer
+
+	self *actor.PID
+	// evicting: the budget chose this watcher to make room for another;
+	// it asks its checkout to stop it once no sync waits on it.
+	evicting bool
 }
 
 // WatchConfig configures the watchers of checkouts.
@@ -73,6 +78,106 @@ type WatchConfig struct {
 	// the secrets cache learns at once that a secret-named file appeared.
 	// It must not block.
 	Changed func(root string, paths []string, lost bool)
+	// Budget caps the watchers of every checkout together (their inotify
+	// instances); nil = no cap.
+	Budget *WatchBudget
+}
+
+// WatchBudget caps how many checkouts are watched at once: each watcher
+// holds one of the user's inotify instances, and the kernel's
+// max_user_instances is shared with every other program the user runs.
+// Starting a watcher beyond the cap passivates the least recently used
+// ones (iwatch.Evict): their checkouts are answered by git and rg, as with
+// the live index off, and get a watcher again on their next use. It is
+// shared by the watchers of all checkouts, which call it from their
+// Receive (a mutex, no I/O).
+type WatchBudget struct {
+	cap int
+	now func() time.Time
+
+	mu     sync.Mutex // protects active
+	active map[string]watchSlot
+}
+
+type watchSlot struct {
+	pid  *actor.PID
+	last time.Time
+}
+
+// NewWatchBudget returns a budget of limit watchers: 0 = a share
+// (iwatch.DefaultShare) of the kernel's max_user_instances, negative = no
+// cap (nil).
+func NewWatchBudget(limit int) *WatchBudget {
+	switch {
+	case limit < 0:
+		return nil
+	case limit == 0:
+		n, _ := iwatch.ReadMaxInstances(iwatch.MaxInstancesPath) // unknown: the kernel's default
+		limit = iwatch.InstanceCap(n, iwatch.DefaultShare)
+	}
+	return &WatchBudget{cap: limit, now: time.Now, active: map[string]watchSlot{}}
+}
+
+// Cap returns how many watchers may run at once (0 for no budget).
+func (b *WatchBudget) Cap() int {
+	if b == nil {
+		return 0
+	}
+	return b.cap
+}
+
+// admit counts a starting watcher and returns the watchers to passivate
+// to make room for it.
+func (b *WatchBudget) admit(pid *actor.PID) []*actor.PID {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	uses := make([]iwatch.Use, 0, len(b.active))
+	for k, sl := range b.active {
+		uses = append(uses, iwatch.Use{Key: k, Last: sl.last})
+	}
+	var out []*actor.PID
+	for _, k := range iwatch.Evict(uses, b.cap, pid.String()) {
+		out = append(out, b.active[k].pid) // counted until it stops (leave)
+	}
+	b.active[pid.String()] = watchSlot{pid: pid, last: now}
+	return out
+}
+
+// touch records a use of a watcher.
+func (b *WatchBudget) touch(pid *actor.PID) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sl, ok := b.active[pid.String()]; ok {
+		sl.last = b.now()
+		b.active[pid.String()] = sl
+	}
+}
+
+// leave uncounts a watcher that stopped.
+func (b *WatchBudget) leave(pid *actor.PID) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.active, pid.String())
+}
+
+// running returns how many watchers the budget counts.
+func (b *WatchBudget) running() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.active)
 }
 
 // Defaults of WatchConfig.
@@ -96,13 +201,15 @@ type watchPumpStarted struct {
 }
 
 // watchIdleTick is the passivation timer's message; watchIdle is what the
-// watcher tells its checkout when it has been idle.
+// watcher tells its checkout when it has been idle (or evicted);
+// watchEvict is the budget's choice of this watcher to make room.
 type (
 	watchIdleTick struct{ handled uint64 }
 	watchIdle     struct {
 		pid     *actor.PID
 		handled uint64
 	}
+	watchEvict struct{}
 )
 
 func newWatcher(root string, cfg WatchConfig, lg *zap.Logger) actor.Producer {
@@ -121,8 +228,12 @@ func newWatcher(root string, cfg WatchConfig, lg *zap.Logger) actor.Producer {
 func (a *Watcher) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		a.self = ctx.Self()
 		a.start(ctx)
 		a.armIdle(ctx)
+	case watchEvict:
+		a.evicting = true
+		a.passivateIfEvicted(ctx)
 	case watchPumpStarted:
 		a.pumpStarted(ctx, m)
 	case iwatch.Batch:
@@ -141,9 +252,12 @@ func (a *Watcher) Receive(ctx actor.Context) {
 				a.waiters.answer(ctx, w, st)
 			}
 		}
+		a.passivateIfEvicted(ctx)
 	case messages.WatchSync:
 		a.handled++
+		a.cfg.Budget.touch(a.self)
 		a.sync(ctx, m)
+		a.passivateIfEvicted(ctx)
 	case messages.WatchOverflow:
 		a.handled++
 		a.track.Apply(iwatch.Batch{Overflow: true, Reason: "forced overflow"})
@@ -158,6 +272,7 @@ func (a *Watcher) Receive(ctx actor.Context) {
 				ctx.Send(w.sender, Failure(errs.New(errs.Unavailable, "the watcher did not see its sync cookie within %s", a.cfg.SyncWait)))
 			}
 		}
+		a.passivateIfEvicted(ctx)
 	case watchIdleTick:
 		switch {
 		// Busy: a sync since the timer was armed, one waiting for its
@@ -170,6 +285,7 @@ func (a *Watcher) Receive(ctx actor.Context) {
 			a.armIdle(ctx)
 		}
 	case *actor.Stopping:
+		a.cfg.Budget.leave(a.self)
 		if a.idleTimer != nil {
 			a.idleTimer.Stop()
 		}
@@ -192,6 +308,9 @@ func (a *Watcher) start(ctx actor.Context) {
 	if a.cfg.Off {
 		a.ready, a.failed = true, "the live index is off"
 		return
+	}
+	for _, pid := range a.cfg.Budget.admit(ctx.Self()) {
+		ctx.Send(pid, watchEvict{})
 	}
 	self, sys := ctx.Self(), ctx.ActorSystem()
 	cfg, root, life := a.cfg, a.root, a.life
@@ -288,6 +407,15 @@ func (a *Watcher) state(m messages.WatchSync) messages.WatchState {
 		out.Watches = a.pump.Watches()
 	}
 	return out
+}
+
+// passivateIfEvicted asks the checkout to stop an evicted watcher once no
+// sync waits on it (the checkout stops it only if no sync is on its way).
+func (a *Watcher) passivateIfEvicted(ctx actor.Context) {
+	if !a.evicting || a.waiters.size() > 0 || a.early.size() > 0 || ctx.Parent() == nil {
+		return
+	}
+	ctx.Send(ctx.Parent(), watchIdle{pid: ctx.Self(), handled: a.handled})
 }
 
 // armIdle (re)starts the passivation timer (a plain timer sending a

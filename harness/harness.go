@@ -96,6 +96,11 @@ type Config struct {
 	// WatchIdle is how long an unused checkout keeps its watcher before it
 	// is passivated (0 = 10 minutes).
 	WatchIdle time.Duration
+	// WatchInstances caps the checkouts watched at once (each holds one of
+	// the user's inotify instances): 0 = a quarter of the kernel's
+	// max_user_instances, negative = no cap. Beyond it the least recently
+	// used watcher is passivated.
+	WatchInstances int
 	// AllowRoots are allowed areas (absolute directories): agents may
 	// register repositories and targets inside them without asking a
 	// person (harnessd serve --allow-root). The policy's roots and the
@@ -215,7 +220,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	}
 	if h.rt, err = runtime.New(runtime.Config{Store: h.store, Logger: cfg.Logger, Now: cfg.Now, RequestTimeout: cfg.RequestTimeout,
 		DataDir: dataDir, Runs: runsOptions(cfg), AuditKeys: h.akeys.Ring(), OnSend: cfg.ActorObserver,
-		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) },
+		Watch: actors.WatchConfig{Off: cfg.NoLiveIndex, Idle: cfg.WatchIdle, Budget: actors.NewWatchBudget(cfg.WatchInstances), Ignored: func(root string) map[string]bool { return ignoredDirs(h.env.Git, root) },
 			Changed: func(root string, paths []string, lost bool) { h.secretsChanged(root, paths, lost) }}}); err != nil {
 		return nil, err
 	}

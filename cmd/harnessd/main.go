@@ -177,6 +177,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	sbMode := fs.String("sandbox", "auto", "confinement of the processes harnessd starts: require (refuse to start commands without Landlock), auto, off")
 	otlp := fs.String("otlp-endpoint", "", "export run spans over OTLP/HTTP to this collector `url`, e.g. http://127.0.0.1:4318 (default off)")
 	noLiveIndex := fs.Bool("no-live-index", false, "keep no live index of checkouts (no inotify watches): git_status, search and git_diff run git or rg on every call")
+	watchInstances := fs.Int("watch-instances", 0, "checkouts the live index watches at once, each with one of your inotify instances (0 = a quarter of fs.inotify.max_user_instances; -1 = no cap); the least recently used beyond it is answered by git until used again")
 	noClientApprovals := fs.Bool("no-client-approvals", false, "never ask an MCP client's person to decide an approval (elicitation); approvals only through harness approve, the HTTP API and the console")
 	reserveText := fs.String("store-reserve", "auto", "free space kept on the data dir's file system; writes that would leave less answer STORAGE_FULL (auto = 1/16 of it, 1-64 MiB; e.g. 256MiB; off)")
 	allowRoots := fs.StringArray("allow-root", nil, "an allowed area `DIR` (repeatable): agents may register repositories and targets inside it without asking a person; elsewhere a person approves each (see docs/authority.md)")
@@ -207,7 +208,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
-		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots, SessionIdle: *sessionIdle}, lg)
+		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots, SessionIdle: *sessionIdle, WatchInstances: *watchInstances}, lg)
 }
 
 // helpedOK turns errHelped (the help was printed) into success.

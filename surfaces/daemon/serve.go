@@ -50,6 +50,9 @@ type Config struct {
 	NoClientApprovals bool
 	// NoLiveIndex turns the live checkout index off (harness.Config.NoLiveIndex).
 	NoLiveIndex bool
+	// WatchInstances caps the checkouts watched at once
+	// (harness.Config.WatchInstances).
+	WatchInstances int
 	// AllowRoots are allowed areas (harness.Config.AllowRoots).
 	AllowRoots []string
 	// SessionIdle closes a streamable-HTTP MCP session after this long
@@ -140,7 +143,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
-		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, AllowRoots: cfg.AllowRoots})
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, WatchInstances: cfg.WatchInstances, AllowRoots: cfg.AllowRoots})
 	if err != nil {
 		return err
 	}
