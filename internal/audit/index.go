@@ -44,6 +44,3 @@ func (v *Verifier) Fork() *Verifier {
 
 // Position returns the seq of the last entry the Verifier accepted.
 func (v *Verifier) Position() uint64 { return v.prev.Seq }
-
-// Holds reports whether the Verifier met no break so far.
-func (v *Verifier) Holds() bool { return v.res.Break == nil }
