@@ -110,15 +110,12 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	case ledgerFlush:
 		a.flush(ctx)
 	case messages.LedgerGet:
-		// Answered like a transition: held while anything is staged, so
-		// no one reads a state a crash could still lose (the pipeline
-		// replays a succeeded entry before the operation prepares).
 		e, err := a.get(m.RequestID)
 		if errors.Is(err, persistence.ErrNotFound) {
-			a.answer(ctx, messages.LedgerGot{}, nil)
+			ctx.Respond(messages.LedgerGot{})
 			return
 		}
-		a.answer(ctx, messages.LedgerGot{Entry: toMsg(e), Found: err == nil}, err)
+		reply(ctx, messages.LedgerGot{Entry: toMsg(e), Found: err == nil}, err)
 	case messages.LedgerPrune:
 		a.startPrune(ctx, m.Now)
 	case messages.Ping:

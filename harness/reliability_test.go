@@ -281,7 +281,9 @@ func TestRunRevertAfterSequentialWritesWithCancels(t *testing.T) {
 					ops = append(ops, patch.Op{Op: "write", Path: n, Content: n + " " + undoID("v") + "\n"})
 				}
 			}
-			args := harness.ApplyPatchArgs{RepoID: repo, RequestID: undoID("seq"), Operations: ops}
+			// wait_ms: a lease a cut call was granted as it gave up is
+			// given back in the background, a moment later.
+			args := harness.ApplyPatchArgs{RepoID: repo, RequestID: undoID("seq"), Operations: ops, WaitMs: 5000}
 			if i%4 != 3 {
 				if _, err := h.ApplyPatch(in, args); err != nil {
 					t.Fatalf("round %d write %d: %v", round, i, err)

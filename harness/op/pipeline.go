@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 )
 
 // Pipeline is the one path every surface (MCP, HTTP, CLI, the embedding
@@ -198,7 +199,7 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 			return nil, err
 		}
 	}
-	if out, ok := p.replay(ctx, c, in); ok {
+	if out, ok := p.replay(c, in); ok {
 		lat := tr.Finish(SegSnapshot, false)
 		c.lat = &lat
 		if m, ok := out.(metaSetter); ok {
@@ -511,28 +512,43 @@ func hasReceiptID(t reflect.Type) bool {
 // operation's, succeeded, with the input hash of this call's input (the
 // same fields left out as the write's own hash); anything else (no entry,
 // another state, another input: a conflict) goes on as before, and the
-// write's ledger begin decides. The ledger answers only what is durable.
-func (p *Pipeline) replay(ctx context.Context, c *Call, in any) (any, bool) {
+// write's ledger begin decides.
+func (p *Pipeline) replay(c *Call, in any) (any, bool) {
 	o := c.Op
-	if !p.replays[o] || p.env.Ledger == nil {
+	if !p.replays[o] {
 		return nil, false
 	}
 	id := requestIDOf(in)
-	if id == "" || ledger.ValidateRequestID(id) != nil {
+	if id == "" {
 		return nil, false
 	}
-	got, err := p.env.Ledger.Get(ctx, id)
-	if err != nil || !got.Found || got.Entry.Operation != o.Name || got.Entry.State != string(ledger.StateSucceeded) {
+	e, ok := p.durableEntry(id)
+	if !ok || e.Operation != o.Name || e.State != ledger.StateSucceeded {
 		return nil, false
 	}
 	hash, err := c.InputHash(o.Name, in)
-	if err != nil || hash != got.Entry.InputHash {
+	if err != nil || hash != e.InputHash {
 		return nil, false
 	}
 	v := reflect.New(o.outType)
-	if err := json.Unmarshal(got.Entry.Result, v.Interface()); err != nil {
+	if err := json.Unmarshal(e.Result, v.Interface()); err != nil {
 		return nil, false
 	}
 	v.Elem().FieldByName("Replayed").SetBool(true)
 	return v.Interface(), true
+}
+
+// durableEntry reads request id's ledger entry from the store, not through
+// the ledger actor: no mailbox round trip on the write path, and only what
+// is durable (a transition the ledger staged but has not written yet is
+// not there; the write's own ledger begin sees it).
+func (p *Pipeline) durableEntry(id string) (ledger.Entry, bool) {
+	if p.env.Store == nil || ledger.ValidateRequestID(id) != nil {
+		return ledger.Entry{}, false
+	}
+	var e ledger.Entry
+	if err := p.env.Store.Get(persistence.LedgerKey(id), &e); err != nil {
+		return ledger.Entry{}, false
+	}
+	return e, true
 }

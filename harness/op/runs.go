@@ -143,7 +143,7 @@ func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string, in any, r
 				return err
 			}
 			c.run = run
-			if !p.ledgerAnswers(ctx, c.Op, in) {
+			if !p.ledgerAnswers(c.Op, in) {
 				return err
 			}
 		}
@@ -159,16 +159,13 @@ func (p *Pipeline) joinRun(ctx context.Context, c *Call, runID string, in any, r
 // again: a client polling its own write is never refused RETRY_LIMIT,
 // and finds the result once the write lands. A request_id whose attempt
 // failed runs again, so the bound holds for it.
-func (p *Pipeline) ledgerAnswers(ctx context.Context, o *Op, in any) bool {
+func (p *Pipeline) ledgerAnswers(o *Op, in any) bool {
 	id := requestIDOf(in)
-	if id == "" || p.env.Ledger == nil {
+	if id == "" {
 		return false
 	}
-	got, err := p.env.Ledger.Get(ctx, id)
-	if err != nil || !got.Found || got.Entry.Operation != o.Name {
-		return false
-	}
-	return got.Entry.State != string(ledger.StateFailed)
+	e, ok := p.durableEntry(id)
+	return ok && e.Operation == o.Name && e.State != ledger.StateFailed
 }
 
 // requestIDOf returns the request_id of an operation's input: its
