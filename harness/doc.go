@@ -41,6 +41,7 @@
 //	RevertArgs, RunRevertArgs, ReceiptList*, ReceiptItem       harness/ops/undo
 //	Approval, ApprovalList, PolicyInfo                         harness/govern
 //	DurableLease                                               harness/runtime
+//	PolicyRule                                                 internal/policy (a rule in force, with its examples)
 //
 // # Shutdown order
 //
