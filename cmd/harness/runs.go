@@ -25,11 +25,11 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-var runsCommand = command{name: "runs", usage: "runs [--status S] [--limit N]   list runs, newest first", run: runsList,
+var runsCommand = command{name: "runs", usage: "runs [--status S] [--limit N]   list runs, active first, then newest first", run: runsList,
 	help: `Usage:
   harness runs [--status S] [--limit N]
 
-Lists runs (an agent's session of work), newest first.
+Lists runs (an agent's session of work): active runs first, then newest first.
   --status S   only runs with this status: active, ended, deadline, abandoned
   --limit N    at most N runs (default 50)
 `,
