@@ -3,12 +3,14 @@ package patch
 import (
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/contract/errs"
 )
@@ -224,7 +226,13 @@ func ioError(err error, root, rel, format string, args ...any) error {
 // inside it (at daemon start or when the repository is registered): it
 // would remove the temp file of a patch in flight, which then fails and
 // rolls back.
-func SweepTemp(root string) (removed int, err error) {
+func SweepTemp(root string) (removed int, err error) { return SweepTempBefore(root, time.Time{}) }
+
+// SweepTempBefore is SweepTemp for files last modified before before only
+// (zero = any): a write in flight made its temp file after the time its
+// process started, so with that time a sweep is safe while writes run
+// (the targets sweep so, internal/target).
+func SweepTempBefore(root string, before time.Time) (removed int, err error) {
 	if root == "" {
 		return 0, errs.New(errs.InvalidArgument, "patch: sweep of an empty root")
 	}
@@ -245,6 +253,12 @@ func SweepTemp(root string) (removed int, err error) {
 	}
 	var failed []error
 	remove := func(p string) {
+		if !before.IsZero() {
+			info, err := os.Lstat(p)
+			if err != nil || !info.ModTime().Before(before) {
+				return // gone already, or a write of this process
+			}
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			failed = append(failed, err)
 			return
