@@ -586,6 +586,13 @@ func (s *Store) update(sync bool, fn func(tx *Txn) error) error {
 // Scan calls fn for every key with the given prefix, in key order. decode
 // unwraps the value; it is valid only during the call.
 func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error) error) error {
+	return s.ScanFrom(prefix, prefix, fn)
+}
+
+// ScanFrom is Scan starting at the first key at or after from (which
+// should begin with prefix): an index lookup or a log's tail reads only
+// what it needs, not the keys before it.
+func (s *Store) ScanFrom(prefix, from []byte, fn func(key []byte, decode func(v any) error) error) error {
 	if !s.enter() {
 		return ErrClosed
 	}
@@ -594,9 +601,12 @@ func (s *Store) Scan(prefix []byte, fn func(key []byte, decode func(v any) error
 	return mapErr(s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
+		if !bytes.Equal(from, prefix) {
+			opts.PrefetchSize = 16 // a lookup: few values
+		}
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		for it.Seek(from); it.ValidForPrefix(prefix); it.Next() {
 			item := it.Item()
 			key := item.KeyCopy(nil)
 			err := fn(key, func(v any) error {
