@@ -450,6 +450,12 @@ func (v *View) Warm(ctx context.Context) (bool, error) {
 	if w == warm {
 		return true, nil
 	}
+	return v.await(ctx, done, func() bool { return v.warmth == warm })
+}
+
+// await waits for a background build's done (nil: the view is closed) or
+// ctx, then reports built(), called under v.mu.
+func (v *View) await(ctx context.Context, done chan struct{}, built func() bool) (bool, error) {
 	if done == nil {
 		return false, nil // closed
 	}
@@ -460,7 +466,7 @@ func (v *View) Warm(ctx context.Context) (bool, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.warmth == warm, nil
+	return built(), nil
 }
 
 // kick is kickLocked for callers that do not hold v.mu.
@@ -812,17 +818,7 @@ func (v *View) FillSearch(ctx context.Context, s *search.Searcher) (bool, error)
 	v.mu.Lock()
 	done := v.fillDone
 	v.mu.Unlock()
-	if done == nil {
-		return false, nil // closed
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.fill == warm && v.fillOwner == s, nil
+	return v.await(ctx, done, func() bool { return v.fill == warm && v.fillOwner == s })
 }
 
 // Cached returns the result of fn for key, computed at most once per tree
