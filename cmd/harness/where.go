@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/gitx"
 )
 
 // The everyday verbs (cat, grep, diff, status, patch, log, check) work in
@@ -77,21 +78,6 @@ func containing(dir string, repos []registered) (registered, bool) {
 	return best, found
 }
 
-// gitWorkTree is the top of the git work tree holding dir (a parent with a
-// .git directory or file), or "".
-func gitWorkTree(dir string) string {
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return ""
-		}
-		d = parent
-	}
-}
-
 // repoPath converts a path the person typed (relative to the current
 // directory, or absolute) to one relative to the repository root,
 // slash-separated; "." is the root itself. A path outside the root is a
@@ -154,7 +140,7 @@ func (c *cli) listRepos(ctx context.Context) ([]registered, error) {
 // notHere is the error of a current directory in no registered
 // repository: what to run instead.
 func notHere(cwd string) error {
-	if top := gitWorkTree(cwd); top != "" {
+	if top := gitx.WorkTreeTop(cwd); top != "" {
 		return usageHint{fmt.Sprintf("%s is a git work tree harnessd does not know", top),
 			"register it with `harness repo add " + shellWord(top) + "` (or add --register to this command), or name one with --repo REPO_ID"}
 	}
@@ -204,7 +190,7 @@ func (c *cli) resolveIn(ctx context.Context, cwd string, repos []registered, rep
 	if r, ok := containing(cwd, repos); ok {
 		return placed(r, cwd), nil
 	}
-	top := gitWorkTree(cwd)
+	top := gitx.WorkTreeTop(cwd)
 	if !register || top == "" {
 		return here{}, notHere(cwd)
 	}

@@ -341,7 +341,7 @@ func Writable(dir string, args []string) []string {
 	case "apply":
 		// apply --index writes the work tree too (--cached only the index).
 		if !slices.Contains(args, "--cached") {
-			if top := workTreeTop(dir); top != "" {
+			if top := WorkTreeTop(dir); top != "" {
 				out = append(out, top)
 			}
 		}
@@ -594,9 +594,9 @@ func gitDirFor(dir string) string {
 	return ""
 }
 
-// workTreeTop returns the nearest directory at or above dir holding a .git
+// WorkTreeTop returns the nearest directory at or above dir holding a .git
 // entry, "" when there is none.
-func workTreeTop(dir string) string {
+func WorkTreeTop(dir string) string {
 	d := filepath.Clean(dir)
 	for i := 0; i < 64; i++ {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
