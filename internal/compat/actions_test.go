@@ -46,6 +46,7 @@ type env struct {
 	direct  string // the copy the direct runs use
 	through string // the copy harnessd registered
 	files   []string
+	edit    *liveEdit // the live-index edit both copies have, until edit-search restores them
 }
 
 // action is one column of the table.
@@ -79,6 +80,12 @@ var actions = []action{
 	{id: "wc", heading: "`wc -l` of 3 files", run: func(e *env) result { return e.command(append([]string{"wc", "-l"}, e.p.Wc...), false) }},
 	{id: "read", heading: "`read_file` of every tracked file", run: (*env).read},
 	{id: "search", heading: "`search` of 2 words", run: (*env).search},
+	{id: "live-status", heading: "`git_status` from the live index against `git status --porcelain -z --branch -uall` and `git rev-parse HEAD`, clean tree", run: (*env).liveStatus},
+	{id: "live-diff", heading: "`git_diff` from the live index against `git diff` and `git diff --numstat`, clean tree", run: (*env).liveDiff},
+	{id: "live-search", heading: "`search` from the live index against `rg -n --column` of 3 words and a regex", run: func(e *env) result { return e.liveSearch(e.liveQueries()) }},
+	{id: "edit-status", heading: "live-status after an edit behind harnessd's back (a line changed, a line appended, a file deleted, a new file in a new directory)", run: (*env).editStatus},
+	{id: "edit-diff", heading: "live-diff after that edit", run: (*env).editDiff},
+	{id: "edit-search", heading: "live-search after that edit, and of the edited word", run: (*env).editSearch},
 	{id: "check", heading: "`run_check` focused test", retry: true, run: func(e *env) result { return e.check(e.p.Check, false) }},
 	{id: "check-v", heading: "`run_check` focused test `-v`", kind: "go", retry: true, run: func(e *env) result { return e.check(e.p.checkVArgv(), true) }},
 	{id: "suite", heading: "`job_start` full suite", retry: true, run: (*env).suite},

@@ -321,7 +321,7 @@ func runProject(r *row, prep *prepared, dir string, allowRoot bool) {
 	var took []string
 	for _, res := range r.results {
 		x := ""
-		if res.action == "suite" || strings.HasPrefix(res.action, "check") {
+		if res.action == "suite" || strings.HasPrefix(res.action, "check") || strings.HasPrefix(res.action, "live-") || strings.HasPrefix(res.action, "edit-") {
 			x = " (" + res.detail + ")"
 		}
 		took = append(took, fmt.Sprintf("%s %.1fs%s", res.action, res.took.Seconds(), x))
