@@ -106,6 +106,19 @@ copies live in, DESIGN §13), an agent's go-sdk MCP client through
 - `+"`read_file`"+` of every tracked file, window after window, against its
   bytes, and `+"`search`"+` of two words against `+"`grep -n -F`"+` over the
   tracked and untracked non-ignored files,
+- `+"`git_status`"+`, `+"`git_diff`"+` and `+"`search`"+` answered by the live index
+  (`+"`source`"+` index or cache; while the view warms, asked again) against
+  `+"`git status --porcelain=v1 -z --branch --untracked-files=all`"+` and
+  `+"`git rev-parse HEAD`"+`, `+"`git diff`"+` and `+"`git diff --numstat`"+`, and
+  `+"`rg --line-number --column --hidden --glob=!.git --max-filesize=512K`"+` of
+  three words and a regex, on the clean tree and again after an edit made
+  behind harnessd's back in both copies (a line changed, a line appended, a
+  file deleted, a new file in a new directory; restored afterwards). Only
+  what the API structures is brought to git's and rg's form: the status is
+  printed as porcelain v1 (the API lists every untracked file: `+"`-uall`"+`),
+  matches as `+"`path:line:column:text`"+` with both sides sorted (a line
+  harnessd cuts at 500 characters compared as far as it goes); an answer
+  not from the live index differs,
 - a patch + stage + commit cycle (`+"`apply_patch`"+`, `+"`git_stage`"+`,
   `+"`git_commit`"+`) against the same edit committed directly: tree, parent,
   author and message (harnessd's `+"`Harnessd-`"+` trailers aside).
@@ -211,6 +224,27 @@ this project's 2-core machine).
 		}
 		fmt.Fprintf(&b, " %d / %d |\n", same, len(r.results))
 	}
+
+	// Per action: identical / run, over the projects that ran it.
+	b.WriteString("| every project | | |")
+	for _, a := range actions {
+		same, ran := 0, 0
+		for _, r := range rows {
+			if r == nil {
+				continue
+			}
+			for _, res := range r.results {
+				if res.action == a.id {
+					ran++
+					if res.identical {
+						same++
+					}
+				}
+			}
+		}
+		fmt.Fprintf(&b, " %d / %d |", same, ran)
+	}
+	fmt.Fprintf(&b, " %d / %d |\n", identical, total)
 
 	b.WriteString("\nColumns: ")
 	for i, a := range actions {
