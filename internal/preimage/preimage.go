@@ -5,16 +5,23 @@
 // On disk the store is <dir>/<first two hex digits>/<the other 62>, each
 // file 0600, written to a temp file in the same directory, fsynced and
 // renamed into place; the same content is stored once. The store is bounded
-// by age and by total size: Sweep removes what is older than MaxAge, then
-// the oldest until the total fits in MaxBytes. Storing content that is
-// already there refreshes its age. With no directory the store lives in
-// memory (an in-memory harness).
+// by age, by total size and by count: Sweep removes what is older than
+// MaxAge, then the oldest until the total fits in MaxBytes and the count in
+// MaxCount. Storing content that is already there refreshes its age. With
+// no directory the store lives in memory (an in-memory harness).
+//
+// The index in memory is what the store costs the daemon: one fixed-size
+// record (digest, size, age: 48 bytes in a map slot, about 70 with the
+// table's headroom) a pre-image, no pointers, so MaxCount bounds it (under
+// 16 MiB at the default) however small the pre-images are. A sweep for size or count prunes to 90% of the bound, so a store at
+// its bound sorts its index once in a tenth of it, not on every Put.
 //
 // The store never sees paths: the caller decides what may be kept (secret
 // paths are never passed to it).
 package preimage
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -34,6 +41,10 @@ import (
 const (
 	DefaultMaxAge   = 7 * 24 * time.Hour
 	DefaultMaxBytes = 1 << 30
+	// DefaultMaxCount bounds the number of pre-images (one a write of
+	// small files): the index in memory stays under 16 MiB (its table of
+	// 2^18 slots of 48 bytes, which 200,000 fill to less than 7/8).
+	DefaultMaxCount = 200_000
 	// sweepEvery is how often Put sweeps for age (size is checked on every Put).
 	sweepEvery = time.Hour
 )
@@ -48,6 +59,9 @@ type Config struct {
 	// MaxBytes bounds the total size; 0 = DefaultMaxBytes, negative = no
 	// size bound.
 	MaxBytes int64
+	// MaxCount bounds the number of pre-images; 0 = DefaultMaxCount,
+	// negative = no count bound.
+	MaxCount int
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
 }
@@ -58,16 +72,19 @@ type Store struct {
 	cfg Config
 
 	mu        sync.Mutex
-	mem       map[string]*entry // in memory: digest -> content
-	index     map[string]*entry // on disk: digest -> size and age
+	index     map[sum]entry  // digest -> size and age
+	mem       map[sum][]byte // in memory only: digest -> content
 	total     int64
 	lastSweep time.Time
 }
 
+// sum is a digest's 32 bytes: the index's key.
+type sum [sha256.Size]byte
+
+// entry is a pre-image's record in the index: plain values, no pointers.
 type entry struct {
-	data []byte // in memory only
 	size int64
-	at   time.Time
+	at   int64 // Unix nanoseconds of the last Put
 }
 
 // Open opens (creating) the store and sweeps it once.
@@ -78,12 +95,15 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
+	if cfg.MaxCount == 0 {
+		cfg.MaxCount = DefaultMaxCount
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Store{cfg: cfg, index: map[string]*entry{}}
+	s := &Store{cfg: cfg, index: map[sum]entry{}}
 	if cfg.Dir == "" {
-		s.mem = map[string]*entry{}
+		s.mem = map[sum][]byte{}
 		return s, nil
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
@@ -94,7 +114,8 @@ func Open(cfg Config) (*Store, error) {
 			return nil
 		}
 		name := filepath.Base(filepath.Dir(p)) + d.Name()
-		if !ValidDigest(name) {
+		k, ok := parse(name)
+		if !ok {
 			if strings.HasPrefix(d.Name(), ".tmp-") {
 				_ = os.Remove(p) // left by a crash mid-write
 			}
@@ -104,7 +125,7 @@ func Open(cfg Config) (*Store, error) {
 		if err != nil {
 			return nil
 		}
-		s.index[name] = &entry{size: fi.Size(), at: fi.ModTime()}
+		s.index[k] = entry{size: fi.Size(), at: fi.ModTime().UnixNano()}
 		s.total += fi.Size()
 		return nil
 	})
@@ -125,22 +146,31 @@ func Digest(data []byte) string {
 
 // ValidDigest reports whether d is 64 lowercase hex digits.
 func ValidDigest(d string) bool {
-	if len(d) != 64 {
-		return false
+	_, ok := parse(d)
+	return ok
+}
+
+// parse returns the bytes of a digest of 64 lowercase hex digits.
+func parse(d string) (sum, bool) {
+	var k sum
+	if len(d) != 2*len(k) {
+		return k, false
 	}
 	for _, c := range d {
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+			return k, false
 		}
 	}
-	return true
+	_, err := hex.Decode(k[:], []byte(d))
+	return k, err == nil
 }
 
 // Put stores data and returns its digest. Content already stored is not
 // written again; its age is refreshed. Content larger than MaxBytes is not
 // kept (an error names the setting).
 func (s *Store) Put(data []byte) (string, error) {
-	d := Digest(data)
+	k := sum(sha256.Sum256(data))
+	d := hex.EncodeToString(k[:])
 	size := int64(len(data))
 	if s.cfg.MaxBytes > 0 && size > s.cfg.MaxBytes {
 		return d, errs.New(errs.InvalidArgument, "pre-image of %d bytes is larger than PreImageMaxBytes (%d): not kept", size, s.cfg.MaxBytes)
@@ -148,27 +178,34 @@ func (s *Store) Put(data []byte) (string, error) {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mem != nil {
-		if e, ok := s.mem[d]; ok {
-			e.at = now
-		} else {
-			s.mem[d] = &entry{data: append([]byte(nil), data...), size: size, at: now}
-			s.total += size
+	if _, ok := s.index[k]; ok {
+		if s.mem == nil {
+			_ = os.Chtimes(s.path(d), now, now)
 		}
-	} else if e, ok := s.index[d]; ok {
-		e.at = now
-		_ = os.Chtimes(s.path(d), now, now)
 	} else {
-		if err := s.write(d, data); err != nil {
+		if s.mem != nil {
+			s.mem[k] = append([]byte(nil), data...)
+		} else if err := s.write(d, data); err != nil {
 			return d, err
 		}
-		s.index[d] = &entry{size: size, at: now}
 		s.total += size
 	}
-	if (s.cfg.MaxBytes > 0 && s.total > s.cfg.MaxBytes) || now.Sub(s.lastSweep) >= sweepEvery {
+	s.index[k] = entry{size: size, at: now.UnixNano()}
+	if !s.cfg.fits(s.total, len(s.index), false) || now.Sub(s.lastSweep) >= sweepEvery {
 		s.sweepLocked()
 	}
 	return d, nil
+}
+
+// fits reports whether a store of total bytes and n pre-images is within
+// the size and count bounds, or with headroom within 90% of them.
+func (c Config) fits(total int64, n int, headroom bool) bool {
+	maxBytes, maxCount := c.MaxBytes, c.MaxCount
+	if headroom {
+		maxBytes -= maxBytes / 10
+		maxCount -= maxCount / 10
+	}
+	return (c.MaxBytes <= 0 || total <= maxBytes) && (c.MaxCount <= 0 || n <= maxCount)
 }
 
 // write stores data under d: temp file, fsync, rename, fsync of the dir.
@@ -229,14 +266,15 @@ func (s *Store) Get(d string) ([]byte, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k, _ := parse(d)
 	if s.mem != nil {
-		e, ok := s.mem[d]
+		b, ok := s.mem[k]
 		if !ok {
 			return nil, missing()
 		}
-		return append([]byte(nil), e.data...), nil
+		return append([]byte(nil), b...), nil
 	}
-	if _, ok := s.index[d]; !ok {
+	if _, ok := s.index[k]; !ok {
 		return nil, missing()
 	}
 	b, err := os.ReadFile(s.path(d))
@@ -254,13 +292,13 @@ func (s *Store) Get(d string) ([]byte, error) {
 
 // Has reports whether d is stored.
 func (s *Store) Has(d string) bool {
+	k, ok := parse(d)
+	if !ok {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mem != nil {
-		_, ok := s.mem[d]
-		return ok
-	}
-	_, ok := s.index[d]
+	_, ok = s.index[k]
 	return ok
 }
 
@@ -274,14 +312,12 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mem != nil {
-		return Stats{Count: len(s.mem), Bytes: s.total}
-	}
 	return Stats{Count: len(s.index), Bytes: s.total}
 }
 
-// Sweep removes the pre-images older than MaxAge, then the oldest until
-// the total fits in MaxBytes. It returns how many it removed.
+// Sweep removes the pre-images older than MaxAge, then, if the store is
+// beyond MaxBytes or MaxCount, the oldest until it is within 90% of both.
+// It returns how many it removed.
 func (s *Store) Sweep() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,41 +327,67 @@ func (s *Store) Sweep() int {
 func (s *Store) sweepLocked() int {
 	now := s.cfg.Now()
 	s.lastSweep = now
-	m := s.index
-	if s.mem != nil {
-		m = s.mem
-	}
-	type aged struct {
-		d  string
-		at time.Time
-	}
-	all := make([]aged, 0, len(m))
-	for d, e := range m {
-		all = append(all, aged{d, e.at})
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].at.Equal(all[j].at) {
-			return all[i].d < all[j].d
-		}
-		return all[i].at.Before(all[j].at)
-	})
+	doomed := prune(s.index, now.UnixNano(), s.cfg)
 	removed := 0
-	for _, a := range all {
-		old := s.cfg.MaxAge > 0 && now.Sub(a.at) > s.cfg.MaxAge
-		big := s.cfg.MaxBytes > 0 && s.total > s.cfg.MaxBytes
-		if !old && !big {
-			break // oldest first: the rest are younger and the total fits
-		}
+	for _, k := range doomed {
 		if s.mem == nil {
-			if err := os.Remove(s.path(a.d)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(s.path(hex.EncodeToString(k[:]))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 		}
-		s.total -= m[a.d].size
-		delete(m, a.d)
+		s.total -= s.index[k].size
+		delete(s.index, k)
+		delete(s.mem, k)
 		removed++
 	}
 	return removed
+}
+
+// prune returns the pre-images of index a sweep at now removes, oldest
+// first: those older than cfg.MaxAge, then, if what is left is beyond
+// cfg.MaxBytes or cfg.MaxCount, the oldest until it is within 90% of both
+// (so a store at its bound does not sort its index again on the next Put).
+func prune(index map[sum]entry, now int64, cfg Config) []sum {
+	type aged struct {
+		k  sum
+		at int64
+	}
+	all := make([]aged, 0, len(index))
+	var total int64
+	for k, e := range index {
+		all = append(all, aged{k, e.at})
+		total += e.size
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].at == all[j].at {
+			return bytes.Compare(all[i].k[:], all[j].k[:]) < 0
+		}
+		return all[i].at < all[j].at
+	})
+	n := len(all)
+	maxAge := int64(cfg.MaxAge)
+	var out []sum
+	for _, a := range all {
+		old := maxAge > 0 && now-a.at > maxAge
+		if !old {
+			break // oldest first: the rest are younger
+		}
+		out = append(out, a.k)
+		total -= index[a.k].size
+		n--
+	}
+	if cfg.fits(total, n, false) {
+		return out
+	}
+	for _, a := range all[len(out):] {
+		if cfg.fits(total, n, true) {
+			break
+		}
+		out = append(out, a.k)
+		total -= index[a.k].size
+		n--
+	}
+	return out
 }
 
 func short(d string) string {
