@@ -340,6 +340,9 @@ func (v *View) advance(ctx context.Context) (Position, error) {
 		} else {
 			for _, p := range st.Changed {
 				v.pending[p] = true
+				if v.files != nil && underSubmodule(v.ix, p) {
+					v.files = nil // a submodule's files are asked of git again
+				}
 			}
 			v.cache.Invalidate(st.Changed...)
 			clear(v.results)
@@ -737,6 +740,11 @@ func (v *View) filesLocked(ctx context.Context, pos Position) ([]string, bool, e
 				files = append(files, u)
 			}
 		}
+		sub, err := v.submoduleFiles(ctx, v.ix)
+		if err != nil {
+			return nil, false, err
+		}
+		files = append(files, sub...)
 		slices.SortFunc(files, search.PathCompare)
 		v.files = slices.Compact(files)
 	}
