@@ -29,7 +29,7 @@ run: build ## start the daemon on the default data dir (Badger in ~/.local/state
 	$(BIN)/harnessd serve $(ARGS)
 
 test: ## run every test with the race detector
-	$(GO) test -race -count=1 -timeout=600s $(PKGS)
+	$(GO) test -race -count=1 -timeout=900s $(PKGS)
 
 lint: ## go vet and staticcheck
 	$(GO) vet $(PKGS)
