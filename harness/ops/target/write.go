@@ -177,43 +177,55 @@ func exec[R any](ctx context.Context, c *op.Call, m mutation, wrap func(Receipt)
 			x.Warn(w)
 		}
 	}
-	if err := storeReceipt(env.Store, rec, now); err != nil {
-		warn("the write succeeded but its receipt could not be stored: " + errs.From(err).Message)
-	}
+	// One synced commit after the write, as a repository's (op.Call.Write):
+	// the audit entry, the ledger's completion and the receipt durable
+	// together or not at all, so a kill -9 leaves the request replayable
+	// with its receipt, or executing (REQUEST_OUTCOME_UNKNOWN) with
+	// nothing of it recorded, never audited yet unknown to the ledger.
 	entry.Outcome = "succeeded"
 	entry.Details = map[string]string{"receipt_id": rec.ReceiptID, "effect": Effect}
-	if err := env.Gov.AuditAppendDurable(entry)(); err != nil {
-		warn("the write succeeded but its audit entry could not be made durable: " + errs.From(err).Message)
-	}
 	stored, _ := json.Marshal(out)
-	if err := env.Ledger.Complete(context.Background(), reqID, stored); err != nil {
+	var with []messages.StoreRecord
+	if done, err := env.Ledger.Completion(context.Background(), reqID, stored); err != nil {
 		warn("the write succeeded but the ledger could not record it: " + errs.From(err).Message)
+	} else {
+		with = append(with, done)
+	}
+	if r, err := receiptRecord(env.Store, rec, now); err != nil {
+		warn("the write succeeded but its receipt could not be stored: " + errs.From(err).Message)
+	} else {
+		with = append(with, r)
+	}
+	if err := env.Gov.AuditAppendDurable(entry, with...)(); err != nil {
+		warn("the write succeeded but its audit entry, ledger completion and receipt could not be made durable: " + errs.From(err).Message)
+	} else if rec.FencingToken%64 == 0 {
+		pruneReceipts(env.Store, rec.TargetID)
 	}
 	return out, nil
 }
 
-// storeReceipt stores a receipt under receipt/<target id>/<seq>, seq the
-// nanoseconds of now (moved on past a taken key); every 64th grant of the
-// root's slot prunes the target's oldest receipts beyond the bound.
-func storeReceipt(store *persistence.Store, rec Receipt, now time.Time) error {
+// receiptRecord is the store record of a receipt, receipt/<target
+// id>/<seq>, seq the nanoseconds of now (moved on past a taken key),
+// written in the audit entry's transaction; every 64th grant of the
+// root's slot prunes the target's oldest receipts beyond the bound once
+// it is stored.
+func receiptRecord(store *persistence.Store, rec Receipt, now time.Time) (messages.StoreRecord, error) {
 	seq := uint64(now.UnixNano())
 	for range 64 {
 		ok, err := store.Has(persistence.ReceiptKey(rec.TargetID, seq))
 		if err != nil {
-			return err
+			return messages.StoreRecord{}, err
 		}
 		if !ok {
 			break
 		}
 		seq++
 	}
-	if err := store.Put(persistence.ReceiptKey(rec.TargetID, seq), rec); err != nil {
-		return err
+	b, err := persistence.Encode(rec)
+	if err != nil {
+		return messages.StoreRecord{}, err
 	}
-	if rec.FencingToken%64 == 0 {
-		pruneReceipts(store, rec.TargetID)
-	}
-	return nil
+	return messages.StoreRecord{Key: persistence.ReceiptKey(rec.TargetID, seq), Value: b}, nil
 }
 
 // maxReceiptsPerTarget bounds the receipts kept per target (like a
