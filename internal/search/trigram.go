@@ -9,15 +9,17 @@ import (
 )
 
 // Trigrams. A file is indexed by the set of its trigrams (three
-// consecutive bytes, ASCII letters folded to lower case, so one index
-// serves case-sensitive and ASCII case-insensitive queries), and a query
-// becomes a boolean expression of trigrams every matching file's set
-// satisfies (the plan): the index narrows the files to read, the matcher
-// then decides. A plan may let through files that do not match, never
-// the other way round.
+// consecutive bytes, exactly as they are: "Res" and "res" are two
+// trigrams), and a query becomes a boolean expression of trigrams every
+// matching file's set satisfies (the plan): the index narrows the files
+// to read, the matcher then decides. A plan may let through files that do
+// not match, never the other way round. A case-sensitive query asks for
+// its trigrams as written, so `Resolve\w+Index` does not pick every file
+// that mentions a resolver and an index; a query that folds case asks
+// for any case variant of each (the OR of up to eight trigrams), which
+// picks the files a case-folded index would.
 
-// trigram is a folded trigram: its three bytes, big-endian, in the low
-// 24 bits.
+// trigram is three bytes, big-endian, in the low 24 bits.
 type trigram = uint32
 
 func foldASCII(c byte) byte {
@@ -28,7 +30,30 @@ func foldASCII(c byte) byte {
 }
 
 func makeTrigram(a, b, c byte) trigram {
-	return uint32(foldASCII(a))<<16 | uint32(foldASCII(b))<<8 | uint32(foldASCII(c))
+	return uint32(a)<<16 | uint32(b)<<8 | uint32(c)
+}
+
+// caseVariants appends to out every trigram that equals t but for the
+// case of its ASCII letters (t itself included): up to eight.
+func caseVariants(t trigram, out []trigram) []trigram {
+	start := len(out)
+	out = append(out, t)
+	for shift := 0; shift < 24; shift += 8 {
+		c := byte(t >> shift)
+		var other byte
+		switch {
+		case 'a' <= c && c <= 'z':
+			other = c - 'a' + 'A'
+		case 'A' <= c && c <= 'Z':
+			other = c - 'A' + 'a'
+		default:
+			continue
+		}
+		for _, v := range out[start:] {
+			out = append(out, v&^(0xff<<shift)|uint32(other)<<shift)
+		}
+	}
+	return out
 }
 
 // trigramSet collects the distinct trigrams of files, one at a time, in
@@ -60,9 +85,9 @@ func (s *trigramSet) of(data []byte) []trigram {
 	}
 	table := s.table[:size]
 	mask := uint32(size - 1)
-	t := uint32(foldASCII(data[0]))<<8 | uint32(foldASCII(data[1]))
+	t := uint32(data[0])<<8 | uint32(data[1])
 	for _, c := range data[2:] {
-		t = (t<<8 | uint32(foldASCII(c))) & 0xffffff
+		t = (t<<8 | uint32(c)) & 0xffffff
 		for h := (t * 0x9E3779B1) >> 8 & mask; ; h = (h + 1) & mask {
 			if table[h] == t {
 				break
@@ -99,9 +124,9 @@ func (s *trigramSet) slow(data []byte) []trigram {
 		s.table[i] = noTrigram
 	}
 	s.out = s.out[:0]
-	t := uint32(foldASCII(data[0]))<<8 | uint32(foldASCII(data[1]))
+	t := uint32(data[0])<<8 | uint32(data[1])
 	for _, c := range data[2:] {
-		t = (t<<8 | uint32(foldASCII(c))) & 0xffffff
+		t = (t<<8 | uint32(c)) & 0xffffff
 		s.out = append(s.out, t)
 	}
 	slices.Sort(s.out)
@@ -275,17 +300,80 @@ func trigramsOf(set []string) *tquery {
 // U+FFFD). The analysis follows Russ Cox's "Regular Expression Matching
 // with a Trigram Index": for each subexpression, the exact set of strings
 // it matches when small, else sets of prefixes and suffixes of its
-// matches, and a plan its matches satisfy.
+// matches, and a plan its matches satisfy. An expression with more than
+// a few case-folding letters is analyzed over ASCII-lowered strings, each
+// trigram of its plan then standing for all its case variants (see
+// foldedPlan); any other over its exact bytes.
 func regexpPlan(re *syntax.Regexp) *tquery {
-	info := analyze(re)
+	if foldedLetters(re) > maxFoldedLetters {
+		return foldedPlan(analyzedPlan(re, true))
+	}
+	return analyzedPlan(re, false)
+}
+
+// maxFoldedLetters is how many case-folding letters an expression may
+// have and still be analyzed over exact bytes, each such letter then
+// being the set of its cases: `[Rr]esolve` (which the parser makes a
+// folding "r") keeps an exact plan, while (?i) on a word, whose case
+// variants would multiply past the analysis' set bounds, is analyzed
+// lowered.
+const maxFoldedLetters = 2
+
+// foldedLetters counts the runes of re's case-folding literals that have
+// other cases.
+func foldedLetters(re *syntax.Regexp) int {
+	n := 0
+	if re.Flags&syntax.FoldCase != 0 && re.Op == syntax.OpLiteral {
+		for _, r := range re.Rune {
+			if unicode.SimpleFold(r) != r {
+				n++
+			}
+		}
+	}
+	for _, s := range re.Sub {
+		n += foldedLetters(s)
+	}
+	return n
+}
+
+// analyzedPlan is the plan of re from its analysis; with fold, its
+// trigrams are ASCII-lowered.
+func analyzedPlan(re *syntax.Regexp, fold bool) *tquery {
+	info := analyze(re, fold)
 	info.simplify(true)
 	q := info.match
 	if info.exact != nil {
-		q = q.and(trigramsOf(info.exact))
-	} else {
-		q = q.and(trigramsOf(info.prefix)).and(trigramsOf(info.suffix))
+		return q.and(trigramsOf(info.exact))
 	}
-	return q
+	return q.and(trigramsOf(info.prefix)).and(trigramsOf(info.suffix))
+}
+
+// foldedPlan turns a plan over ASCII-lowered trigrams into one over the
+// index's exact trigrams: each trigram holding a letter becomes the OR of
+// its case variants. It is built directly rather than through combine,
+// whose size bound would drop parts of the plan (the variants multiply
+// it by at most eight).
+func foldedPlan(q *tquery) *tquery {
+	if q.op != qAnd && q.op != qOr {
+		return q
+	}
+	out := &tquery{op: q.op}
+	var vars []trigram
+	for _, t := range q.tris {
+		vars = caseVariants(t, vars[:0])
+		switch {
+		case len(vars) == 1 || q.op == qOr:
+			out.tris = append(out.tris, vars...)
+		default:
+			out.sub = append(out.sub, &tquery{op: qOr, tris: slices.Sorted(slices.Values(vars))})
+		}
+	}
+	slices.Sort(out.tris)
+	out.tris = slices.Compact(out.tris)
+	for _, s := range q.sub {
+		out.sub = append(out.sub, foldedPlan(s))
+	}
+	return out
 }
 
 // Limits of the analysis: exact sets of at most maxExact strings,
@@ -297,8 +385,8 @@ const (
 	maxClass = 100
 )
 
-// reInfo summarizes a subexpression. Strings are byte strings with ASCII
-// letters folded to lower case.
+// reInfo summarizes a subexpression. Strings are byte strings, with ASCII
+// letters folded to lower case when the expression folds case.
 type reInfo struct {
 	canEmpty bool
 	// exact, when not nil, is the set of every string the
@@ -334,9 +422,9 @@ func foldString(s string) string {
 }
 
 // runeSet returns the exact info of a set of runes: each rune's UTF-8
-// encoding (folded). A set holding U+FFFD, which stands for any invalid
-// byte, or too many runes is any character.
-func runeSet(ranges []rune) reInfo {
+// encoding (ASCII-lowered when fold is set). A set holding U+FFFD, which
+// stands for any invalid byte, or too many runes is any character.
+func runeSet(ranges []rune, fold bool) reInfo {
 	n := 0
 	for i := 0; i+1 < len(ranges); i += 2 {
 		lo, hi := ranges[i], ranges[i+1]
@@ -354,7 +442,11 @@ func runeSet(ranges []rune) reInfo {
 	var set []string
 	for i := 0; i+1 < len(ranges); i += 2 {
 		for r := ranges[i]; r <= ranges[i+1]; r++ {
-			set = append(set, foldString(string(r)))
+			if fold {
+				set = append(set, foldString(string(r)))
+			} else {
+				set = append(set, string(r))
+			}
 		}
 	}
 	slices.Sort(set)
@@ -370,7 +462,8 @@ func foldOrbit(r rune) []rune {
 	return rs
 }
 
-func analyze(re *syntax.Regexp) reInfo {
+// analyze summarizes re; fold: strings are ASCII-lowered (see regexpPlan).
+func analyze(re *syntax.Regexp, fold bool) reInfo {
 	var info reInfo
 	switch re.Op {
 	case syntax.OpNoMatch:
@@ -386,9 +479,11 @@ func analyze(re *syntax.Regexp) reInfo {
 			case r == utf8.RuneError || !utf8.ValidRune(r):
 				ri = anyCharInfo() // U+FFFD matches any invalid byte
 			case re.Flags&syntax.FoldCase != 0:
-				ri = runeSet(foldOrbit(r))
-			default:
+				ri = runeSet(foldOrbit(r), fold)
+			case fold:
 				ri = reInfo{exact: []string{foldString(string(r))}, match: allQuery}
+			default:
+				ri = reInfo{exact: []string{string(r)}, match: allQuery}
 			}
 			info = concat(info, ri)
 		}
@@ -396,25 +491,25 @@ func analyze(re *syntax.Regexp) reInfo {
 	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
 		return anyCharInfo()
 	case syntax.OpCapture:
-		return analyze(re.Sub[0])
+		return analyze(re.Sub[0], fold)
 	case syntax.OpConcat:
 		info = emptyInfo()
 		for _, s := range re.Sub {
-			info = concat(info, analyze(s))
+			info = concat(info, analyze(s, fold))
 		}
 		return info
 	case syntax.OpAlternate:
 		info = noMatchInfo()
 		for i, s := range re.Sub {
 			if i == 0 {
-				info = analyze(s)
+				info = analyze(s, fold)
 				continue
 			}
-			info = alternate(info, analyze(s))
+			info = alternate(info, analyze(s, fold))
 		}
 		return info
 	case syntax.OpQuest:
-		return alternate(analyze(re.Sub[0]), emptyInfo())
+		return alternate(analyze(re.Sub[0], fold), emptyInfo())
 	case syntax.OpStar:
 		return anyMatchInfo()
 	case syntax.OpRepeat:
@@ -425,7 +520,7 @@ func analyze(re *syntax.Regexp) reInfo {
 	case syntax.OpPlus:
 		// At least one match of the subexpression: its prefixes,
 		// suffixes and plan hold, its exact set no longer does.
-		info = analyze(re.Sub[0])
+		info = analyze(re.Sub[0], fold)
 		if info.exact != nil {
 			info.match = info.match.and(trigramsOf(info.exact))
 			info.prefix, info.suffix = info.exact, slices.Clone(info.exact)
@@ -434,7 +529,7 @@ func analyze(re *syntax.Regexp) reInfo {
 		info.simplify(false)
 		return info
 	case syntax.OpCharClass:
-		return runeSet(re.Rune)
+		return runeSet(re.Rune, fold)
 	}
 	return anyMatchInfo() // an operator this analysis does not know: no knowledge
 }

@@ -25,7 +25,9 @@ func TestTrigramSet(t *testing.T) {
 	var s trigramSet
 	got := slices.Clone(s.of([]byte("abcABCabc")))
 	slices.Sort(got)
-	want := []trigram{makeTrigram('a', 'b', 'c'), makeTrigram('b', 'c', 'a'), makeTrigram('c', 'a', 'b')}
+	// Exact bytes: case is kept, "abc" twice counts once.
+	want := []trigram{makeTrigram('a', 'b', 'c'), makeTrigram('b', 'c', 'A'), makeTrigram('c', 'A', 'B'),
+		makeTrigram('A', 'B', 'C'), makeTrigram('B', 'C', 'a'), makeTrigram('C', 'a', 'b')}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("trigrams of abcABCabc: %x, want %x", got, want)
@@ -46,6 +48,7 @@ func patternGen() *rapid.Generator[string] {
 	atom := rapid.SampledFrom([]string{
 		"a", "b", "c", "ab", "abc", "bca", "K", "k", "s", "é", "É", "日", "\uFFFD", ".", `\w`, `\d`, `\s`, "[ab]", "[^a]",
 		"[a-c]", "[éa]", "(?i:ab)", "(?i:k)", "(?i:é)", `\b`, "^", "$", "x", "\r", `\x00`, "[\uFFFDa]",
+		"A", "Abc", "bCA", "[A-C]", "(?i:Ab)",
 	})
 	return rapid.Custom(func(t *rapid.T) string {
 		var build func(depth int) string
@@ -82,7 +85,7 @@ func patternGen() *rapid.Generator[string] {
 // the query's plan accepts data's trigram set; a plan that rejected it
 // would make the index engine miss the match.
 func TestPlanHasNoFalseNegativesProperty(t *testing.T) {
-	text := rapid.StringMatching(`(abc|bca|ab|a|b|c|K|k|\x{212A}|s|\x{17F}|é|É|日| |\r|\n|x|\xff|\x{FFFD}|0|9){0,40}`)
+	text := rapid.StringMatching(`(abc|bca|ab|a|b|c|A|B|C|ABC|Abc|bCA|K|k|\x{212A}|s|\x{17F}|é|É|日| |\r|\n|x|\xff|\x{FFFD}|0|9){0,40}`)
 	rapid.Check(t, func(t *rapid.T) {
 		req := Request{CaseInsensitive: rapid.Bool().Draw(t, "fold")}
 		if rapid.IntRange(0, 3).Draw(t, "literal") == 0 {
@@ -125,10 +128,10 @@ func TestPlans(t *testing.T) {
 		req  Request
 		want string
 	}{
-		{Request{Query: "ResolveWidget"}, "dge eso ewi get idg lve olv res sol vew wid"},
+		{Request{Query: "ResolveWidget"}, "dge eso eWi get idg lve olv Res sol veW Wid"},
 		{Request{Query: "ab"}, "+"},
 		{Request{Query: "abc|abd", Regex: true}, "abc|abd"},
-		{Request{Query: `func \w+Needle\(`, Regex: true}, "dle edl le( nee fun nc unc"},
+		{Request{Query: `func \w+Needle\(`, Regex: true}, "dle edl le( Nee fun nc unc"},
 		{Request{Query: `\d+`, Regex: true}, "+"},
 		{Request{Query: `rare[A-Z]eedle`, Regex: true}, "are dle edl eed rar"},
 		{Request{Query: "needle", CaseInsensitive: true}, "dle edl eed nee"},
@@ -168,4 +171,92 @@ func TestPlans(t *testing.T) {
 	if q := literalPlan(bytes.Repeat([]byte("x"), 2)); q.op != qAll {
 		t.Fatalf("a 2-byte literal's plan is %s", q)
 	}
+}
+
+func TestCaseVariants(t *testing.T) {
+	tri := func(s string) trigram { return makeTrigram(s[0], s[1], s[2]) }
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"a1_", []string{"a1_", "A1_"}},
+		{"(){", []string{"(){"}},
+		{"Res", []string{"Res", "ReS", "RES", "REs", "res", "reS", "rES", "rEs"}},
+		{"x\xc3\xa9", []string{"x\xc3\xa9", "X\xc3\xa9"}}, // only ASCII letters vary
+		{"a-Z", []string{"a-Z", "A-Z", "a-z", "A-z"}},
+	}
+	for _, tt := range tests {
+		got := caseVariants(tri(tt.in), nil)
+		slices.Sort(got)
+		var want []trigram
+		for _, w := range tt.want {
+			want = append(want, tri(w))
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("caseVariants(%q) = %x, want %x", tt.in, got, want)
+		}
+	}
+}
+
+// TestPlanCase: a case-sensitive query asks the index for its trigrams as
+// written, so a file holding the words only in another case is not
+// picked; a query that folds case picks every case spelling.
+func TestPlanCase(t *testing.T) {
+	tests := []struct {
+		req  Request
+		data string
+		want bool
+	}{
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "func resolver(index int)", false},
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver of the INDEX", false},
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "x := ResolveWidgetIndex(1)", true},
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver\nIndex", true}, // the plan knows no lines
+		{Request{Query: "ResolveWidget"}, "resolvewidget", false},
+		{Request{Query: "ResolveWidget"}, "ResolveWidget", true},
+		{Request{Query: "resolvewidget", CaseInsensitive: true}, "RESOLVEWIDGET", true},
+		{Request{Query: "ResolveWidget", CaseInsensitive: true}, "resolveWidget", true},
+		{Request{Query: "ResolveWidget", CaseInsensitive: true}, "resolve widget", false},
+		{Request{Query: `(?i)resolve\w+index`, Regex: true}, "RESOLVE_INDEX", true},
+		{Request{Query: `Resolve(?i:W)idget`, Regex: true}, "Resolvewidget", true},
+		{Request{Query: `Resolve(?i:W)idget`, Regex: true}, "resolvewidget", false},  // one folding letter: the rest is exact
+		{Request{Query: `Resolve(?i:Wid)get`, Regex: true}, "resolvewidget", true},   // three fold the whole plan
+		{Request{Query: `Resolve(?i:Wid)get`, Regex: true}, "resolve widget", false}, // which still needs the strings
+		{Request{Query: `[Rr]esolve`, Regex: true}, "resolve", true},
+		{Request{Query: `[Rr]esolve`, Regex: true}, "RESOLVE", false},
+	}
+	for _, tt := range tests {
+		m, err := newMatcher(tt.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.plan().eval(setOf([]byte(tt.data))); got != tt.want {
+			t.Errorf("%+v on %q: plan %s accepts = %v, want %v", tt.req, tt.data, m.plan(), got, tt.want)
+		}
+	}
+}
+
+// TestFoldedPlanProperty: a plan over ASCII-lowered trigrams, turned into
+// one over exact trigrams by foldedPlan, accepts a file's exact trigram
+// set exactly when the lowered plan accepts the set of its lowered text:
+// a query that folds case picks what a case-folded index picked.
+func TestFoldedPlanProperty(t *testing.T) {
+	text := rapid.StringMatching(`(abc|bca|ab|a|b|c|A|B|C|ABC|Abc|bCA|K|k|é|É| |x|X|0){0,40}`)
+	rapid.Check(t, func(t *rapid.T) {
+		tree, err := syntax.Parse("(?i)"+patternGen().Draw(t, "re"), syntax.Perl&^syntax.OneLine)
+		if err != nil {
+			return
+		}
+		lowered := analyzedPlan(tree, true)
+		data := []byte(text.Draw(t, "data"))
+		lower := bytes.Map(func(r rune) rune {
+			if 'A' <= r && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return r
+		}, data)
+		if got, want := foldedPlan(lowered).eval(setOf(data)), lowered.eval(setOf(lower)); got != want {
+			t.Fatalf("on %q: folded plan %s says %v, lowered plan %s on the lowered text says %v", data, foldedPlan(lowered), got, lowered, want)
+		}
+	})
 }
