@@ -143,6 +143,9 @@ type listedRun struct {
 
 	next atomic.Int64 // the next chunk to take
 	stop atomic.Int64 // chunks at or past stop are not started
+	// kept is how many content bytes this search has asked the cache to
+	// keep (see keepBudget).
+	kept atomic.Int64
 
 	mu      sync.Mutex
 	results [][]Match // per chunk
@@ -211,6 +214,14 @@ func (r *listedRun) candidates(p *plan, m *listMap, cache *Cache) (excluded int)
 	return excluded
 }
 
+// keepBudget: one search keeps the contents it reads from disk up to a
+// keepBudget-th of the contents' share. A search whose candidates do not
+// fit the share (a regex whose trigrams are common) would otherwise copy
+// every file it reads into the cache only to push it out again a few
+// files later, evicting what other searches kept on the way: at 100,000
+// files that churn was a third of such a search's time.
+const keepBudget = 2
+
 // listedWorker is one worker's reusable buffers.
 type listedWorker struct {
 	buf   bytes.Buffer
@@ -234,6 +245,7 @@ func (r *listedRun) search(ctx context.Context, p *plan, files []string, cache *
 	clear(r.done)
 	r.prefix, r.total = 0, 0
 	r.next.Store(0)
+	r.kept.Store(0)
 	r.stop.Store(int64(n))
 
 	work := func() {
@@ -337,7 +349,7 @@ func (r *listedRun) searchChunk(c int, p *plan, files []string, cache *Cache, ne
 					continue
 				}
 			}
-			if cache != nil {
+			if cache != nil && r.kept.Add(int64(len(data))) <= cache.max/contentShare/keepBudget {
 				cache.keepContent(rel, data, epoch)
 			}
 		}
