@@ -236,7 +236,8 @@ func (a *Checkout) watcherPID(ctx actor.Context) *actor.PID {
 }
 
 // restore loads the fencing high-water marks and the durable leases still
-// live, and starts an actor for each of those. A store error leaves the
+// live, and those expired whose job may still run (fenced out: see
+// leaseAtLoad), and starts an actor for each of those. A store error leaves the
 // checkout broken (see Checkout), logged here once.
 func (a *Checkout) restore(ctx actor.Context) {
 	a.pids = map[string]*actor.PID{}
@@ -253,31 +254,103 @@ func (a *Checkout) restore(ctx actor.Context) {
 	a.table.SetFloor(a.store.FenceFloor()) // tokens stay above a reset or restored store's
 	a.reserved = hw
 	now := a.now()
+	fenced := map[string]bool{}
 	for _, li := range durable {
 		l := fromInfo(li)
-		if l.Live(now) {
+		fate := leaseAtLoad(l.Live(now), a.holderAtLoad(li))
+		if fate != dropAtLoad {
 			a.table.Restore(l)
 		}
 		if _, ok := a.table.Get(li.ID); !ok {
-			// Expired while harnessd was down (nothing is left to end
-			// it), or malformed, or overtaken by a later grant: it ended
-			// before this instance.
+			// Expired while harnessd was down with nothing of its holder
+			// left running, or malformed, or overtaken by a later grant:
+			// it ended before this instance.
 			if err := a.store.DeleteSync(persistence.LeaseKey(a.repo.CheckoutID, li.ID)); err != nil {
 				a.lg.Warn("delete ended durable lease", zap.String("lease_id", li.ID), zap.Error(err))
 			}
 			continue
+		}
+		if fate == fenceAtLoad {
+			fenced[li.ID] = true
+			a.lg.Warn("a durable lease expired while harnessd was down and its job may still be running; its keys stay taken until the job's processes are dead",
+				zap.String("lease_id", li.ID), zap.String("owner", li.Owner), zap.Time("expired", li.Expires))
 		}
 		if li.RunID != "" {
 			a.runs[li.ID] = li.RunID
 		}
 	}
 	for _, l := range a.table.Leases() {
-		if err := a.spawnLease(ctx, a.info(l), nil); err != nil {
+		if err := a.spawnLease(ctx, a.info(l), nil, fenced[l.ID]); err != nil {
 			a.lg.Error("start the actor of a restored lease; the lease is lost", zap.String("lease_id", l.ID), zap.Error(err))
 			a.table.Release(l.ID)
 			delete(a.runs, l.ID)
 		}
 	}
+}
+
+// JobLeaseOperation is the operation of a writing job's durable lease
+// (its Owner is the job's id).
+const JobLeaseOperation = "job_start"
+
+// holderState is what the store says, at load, of the holder of a
+// durable lease.
+type holderState int
+
+const (
+	// holderGone: nothing of the holder can be running: the lease is not
+	// a job's, the job is unknown, not running, or running under another
+	// lease (a later attempt).
+	holderGone holderState = iota
+	// holderMayRun: the job's record says it runs under this lease: its
+	// processes may have outlived the daemon that started them.
+	holderMayRun
+	// holderUnknown: the job's record could not be read.
+	holderUnknown
+)
+
+// loadFate is what the checkout does with a durable lease found at load.
+type loadFate int
+
+const (
+	dropAtLoad    loadFate = iota // ended before this instance: the record goes
+	restoreAtLoad                 // still live: held as before
+	fenceAtLoad                   // expired, its holder may run: fenced out (see Lease)
+)
+
+// leaseAtLoad decides the fate of a durable lease found at load: a live
+// one is restored; an expired one is fenced out while its holder may
+// still run (or nobody can tell), so its keys go to no one before the
+// holder's processes are dead, and dropped otherwise.
+func leaseAtLoad(live bool, holder holderState) loadFate {
+	switch {
+	case live:
+		return restoreAtLoad
+	case holder == holderGone:
+		return dropAtLoad
+	default:
+		return fenceAtLoad
+	}
+}
+
+// holderAtLoad reads what the store says of the holder of durable lease
+// li: a job whose record says it runs under li may still be running
+// (after a restart the jobs actor kills its leftover processes, then
+// releases li).
+func (a *Checkout) holderAtLoad(li messages.LeaseInfo) holderState {
+	if li.Operation != JobLeaseOperation || li.Owner == "" {
+		return holderGone
+	}
+	var j messages.Job
+	switch err := a.store.Get(persistence.JobKey(li.Owner), &j); {
+	case errors.Is(err, persistence.ErrNotFound):
+		return holderGone
+	case err != nil:
+		a.lg.Warn("read the job holding a durable lease", zap.String("lease_id", li.ID), zap.String("job_id", li.Owner), zap.Error(err))
+		return holderUnknown
+	case j.State == messages.JobRunning && j.LeaseID == li.ID:
+		return holderMayRun
+	}
+	return holderGone
 }
 
 // load reads the checkout's fencing high-water marks and durable leases.
@@ -429,7 +502,7 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string, owner
 	if _, ok := a.table.Get(l.ID); !ok {
 		return messages.LeaseInfo{}, errs.New(errs.Internal, "lease %s was not committed", l.ID)
 	}
-	if err := a.spawnLease(ctx, info, owner); err != nil {
+	if err := a.spawnLease(ctx, info, owner, false); err != nil {
 		// No actor would ever end it: take it back.
 		a.table.Release(l.ID)
 		if l.Visibility == lease.Durable {
@@ -446,8 +519,10 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string, owner
 }
 
 // spawnLease starts the actor that holds a granted (or restored) lease.
-func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo, owner *actor.PID) error {
-	prod := NewLease(info, LeaseConfig{Store: a.store, Logger: a.lg, Now: a.now, Owner: owner})
+// A lease restored fenced (expired at load, its holder may run) starts
+// fenced out.
+func (a *Checkout) spawnLease(ctx actor.Context, info messages.LeaseInfo, owner *actor.PID, fenced bool) error {
+	prod := NewLease(info, LeaseConfig{Store: a.store, Logger: a.lg, Now: a.now, Owner: owner, Fenced: fenced})
 	if a.leaseWrap != nil {
 		prod = a.leaseWrap(prod)
 	}

@@ -241,6 +241,10 @@ func (a *jobActor) start(ctx actor.Context) {
 			if e, ok := a.cfg.Index.Lookup(j.RepoID); ok {
 				a.checkout = e.Checkout
 				a.startLeaseTicker(ctx)
+				// Renewed at once: an adopted job whose lease expired
+				// (fenced out meanwhile) hears LEASE_LOST and is killed
+				// now, not a third of a TTL later.
+				a.renew(ctx)
 			}
 		}
 	default:
@@ -346,7 +350,7 @@ func (a *jobActor) prepare(ctx actor.Context) {
 		key := string(lease.WorkspaceKey(a.job.CheckoutID))
 		// The answer (Acquired or Failed) comes back as a message.
 		ctx.Request(a.checkout, messages.Acquire{
-			Owner: a.job.ID, Operation: "job_start", Keys: []string{key},
+			Owner: a.job.ID, Operation: JobLeaseOperation, Keys: []string{key},
 			TTL: a.cfg.LeaseTTL, Visibility: "durable", Wait: jobLeaseWait, RunID: a.job.CallerRunID, NotifyLost: true,
 		})
 		self, root := ctx.Self(), ctx.ActorSystem().Root

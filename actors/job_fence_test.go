@@ -45,14 +45,16 @@ func TestJobLosingItsLeaseIsDeadBeforeTheKeysGo(t *testing.T) {
 	argv := []string{"sh", "-c", "trap '' TERM; while :; do echo x >> f; sleep 0.05; done"}
 	want[messages.JobInfo](t, request(t, s, jobs, messages.JobSubmit{Job: messages.Job{ID: "job_fence", RepoID: testRepo.ID,
 		CheckoutID: testRepo.CheckoutID, Root: dir, Argv: argv, Writes: true, TimeoutS: 600}}))
+	// The process may write before its job actor recorded its pid.
+	var running messages.Job
 	deadline := time.Now().Add(20 * time.Second)
-	for fileSize(t, f) == 0 {
+	for running.Pid == 0 || fileSize(t, f) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the job never wrote")
+			t.Fatalf("the job never ran and wrote: %+v", running)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a process, not an actor
+		running = want[messages.JobInfo](t, request(t, s, jobs, messages.JobGet{ID: "job_fence"})).Job
 	}
-	running := want[messages.JobInfo](t, request(t, s, jobs, messages.JobGet{ID: "job_fence"})).Job
 	if running.LeaseID == "" || running.Pid == 0 {
 		t.Fatalf("running job: lease %q pid %d, want both", running.LeaseID, running.Pid)
 	}

@@ -31,7 +31,10 @@ import (
 // dead; only then is the checkout told. An owner nobody knows (a lease
 // restored at boot that no job renewed) is waited for FenceOwnerWait, an
 // owner that never confirms FenceOutMax, then the keys go with an error
-// in the log.
+// in the log. A durable lease found expired when its checkout loads, while
+// its job's record says the job runs under it (its processes may have
+// outlived a killed daemon), starts fenced out the same way (Fenced): the
+// jobs actor kills the job's leftover processes at boot, then releases it.
 //
 // The expiry clock is a timer the actor owns, not protoactor's receive
 // timeout (whose handler races with the actor stopping; see
@@ -74,6 +77,10 @@ type LeaseConfig struct {
 	// Owner is the actor to tell LeaseLost (Acquire.NotifyLost); nil =
 	// none yet (a Renew with NotifyLost names it).
 	Owner *actor.PID
+	// Fenced starts the actor of a durable lease restored after it
+	// expired (its job may still run) fenced out at once, as if it had
+	// just expired under it.
+	Fenced bool
 }
 
 type (
@@ -136,7 +143,10 @@ func (a *Lease) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.cfg.Logger.With(zap.String("actor", "lease"), zap.String("lease_id", a.held.ID))
-		if a.held.Holding() {
+		switch {
+		case a.cfg.Fenced && a.held.Holding():
+			a.check(ctx, a.cfg.Now()) // expired: fenced out now, not at the first tick
+		case a.held.Holding():
 			a.arm(ctx)
 		}
 	case leaseHandover:
