@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -36,14 +37,34 @@ func TestLiveIndexProperty(t *testing.T) {
 		f.Value.Set("25")
 		defer f.Value.Set(f.DefValue)
 	}
-	checks, fromIndex := 0, 0
+	checks, fromIndex, diffsInProcess := 0, 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
-		root := testutil.Repo(t, map[string]string{
-			".gitignore": "*.log\nbuild/\n!keep.log\n",
-			"a.txt":      "needle one\n",
-			"d/b.txt":    "two\nneedle\n",
-			"d/e/c.go":   "package e // needle\n",
+		// The repository: attributes (text, eol, linguist lines) and CRLF
+		// files, checked out as is, as a linked worktree, or as a
+		// superproject with a submodule.
+		repo := testutil.Repo(t, map[string]string{
+			".gitignore":     "*.log\nbuild/\n!keep.log\n",
+			".gitattributes": "*.txt text\n*.crlf eol=crlf\nd/** linguist-vendored\n*.md linguist-documentation -diff\n",
+			"a.txt":          "needle one\n",
+			"d/b.txt":        "two\nneedle\n",
+			"d/e/c.go":       "package e // needle\n",
+			"w.crlf":         "needle\r\nwin\r\n",
+			"r.go":           "raw\r\nneedle\r\n",
 		})
+		layout := rapid.SampledFrom([]string{"main", "worktree", "submodule"}).Draw(rt, "layout")
+		root, branches := repo, []string{"main", "topic"}
+		var sm string // the submodule's work tree, in the submodule layout
+		switch layout {
+		case "worktree":
+			root = filepath.Join(t.TempDir(), "wt")
+			testutil.Git(t, repo, "worktree", "add", "-q", "-b", "wt", root)
+			branches = []string{"wt", "topic"} // main is the main checkout's
+		case "submodule":
+			sub := testutil.Repo(t, map[string]string{"s.txt": "needle in sm\r\n", "lib/l.go": "package lib // one\n"})
+			testutil.Git(t, repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sm")
+			testutil.Git(t, repo, "commit", "-qm", "sm")
+			sm = filepath.Join(repo, "sm")
+		}
 		liveID := register(t, live, root)
 		plainID := register(t, plain, root)
 		if err := live.WarmLiveIndex(ctx, liveID); err != nil { // the first calls would be git's
@@ -53,22 +74,30 @@ func TestLiveIndexProperty(t *testing.T) {
 		// fs.inotify.max_user_instances, often 128): let go of it.
 		defer live.UnregisterRepository(ctx, harness.UnregisterArgs{RepoID: liveID})
 		defer plain.UnregisterRepository(ctx, harness.UnregisterArgs{RepoID: plainID})
-		git := func(args ...string) {
+		gitIn := func(dir string, args ...string) {
 			cmd := exec.Command("git", args...)
-			cmd.Dir = root
+			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				rt.Fatalf("git %v: %v\n%s", args, err, out)
 			}
 		}
-		names := []string{"a.txt", "d/b.txt", "d/e/c.go", "n.txt", "d/n.md", "x.log", "keep.log", "build/o.txt", "f/g/h.txt"}
+		git := func(args ...string) { gitIn(root, args...) }
+		names := []string{"a.txt", "d/b.txt", "d/e/c.go", "n.txt", "d/n.md", "x.log", "keep.log", "build/o.txt", "f/g/h.txt", "w.crlf", "r.go"}
+		if sm != "" {
+			names = append(names, "sm/s.txt", "sm/lib/l.go", "sm/u.txt")
+		}
 		dirs := []string{"d", "d/e", "f", "build", "m"}
+		kinds := 13
+		if sm != "" {
+			kinds = 14
+		}
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
 			var what string
-			switch k := rapid.IntRange(0, 10).Draw(rt, "kind"); k {
+			switch k := rapid.IntRange(0, kinds-1).Draw(rt, "kind"); k {
 			case 0, 1, 2:
 				p := rapid.SampledFrom(names).Draw(rt, "file")
-				body := rapid.SampledFrom([]string{"", "needle\n", "x\nneedle here\n", "no match\n", "needle one\n"}).Draw(rt, "body")
+				body := rapid.SampledFrom([]string{"", "needle\n", "x\nneedle here\n", "no match\n", "needle one\n", "needle\r\none\r\n", "mixed\r\nneedle\n"}).Draw(rt, "body")
 				os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
 				os.WriteFile(filepath.Join(root, p), []byte(body), 0o644)
 				what = "write " + p
@@ -99,13 +128,26 @@ func TestLiveIndexProperty(t *testing.T) {
 			case 9:
 				git("add", "-A")
 				git("commit", "-q", "--allow-empty", "-m", "b")
-				git("checkout", "-q", "-B", rapid.SampledFrom([]string{"main", "topic"}).Draw(rt, "branch"))
+				git("checkout", "-q", "-B", rapid.SampledFrom(branches).Draw(rt, "branch"))
 				what = "checkout"
 			case 10:
 				if err := live.Rescan(ctx, liveID); err != nil {
 					rt.Fatal(err)
 				}
 				what = "overflow"
+			case 11:
+				rules := rapid.SampledFrom([]string{"", "* text=auto\n", "*.txt -text\n*.go text eol=lf\n", "*.go eol=crlf\nd/** linguist-generated\n", "*.crlf text eol=crlf\n*.txt whitespace=trailing-space\n"}).Draw(rt, "attributes")
+				os.WriteFile(filepath.Join(root, ".gitattributes"), []byte(rules), 0o644)
+				what = "attributes " + strconv.Quote(rules)
+			case 12:
+				dir := rapid.SampledFrom([]string{"", "d"}).Draw(rt, "attrdir")
+				os.MkdirAll(filepath.Join(root, dir), 0o755)
+				os.WriteFile(filepath.Join(root, dir, ".gitattributes"), []byte("*.txt eol=crlf\n"), 0o644)
+				what = "attributes in " + dir
+			case 13:
+				gitIn(sm, "add", "-A")
+				gitIn(sm, "commit", "-q", "--allow-empty", "-m", fmt.Sprint("s", step))
+				what = "commit in the submodule"
 			}
 			checks++
 			got, err := live.GitStatus(ctx, harness.GitStatusArgs{RepoID: liveID})
@@ -122,6 +164,16 @@ func TestLiveIndexProperty(t *testing.T) {
 			if !equalStatus(got.Status, want) {
 				rt.Fatalf("after %s: live status (%s)\n%+v\ngit\n%+v", what, got.Source, got.Status, want)
 			}
+			d, err := live.GitDiff(ctx, harness.GitDiffArgs{RepoID: liveID})
+			if err != nil {
+				rt.Fatalf("after %s: git_diff: %v", what, err)
+			}
+			if w := directGit(t, root, "diff"); d.Patch != w {
+				rt.Fatalf("after %s: git_diff (%s: %s)\n got %q\nwant %q", what, d.Source, d.IndexReason, d.Patch, w)
+			}
+			if d.Source != "exec" {
+				diffsInProcess++
+			}
 			for _, q := range []string{"needle", "one"} {
 				ls, err := live.Search(ctx, harness.SearchArgs{RepoID: liveID, Query: q})
 				if err != nil {
@@ -137,10 +189,13 @@ func TestLiveIndexProperty(t *testing.T) {
 				if !slices.Equal(ls.Matches, ps.Matches) || ls.Truncated != ps.Truncated {
 					rt.Fatalf("after %s: search %q\nlive  %+v\nexec  %+v", what, q, ls.Matches, ps.Matches)
 				}
+				if got, w := rgLines(ls), directRg(t, root, q); !slices.Equal(got, w) {
+					rt.Fatalf("after %s: search %q\nlive %q\nrg   %q", what, q, got, w)
+				}
 			}
 		}
 	})
-	t.Logf("%d steps checked, %d statuses in process", checks, fromIndex)
+	t.Logf("%d steps checked, %d statuses and %d diffs in process", checks, fromIndex, diffsInProcess)
 	if fromIndex < checks/3 {
 		t.Fatalf("only %d of %d statuses came from the index: the property tests the fallback, not the index", fromIndex, checks)
 	}

@@ -42,6 +42,9 @@ func directRg(t testing.TB, root, query string) []string {
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	lines = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r") // a match's text is its line without the line's end, CRLF or LF
+	}
 	slices.Sort(lines)
 	return lines
 }

@@ -26,7 +26,9 @@ import (
 //   - git_diff's patch is compared as it is with `git diff`; its files
 //     with `git diff --numstat`.
 //   - search's matches are printed as `rg --line-number --column
-//     --no-heading --with-filename` prints them and both sides sorted
+//     --no-heading --with-filename` prints them (a match's text is its
+//     line without the line's end: rg's CR of a CRLF line is dropped) and
+//     both sides sorted
 //     (harnessd orders by path, rg's --sort=path by path component); rg
 //     runs with --hidden --glob=!.git (harnessd searches dotfiles and
 //     never .git) and --max-filesize=512K (harnessd's documented bound);
@@ -304,7 +306,7 @@ func (e *env) searchOnce(q liveQuery) (why []string, n int, source string) {
 	var want []string
 	for _, l := range strings.Split(strings.TrimSuffix(d.stdout, "\n"), "\n") {
 		if l != "" {
-			want = append(want, l)
+			want = append(want, strings.TrimSuffix(l, "\r"))
 		}
 	}
 	a := e.liveCall("search", map[string]any{"query": q.text, "regex": q.regex, "max_results": 500})
