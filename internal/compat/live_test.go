@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -474,4 +475,29 @@ func (e *env) editSearch() result {
 		res.reason = strings.TrimPrefix(res.reason+"; restore: "+err.Error(), "; ")
 	}
 	return res
+}
+
+func TestPorcelainV1(t *testing.T) {
+	tests := []struct {
+		name string
+		st   apiStatus
+		want string
+	}{
+		{"clean", apiStatus{Branch: "main", Head: "abc"}, "## main\x00"},
+		{"unborn", apiStatus{Branch: "main"}, "## No commits yet on main\x00"},
+		{"detached", apiStatus{Detached: true, Head: "abc"}, "## HEAD (no branch)\x00"},
+		{"upstream", apiStatus{Branch: "main", Head: "abc", Upstream: "origin/main", Ahead: 1, Behind: 2}, "## main...origin/main [ahead 1, behind 2]\x00"},
+		{"entries in path order, both letters on one line, untracked last", apiStatus{Branch: "main", Head: "abc",
+			Staged:    []apiEntry{{Path: "b.go", Status: "modified"}, {Path: "new.go", OrigPath: "old.go", Status: "renamed"}},
+			Unstaged:  []apiEntry{{Path: "b.go", Status: "modified"}, {Path: "a.go", Status: "deleted"}},
+			Untracked: []string{"z/u.txt", "c.txt"}},
+			"## main\x00 D a.go\x00MM b.go\x00R  new.go\x00old.go\x00?? c.txt\x00?? z/u.txt\x00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := porcelainV1(tt.st); got != tt.want {
+				t.Fatalf("porcelainV1 = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
