@@ -45,6 +45,7 @@ type config struct {
 	files         []int
 	seed          uint64
 	keep          bool
+	memProfile    string // --memprofile: a heap profile per size
 	warmupSet     bool
 	iterationsSet bool
 	// The real-checkout mode (--real).
@@ -93,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.repos, "repos", 4, "load: fixture repositories the agents share")
 	fs.IntSliceVar(&c.files, "files", nil, "scale: generate repositories of these many files (e.g. 100,10000,100000) and measure each in process")
 	fs.Uint64Var(&c.seed, "seed", DefaultSeed, "scale: seed of the generated repositories")
+	fs.StringVar(&c.memProfile, "memprofile", "", "scale: after each size's cases, write a heap profile (in use after a GC) to FILE-<files>.pprof and the Go runtime's memory figures to stderr")
 	fs.BoolVar(&c.keep, "keep", false, "scale, real: keep the generated repositories or scratch dir (their path is printed on stderr)")
 	fs.StringVar(&c.real, "real", "", "real: measure the live index on the git repository DIR (goroot: a copy of $(go env GOROOT)/src committed in a temp dir); it edits "+fmt.Sprint(realDirty)+" tracked files and adds 2 untracked ones, and restores them")
 	fs.BoolVar(&c.realWorktree, "real-worktree", true, "real: also measure a linked worktree of DIR")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -402,8 +403,34 @@ func runScaleSize(ctx context.Context, cfg config, n int, work string, rep *Repo
 		}
 		rep.Scale = append(rep.Scale, r)
 	}
+	if cfg.memProfile != "" {
+		errList = append(errList, writeMemProfile(fmt.Sprintf("%s-%d.pprof", cfg.memProfile, n), n, stderr))
+	}
 	return errors.Join(errList...)
 }
+
+// writeMemProfile writes the heap profile in use after a GC to path, with
+// the harness still open, and the runtime's memory figures to stderr.
+func writeMemProfile(path string, n int, stderr io.Writer) error {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	kb, _ := procKB("/proc/self/status", "VmRSS")
+	fmt.Fprintf(stderr, "scale: %d files: RSS %.1f MiB, heap in use %.1f MiB (live %.1f), heap idle not released %.1f MiB, stacks %.1f MiB, runtime other %.1f MiB; heap profile %s\n",
+		n, float64(kb)/1024, mib(ms.HeapInuse), mib(ms.HeapAlloc), mib(ms.HeapIdle-ms.HeapReleased), mib(ms.StackSys),
+		mib(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), path)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return f.Close()
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 // measureScale runs c warmup+iterations times, each harnessd call followed
 // by one run of the raw operation, and reports the medians of the measured
