@@ -201,7 +201,9 @@ func describeWrites(c *op.Call, held []messages.HeldLease, since, until time.Tim
 	}
 	prefix := persistence.ReceiptPrefix(c.Repo.Repo.ID)
 	from := uint64(max(since.UnixNano(), 0))
-	_ = c.Env.Store.Scan(prefix, func(key []byte, decode func(any) error) error {
+	// Receipts are keyed by time: read from the command's start, not the
+	// repository's whole history.
+	_ = c.Env.Store.ScanFrom(prefix, persistence.ReceiptKey(c.Repo.Repo.ID, from), func(key []byte, decode func(any) error) error {
 		if seq, ok := persistence.SeqOf(key); !ok || seq < from {
 			return nil
 		}
