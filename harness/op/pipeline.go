@@ -36,6 +36,7 @@ type Pipeline struct {
 
 	closed   atomic.Bool
 	inflight sync.WaitGroup
+	enterMu  sync.Mutex // orders Enter's Add before Close's Wait (WaitGroup's rule)
 
 	// lanes seals the steps handed to lanes (LaneStep, RunLaneStep).
 	lanes *laneSealer
@@ -69,21 +70,21 @@ func (p *Pipeline) Env() *Env { return p.env }
 // one); it fails with UNAVAILABLE once Close has begun. Call the returned
 // function when the work ends.
 func (p *Pipeline) Enter() (func(), error) {
+	p.enterMu.Lock()
+	defer p.enterMu.Unlock()
 	if p.closed.Load() {
 		return nil, errs.New(errs.Unavailable, "harness is shutting down")
 	}
 	p.inflight.Add(1)
-	if p.closed.Load() {
-		p.inflight.Done()
-		return nil, errs.New(errs.Unavailable, "harness is shutting down")
-	}
 	return p.inflight.Done, nil
 }
 
 // Close stops accepting work and waits, up to ctx, for what is in flight.
 // It reports whether everything ended.
 func (p *Pipeline) Close(ctx context.Context) bool {
+	p.enterMu.Lock()
 	p.closed.Store(true)
+	p.enterMu.Unlock()
 	done := make(chan struct{})
 	go func() { p.inflight.Wait(); close(done) }()
 	select {
@@ -213,6 +214,9 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 			m.SetMeta(Meta{Route: c.route, Latency: lat})
 		}
 		return out, nil
+	}
+	if err := p.unknownOutcome(c, in); err != nil {
+		return nil, err
 	}
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
@@ -543,6 +547,32 @@ func (p *Pipeline) replay(c *Call, in any) (any, bool) {
 	}
 	v.Elem().FieldByName("Replayed").SetBool(true)
 	return v.Interface(), true
+}
+
+// unknownOutcome answers a retry of a request whose outcome is unknown
+// (it was executing when harnessd stopped) as its ledger begin would,
+// REQUEST_OUTCOME_UNKNOWN, before the operation prepares: validation
+// reads the world the first attempt may have changed (target_move's
+// source is gone) and would answer as if nothing had run.
+func (p *Pipeline) unknownOutcome(c *Call, in any) error {
+	o := c.Op
+	id := requestIDOf(in)
+	if !p.replays[o] || id == "" {
+		return nil
+	}
+	e, ok := p.durableEntry(id)
+	if !ok || e.Operation != o.Name || e.State != ledger.StateUnknown {
+		return nil
+	}
+	hash, err := c.InputHash(o.Name, in)
+	if err != nil || hash != e.InputHash {
+		return nil
+	}
+	_, _, err = ledger.Begin(&e, id, o.Name, hash, nil, p.env.Now())
+	if err != nil && c.HasRepo() {
+		err = withDigests(err, c.Repo)
+	}
+	return err
 }
 
 // durableEntry reads request id's ledger entry from the store, not through
