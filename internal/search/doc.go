@@ -81,7 +81,9 @@
 // (vanished, symlink, FIFO), not permitted or excluded, and, within a
 // share of its bound, contents. A query's trigram plan (a literal's
 // trigrams; for a regular expression, an AND/OR of trigrams derived from
-// its syntax, as in Russ Cox's codesearch) picks the files to read, so a
+// its syntax, as in Russ Cox's codesearch; trigrams keep their case, a
+// query that folds case asks for every case variant) picks the files to
+// read, so a
 // warm search costs what its candidates cost, not what the tree costs;
 // files the index does not cover yet (never read, changed, over the
 // bound) are read as before. A failure that may pass (no file
