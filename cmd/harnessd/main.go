@@ -170,7 +170,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	var cf commonFlags
 	cf.register(fs)
 	listen := fs.String("listen", "", "also listen on loopback TCP `address`, e.g. 127.0.0.1:7411 (bearer token in <data-dir>/token)")
-	wait := fs.Duration("shutdown-wait", 10*time.Second, "how long shutdown waits for running operations")
+	wait := fs.Duration("shutdown-wait", 10*time.Second, "how long shutdown waits for running operations; past it and 5s more, what is left is abandoned and the daemon exits non-zero")
 	sessionIdle := fs.Duration("session-idle", daemon.DefaultSessionIdle, "close a streamable-HTTP MCP session after this long without a request (the client initializes again)")
 	loops := fs.Int("loop-threshold", 3, "identical results of the same input before LOOP_DETECTED (0 = loop detection off)")
 	policyPath := fs.String("policy", "", "policy `file` (default <data-dir>/policy.yaml; reload with SIGHUP or 'harness policy reload')")

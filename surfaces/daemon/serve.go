@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +25,7 @@ import (
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/telemetry"
 	"github.com/harnessd/harnessd/messages"
+	"github.com/harnessd/harnessd/persistence"
 	"github.com/harnessd/harnessd/surfaces/console"
 	httpapi "github.com/harnessd/harnessd/surfaces/http"
 	mcpserver "github.com/harnessd/harnessd/surfaces/mcp"
@@ -60,7 +66,26 @@ type Config struct {
 	SessionIdle time.Duration
 	// Ready, if set, is called once the daemon accepts connections.
 	Ready func(Paths)
+	// StoreFaults makes the store's disk fail or stall (tests only; see
+	// harness.Config.StoreFaults).
+	StoreFaults *persistence.Faults
+	// Abandoned, if set, is called when the shutdown passed its hard
+	// deadline, with a channel closed once the abandoned work ended
+	// (tests wait on it; the daemon exits without waiting).
+	Abandoned func(finished <-chan struct{})
 }
+
+// ShutdownMargin is how long the whole shutdown may take beyond its
+// ShutdownWait (--shutdown-wait) before Serve gives up on what is left
+// (actors stuck in store writes on a frozen disk, a store that does not
+// close) and returns ErrShutdownAbandoned: the daemon exits, and what
+// was synced replays from the write-ahead log at the next start, as after
+// kill -9.
+const ShutdownMargin = 5 * time.Second
+
+// ErrShutdownAbandoned is what Serve returns when its shutdown did not end
+// within ShutdownWait plus ShutdownMargin (the daemon exits non-zero).
+var ErrShutdownAbandoned = errors.New("shutdown did not end within its deadline; work abandoned")
 
 func (c Config) validate() error {
 	if c.DataDir == "" {
@@ -143,7 +168,8 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 		lg.Info("exporting run spans over OTLP/HTTP", zap.String("endpoint", cfg.OTLPEndpoint))
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
-		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, WatchInstances: cfg.WatchInstances, AllowRoots: cfg.AllowRoots})
+		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, WatchInstances: cfg.WatchInstances, AllowRoots: cfg.AllowRoots,
+		StoreFaults: cfg.StoreFaults})
 	if err != nil {
 		return err
 	}
@@ -271,26 +297,29 @@ wait:
 		}
 	}
 
-	// 1. Stop accepting; idle connections close, busy ones finish below.
-	mcpLn.ln.Close()
-	shutdownDone := make(chan struct{})
-	sctx, cancelShutdown := context.WithTimeout(context.Background(), cfg.ShutdownWait)
-	defer cancelShutdown()
+	// The whole shutdown ends within ShutdownWait plus ShutdownMargin,
+	// whatever is stuck: past it, what is left is abandoned (logged) and
+	// the daemon exits non-zero.
+	steps := &shutdownSteps{}
+	finished := make(chan struct{})
+	var closeErr error
 	go func() {
-		defer close(shutdownDone)
-		for _, srv := range servers {
-			_ = srv.Shutdown(sctx)
-		}
+		defer close(finished)
+		closeErr = shutdown(cfg.ShutdownWait, steps, mcpLn, servers, closeHarness, cancelBase)
 	}()
-	// 2. Close the harness: running operations finish, actors drain, store closes.
-	closeErr := closeHarness()
-	// 3. End what is left (MCP sessions and streams) and close the servers.
-	mcpLn.close()
-	cancelBase()
-	cancelShutdown()
-	<-shutdownDone
-	for _, srv := range servers {
-		_ = srv.Close()
+	deadline := cfg.ShutdownWait + ShutdownMargin
+	hard := time.NewTimer(deadline)
+	defer hard.Stop()
+	select {
+	case <-finished:
+	case <-hard.C:
+		lg.Error("shutdown did not end within its deadline; exiting with work abandoned (what was synced replays from the store's write-ahead log at the next start, as after kill -9)",
+			zap.Duration("deadline", deadline), zap.Strings("abandoned", steps.pending(time.Now())),
+			zap.Int("goroutines_in_store_calls", goroutinesIn(allStacks(), storeFrame)))
+		if cfg.Abandoned != nil {
+			cfg.Abandoned(finished)
+		}
+		return errors.Join(runErr, fmt.Errorf("%w (%s + %s)", ErrShutdownAbandoned, cfg.ShutdownWait, ShutdownMargin))
 	}
 	if closeErr != nil {
 		lg.Error("close", zap.Error(closeErr))
@@ -298,6 +327,102 @@ wait:
 		lg.Info("stopped cleanly")
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// shutdown runs the shutdown's steps in order, each marked in steps, and
+// returns the harness's close error:
+//  1. stop accepting; idle connections close, busy ones finish in 2;
+//  2. close the harness: running operations finish, actors drain, the
+//     store closes;
+//  3. end what is left (MCP sessions and streams) and close the servers.
+func shutdown(wait time.Duration, steps *shutdownSteps, mcpLn *mcpSocket, servers []*http.Server, closeHarness func() error, cancelBase context.CancelFunc) error {
+	mcpLn.ln.Close()
+	shutdownDone := make(chan struct{})
+	sctx, cancelShutdown := context.WithTimeout(context.Background(), wait)
+	defer cancelShutdown()
+	endServers := steps.begin("HTTP servers: connections still open")
+	go func() {
+		defer close(shutdownDone)
+		defer endServers()
+		for _, srv := range servers {
+			_ = srv.Shutdown(sctx)
+		}
+	}()
+	endHarness := steps.begin("harness close: operations finishing, actors draining (a store write each may hold), store closing")
+	closeErr := closeHarness()
+	endHarness()
+	endMCP := steps.begin("MCP sessions and streams")
+	mcpLn.close()
+	cancelBase()
+	cancelShutdown()
+	<-shutdownDone
+	for _, srv := range servers {
+		_ = srv.Close()
+	}
+	endMCP()
+	return closeErr
+}
+
+// shutdownSteps records the shutdown's steps still running, so an
+// abandoned shutdown can say what it left. Safe for concurrent use.
+type shutdownSteps struct {
+	mu      sync.Mutex // protects running
+	running map[string]time.Time
+}
+
+// begin marks step as running from now; the func returned marks it done.
+func (s *shutdownSteps) begin(step string) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		s.running = map[string]time.Time{}
+	}
+	s.running[step] = time.Now()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.running, step)
+	}
+}
+
+// pending describes the steps still running at now, longest first.
+func (s *shutdownSteps) pending(now time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := slices.Collect(maps.Keys(s.running))
+	slices.SortFunc(names, func(a, b string) int { return s.running[a].Compare(s.running[b]) })
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + " (for " + now.Sub(s.running[n]).Round(time.Millisecond).String() + ")"
+	}
+	return out
+}
+
+// storeFrame names the functions of the store in a goroutine dump.
+const storeFrame = "harnessd/persistence.(*"
+
+// allStacks returns the stacks of every goroutine.
+func allStacks() []byte {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// goroutinesIn counts the goroutines of dump (runtime.Stack's, blank-line
+// separated) with a frame containing frame.
+func goroutinesIn(dump []byte, frame string) int {
+	n := 0
+	for g := range bytes.SplitSeq(dump, []byte("\n\n")) {
+		if bytes.Contains(g, []byte(frame)) {
+			n++
+		}
+	}
+	return n
 }
 
 // dataDirPoll is how often the daemon checks that it still holds its data
