@@ -2,7 +2,10 @@ package actors
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -188,6 +191,10 @@ type RunsConfig struct {
 	// Linger is how long an ended run's actor (and its in-memory read
 	// spans) stays before only its stored record remains; 0 = 1 h.
 	Linger time.Duration
+	// MaxLingering bounds the ended runs whose actors linger: past it the
+	// oldest ended go first, so memory follows the live runs, not the
+	// runs of the last hour; 0 = DefaultMaxLingering.
+	MaxLingering int
 	// Tasks runs the walks of a run's stored spans; nil = untracked
 	// goroutines.
 	Tasks *Tasks
@@ -218,7 +225,29 @@ func (c RunsConfig) withDefaults() RunsConfig {
 	if c.Linger <= 0 {
 		c.Linger = time.Hour
 	}
+	if c.MaxLingering <= 0 {
+		c.MaxLingering = DefaultMaxLingering
+	}
 	return c
+}
+
+// DefaultMaxLingering is RunsConfig.MaxLingering's default.
+const DefaultMaxLingering = 256
+
+// lingerOverflow returns the ended runs (id -> end) past max, oldest end
+// first (ties by id): the actors a sweep stops before their Linger.
+func lingerOverflow(ended map[string]time.Time, max int) []string {
+	if len(ended) <= max {
+		return nil
+	}
+	ids := slices.Collect(maps.Keys(ended))
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := ended[a].Compare(ended[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return ids[:len(ids)-max]
 }
 
 // runEnded tells the supervisor a child's run ended.
@@ -503,6 +532,7 @@ func (a *runsActor) sweep(ctx actor.Context, m messages.RunSweep) {
 		m.Now = a.cfg.Now()
 	}
 	stopped := false
+	ended := map[string]time.Time{}
 	for id, r := range a.runs {
 		if r.endedAt.IsZero() {
 			ctx.Send(r.pid, m)
@@ -512,7 +542,14 @@ func (a *runsActor) sweep(ctx actor.Context, m messages.RunSweep) {
 			ctx.Stop(r.pid)
 			delete(a.runs, id)
 			stopped = true
+			continue
 		}
+		ended[id] = r.endedAt
+	}
+	for _, id := range lingerOverflow(ended, a.cfg.MaxLingering) {
+		ctx.Stop(a.runs[id].pid)
+		delete(a.runs, id)
+		stopped = true
 	}
 	if stopped {
 		a.publish()
