@@ -31,7 +31,11 @@ import (
 // runs N MCP clients of mixed load for the duration against a daemon on a
 // temporary data dir and repository. Half the clients speak through a
 // `harnessd mcp` stdio bridge, half streamable HTTP on the daemon's unix
-// socket. Each client owns one file, so no two patches contend: every
+// socket. Beside them, HARNESSD_SOAK_MIX clients (default a quarter of N)
+// send the crash test's mixed writes on the JSON API: runs, stages,
+// observations, reverts, run_revert, commits, target writes, copies and
+// moves, job starts; any error of theirs fails the soak. Each client owns
+// one file, so no two patches contend: every
 // error result fails the soak (MUTATION_BUSY included), as does a wrong
 // answer (loadAgent checks each), a failed patch that cannot be retried,
 // an acknowledged mutation without its audit entry, and growth of the
@@ -132,6 +136,18 @@ func TestSoak(t *testing.T) {
 		agents[k].call = mcpCaller(sessions[k])
 	}
 
+	// The mixed writes beside them (runs, reverts, run_revert, commits,
+	// target writes, copies and moves, jobs: the crash test's mixAgent),
+	// HARNESSD_SOAK_MIX clients on the JSON API (default a quarter).
+	mixes := setupMixAgents(t, c, dataDir, repo, envInt(t, "HARNESSD_SOAK_MIX", max(n/4, 1)), seed)
+	mixErrs := make([]error, len(mixes))
+	mixSteps := make([]int, len(mixes))
+	for _, m := range mixes {
+		cl := client.Unix(sock)
+		defer cl.Close()
+		m.call = apiCaller(cl)
+	}
+
 	// Sample the daemon while the agents run.
 	interval := min(2*time.Second, max(250*time.Millisecond, dur/150))
 	var samples []soakSample
@@ -185,8 +201,31 @@ func TestSoak(t *testing.T) {
 			}
 		}()
 	}
+	for i, m := range mixes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stopAt) {
+				if err := m.step(ctx); err != nil {
+					mixErrs[i] = err // the mixed load allows no error
+					return
+				}
+				mixSteps[i]++
+			}
+		}()
+	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	mixCounts := map[string]int{}
+	for i, m := range mixes {
+		if mixErrs[i] != nil {
+			t.Errorf("mixed-write client %d, after %d steps: %v", i, mixSteps[i], mixErrs[i])
+		}
+		for k, v := range m.counts {
+			mixCounts[k] += v
+		}
+	}
+	t.Logf("mixed writes acknowledged by %d clients: %v", len(mixes), mixCounts)
 	heapProfile(t, d) // the load's end
 	close(stopSampling)
 	<-sampled
