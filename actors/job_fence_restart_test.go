@@ -68,20 +68,7 @@ func TestExpiredJobLeaseFencedAcrossRestart(t *testing.T) {
 	ix1 := &RepoIndex{}
 	ix1.publish(map[string]RepoEntry{testRepo.ID: {Repo: testRepo, Checkout: co1}})
 	jobs1 := spawnJobsWith(t, s1, st1, JobsConfig{Index: ix1, LeaseTTL: lease.MinTTL, Grace: time.Minute, childWrap: outliving})
-	dir := t.TempDir()
-	f := filepath.Join(dir, "f")
-	argv := []string{"sh", "-c", "trap '' TERM; while :; do echo x >> f; sleep 0.05; done"}
-	want[messages.JobInfo](t, request(t, s1, jobs1, messages.JobSubmit{Job: messages.Job{ID: "job_outlives", RepoID: testRepo.ID,
-		CheckoutID: testRepo.CheckoutID, Root: dir, Argv: argv, Writes: true, TimeoutS: 600}}))
-	var running messages.Job
-	deadline := time.Now().Add(20 * time.Second)
-	for running.Pid == 0 || fileSize(t, f) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the job never ran and wrote: %+v", running)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a process, not an actor
-		running = want[messages.JobInfo](t, request(t, s1, jobs1, messages.JobGet{ID: "job_outlives"})).Job
-	}
+	f, running := startAppendingJob(t, s1, jobs1, "job_outlives")
 	if running.LeaseID == "" || running.RunID == "" {
 		t.Fatalf("running job: lease %q run marker %q, want both", running.LeaseID, running.RunID)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/messages"
@@ -40,21 +41,7 @@ func TestJobLosingItsLeaseIsDeadBeforeTheKeysGo(t *testing.T) {
 	// A grace far longer than the test: only a kill without one passes.
 	jobs := spawnJobsWith(t, s, st, JobsConfig{Index: ix, LeaseTTL: lease.MinTTL, Grace: time.Minute})
 
-	dir := t.TempDir()
-	f := filepath.Join(dir, "f")
-	argv := []string{"sh", "-c", "trap '' TERM; while :; do echo x >> f; sleep 0.05; done"}
-	want[messages.JobInfo](t, request(t, s, jobs, messages.JobSubmit{Job: messages.Job{ID: "job_fence", RepoID: testRepo.ID,
-		CheckoutID: testRepo.CheckoutID, Root: dir, Argv: argv, Writes: true, TimeoutS: 600}}))
-	// The process may write before its job actor recorded its pid.
-	var running messages.Job
-	deadline := time.Now().Add(20 * time.Second)
-	for running.Pid == 0 || fileSize(t, f) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the job never ran and wrote: %+v", running)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a process, not an actor
-		running = want[messages.JobInfo](t, request(t, s, jobs, messages.JobGet{ID: "job_fence"})).Job
-	}
+	f, running := startAppendingJob(t, s, jobs, "job_fence")
 	if running.LeaseID == "" || running.Pid == 0 {
 		t.Fatalf("running job: lease %q pid %d, want both", running.LeaseID, running.Pid)
 	}
@@ -105,4 +92,25 @@ func TestFenceGivesUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startAppendingJob submits a writing job, id, that ignores SIGTERM and
+// appends to a file f every 50 ms, and waits until it runs and wrote:
+// the process may write before its job actor recorded its pid.
+func startAppendingJob(t *testing.T, s *actor.ActorSystem, jobs *actor.PID, id string) (f string, running messages.Job) {
+	t.Helper()
+	dir := t.TempDir()
+	f = filepath.Join(dir, "f")
+	argv := []string{"sh", "-c", "trap '' TERM; while :; do echo x >> f; sleep 0.05; done"}
+	want[messages.JobInfo](t, request(t, s, jobs, messages.JobSubmit{Job: messages.Job{ID: id, RepoID: testRepo.ID,
+		CheckoutID: testRepo.CheckoutID, Root: dir, Argv: argv, Writes: true, TimeoutS: 600}}))
+	deadline := time.Now().Add(20 * time.Second)
+	for running.Pid == 0 || fileSize(t, f) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never ran and wrote: %+v", running)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a process, not an actor
+		running = want[messages.JobInfo](t, request(t, s, jobs, messages.JobGet{ID: id})).Job
+	}
+	return f, running
 }
