@@ -54,8 +54,11 @@ import (
 //     MCP session) keeps its newest RingSize spans in memory and memory
 //     grows until those rings are full. The live heap (at the last GC,
 //     go_memstats_next_gc_bytes / (1 + GOGC/100)) may grow by
-//     max(16 MiB, 25%), VmRSS by max(48 MiB, 25%) (it also holds garbage
-//     between GCs and Badger's mmapped files, and a short soak still sees
+//     max(16 MiB, 25%), the anonymous RSS (RssAnon: heap, stacks) by
+//     max(48 MiB, 25%). VmRSS is reported, not checked: its file part is
+//     Badger's mmapped tables and value log, which follow the store's size
+//     as the store fds do (a write soak grows the store). The anonymous RSS
+//     also holds garbage between GCs, and a short soak still sees
 //     bounded ramps: Badger's memtable filling, protoactor's registry of
 //     32,768 small maps, one touched by each new reply process id,
 //     ~9 MiB when all are). A soak too short for the
@@ -142,10 +145,10 @@ func TestSoak(t *testing.T) {
 	mixes := setupMixAgents(t, c, dataDir, repo, envInt(t, "HARNESSD_SOAK_MIX", max(n/4, 1)), seed)
 	mixErrs := make([]error, len(mixes))
 	mixSteps := make([]int, len(mixes))
-	for _, m := range mixes {
-		cl := client.Unix(sock)
-		defer cl.Close()
-		m.call = apiCaller(cl)
+	mixClients := make([]*client.Client, len(mixes))
+	for i, m := range mixes {
+		mixClients[i] = client.Unix(sock)
+		m.call = apiCaller(mixClients[i])
 	}
 
 	// Sample the daemon while the agents run.
@@ -205,6 +208,7 @@ func TestSoak(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer mixClients[i].Close() // gone before the return to the baseline
 			for time.Now().Before(stopAt) {
 				if err := m.step(ctx); err != nil {
 					mixErrs[i] = err // the mixed load allows no error
@@ -429,8 +433,8 @@ var soakMetrics = []struct {
 	checked, memory, perClient bool
 	growAbs, growRel           float64
 }{
-	{"RSS (VmRSS)", func(s soakSample) float64 { return float64(s.rss) }, mib, true, true, false, 48 << 20, 0.25},
-	{"  anon", func(s soakSample) float64 { return float64(s.anon) }, mib, false, true, false, 0, 0},
+	{"RSS (VmRSS)", func(s soakSample) float64 { return float64(s.rss) }, mib, false, true, false, 0, 0},
+	{"  anon", func(s soakSample) float64 { return float64(s.anon) }, mib, true, true, false, 48 << 20, 0.25},
 	{"  file (mmap)", func(s soakSample) float64 { return float64(s.file) }, mib, false, true, false, 0, 0},
 	{"live heap (last GC)", func(s soakSample) float64 { return float64(s.live) }, mib, true, true, false, 16 << 20, 0.25},
 	{"heap in use", func(s soakSample) float64 { return float64(s.heap) }, mib, false, true, false, 0, 0},
