@@ -129,7 +129,7 @@ func (p *Pipeline) run(ctx context.Context, o *Op, in any, raw json.RawMessage, 
 		if errs.CodeOf(err) == errs.RunEnded {
 			// Replay before validation: a write that succeeded answers its
 			// recorded result although its run has ended since.
-			if out, ok := p.replay(c, in); ok {
+			if out, done, _ := p.retried(c, in); done {
 				return out, nil
 			}
 		}
@@ -207,16 +207,15 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 			return nil, err
 		}
 	}
-	if out, ok := p.replay(c, in); ok {
-		lat := tr.Finish(SegSnapshot, false)
-		c.lat = &lat
-		if m, ok := out.(metaSetter); ok {
-			m.SetMeta(Meta{Route: c.route, Latency: lat})
+	if out, done, err := p.retried(c, in); err != nil || done {
+		if done {
+			lat := tr.Finish(SegSnapshot, false)
+			c.lat = &lat
+			if m, ok := out.(metaSetter); ok {
+				m.SetMeta(Meta{Route: c.route, Latency: lat})
+			}
 		}
-		return out, nil
-	}
-	if err := p.unknownOutcome(c, in); err != nil {
-		return nil, err
+		return out, err
 	}
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
@@ -514,65 +513,48 @@ func hasReceiptID(t reflect.Type) bool {
 	return ok && f.Type.Kind() == reflect.String
 }
 
-// replay answers a retry of a request that already succeeded with the
-// result its ledger entry recorded (replayed: true), before the operation
-// prepares: its validation reads the world as it is now, which the first
-// attempt changed (target_move's source is gone, a reverted receipt was
-// pruned, run_revert finds nothing left to revert), so it would refuse a
-// retry whose answer is already known. The entry must be the same
-// operation's, succeeded, with the input hash of this call's input (the
-// same fields left out as the write's own hash); anything else (no entry,
-// another state, another input: a conflict) goes on as before, and the
-// write's ledger begin decides.
-func (p *Pipeline) replay(c *Call, in any) (any, bool) {
+// retried answers a retry from its request id's durable ledger entry,
+// before the operation prepares: its validation reads the world as it is
+// now, which the first attempt changed (target_move's source is gone, a
+// reverted receipt was pruned, run_revert finds nothing left to revert),
+// so it would refuse a retry whose answer is known. The entry must be the
+// same operation's with the input hash of this call's input (the same
+// fields left out as the write's own hash):
+//   - succeeded: its recorded result, replayed: true (done);
+//   - unknown (it was executing when harnessd stopped): the ledger
+//     begin's answer, REQUEST_OUTCOME_UNKNOWN;
+//   - anything else (no entry, another state, another input: a
+//     conflict): nothing, and the write's ledger begin decides.
+func (p *Pipeline) retried(c *Call, in any) (out any, done bool, err error) {
 	o := c.Op
 	if !p.replays[o] {
-		return nil, false
+		return nil, false, nil
 	}
 	id := requestIDOf(in)
 	if id == "" {
-		return nil, false
+		return nil, false, nil
 	}
 	e, ok := p.durableEntry(id)
-	if !ok || e.Operation != o.Name || e.State != ledger.StateSucceeded {
-		return nil, false
+	if !ok || e.Operation != o.Name || (e.State != ledger.StateSucceeded && e.State != ledger.StateUnknown) {
+		return nil, false, nil
 	}
-	hash, err := c.InputHash(o.Name, in)
-	if err != nil || hash != e.InputHash {
-		return nil, false
+	hash, herr := c.InputHash(o.Name, in)
+	if herr != nil || hash != e.InputHash {
+		return nil, false, nil
+	}
+	if e.State == ledger.StateUnknown {
+		_, _, err = ledger.Begin(&e, id, o.Name, hash, nil, p.env.Now())
+		if err != nil && c.HasRepo() {
+			err = withDigests(err, c.Repo)
+		}
+		return nil, false, err
 	}
 	v := reflect.New(o.outType)
 	if err := json.Unmarshal(e.Result, v.Interface()); err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	v.Elem().FieldByName("Replayed").SetBool(true)
-	return v.Interface(), true
-}
-
-// unknownOutcome answers a retry of a request whose outcome is unknown
-// (it was executing when harnessd stopped) as its ledger begin would,
-// REQUEST_OUTCOME_UNKNOWN, before the operation prepares: validation
-// reads the world the first attempt may have changed (target_move's
-// source is gone) and would answer as if nothing had run.
-func (p *Pipeline) unknownOutcome(c *Call, in any) error {
-	o := c.Op
-	id := requestIDOf(in)
-	if !p.replays[o] || id == "" {
-		return nil
-	}
-	e, ok := p.durableEntry(id)
-	if !ok || e.Operation != o.Name || e.State != ledger.StateUnknown {
-		return nil
-	}
-	hash, err := c.InputHash(o.Name, in)
-	if err != nil || hash != e.InputHash {
-		return nil
-	}
-	_, _, err = ledger.Begin(&e, id, o.Name, hash, nil, p.env.Now())
-	if err != nil && c.HasRepo() {
-		err = withDigests(err, c.Repo)
-	}
-	return err
+	return v.Interface(), true, nil
 }
 
 // durableEntry reads request id's ledger entry from the store, not through
