@@ -98,7 +98,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// recorded with its audit entry, ledger completion and receipt, so a
 	// client that gave up meanwhile finds it by replay. A cancellation
 	// after the effect changes nothing but the answer's delivery.
-	l, lctx, err := c.acquire(ctx, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
+	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -171,49 +171,6 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	}
 	c.receipt = kept
 	return out, nil
-}
-
-// acquire takes the write's lease (step 2) for a request that may end
-// while it waits. The wait ends with the request; the acquisition does
-// not: it runs detached from the request, so the lease and its context
-// are not cut by the request's end, and a lease granted after the caller
-// stopped waiting is given back at once (in the background, counted in
-// flight), never left held until its TTL to turn the client's next write
-// into MUTATION_BUSY.
-func (c *Call) acquire(ctx context.Context, req runtime.LeaseRequest) (runtime.Lease, context.Context, error) {
-	leases := c.Env.Leases
-	detached := context.WithoutCancel(ctx)
-	if ctx.Done() == nil {
-		return leases.Acquire(detached, c.Repo, req)
-	}
-	type grant struct {
-		l    runtime.Lease
-		lctx context.Context
-		err  error
-	}
-	granted := make(chan grant, 1)
-	go func() {
-		l, lctx, err := leases.Acquire(detached, c.Repo, req)
-		granted <- grant{l, lctx, err}
-	}()
-	select {
-	case g := <-granted:
-		return g.l, g.lctx, g.err
-	case <-ctx.Done():
-	}
-	var leave func()
-	if c.pipe != nil {
-		leave, _ = c.pipe.Enter()
-	}
-	go func() {
-		if leave != nil {
-			defer leave()
-		}
-		if g := <-granted; g.err == nil {
-			g.l.Release()
-		}
-	}()
-	return nil, nil, errs.Wrap(errs.CodeOf(ctx.Err()), ctx.Err(), "%s stopped waiting for its lease: %v", req.Operation, ctx.Err())
 }
 
 // apply is Apply for Write (step 3) with the request's context req

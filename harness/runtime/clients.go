@@ -188,6 +188,10 @@ const MaxLeaseWait = 30 * time.Second
 type Leases interface {
 	// Acquire asks the checkout of repo for a lease and returns it with a
 	// context that is cancelled (cause LEASE_LOST) when the lease is lost.
+	// ctx bounds the wait for the grant, not the lease: the lease's
+	// context does not end with ctx (a write that holds its lease runs
+	// to its end), and a grant that comes after ctx ended is given back
+	// at once, never left held until its TTL.
 	Acquire(ctx context.Context, repo RepoEntry, req LeaseRequest) (Lease, context.Context, error)
 }
 
@@ -211,13 +215,16 @@ func (c actorLeases) Acquire(ctx context.Context, repo RepoEntry, req LeaseReque
 	}
 	rctx, cancel := context.WithTimeout(ctx, req.Wait+c.r.cfg.RequestTimeout)
 	defer cancel()
-	acq, err := Ask[messages.Acquired](rctx, c.r, repo.Checkout, messages.Acquire{
+	system := c.r.system
+	acq, err := askLate(rctx, c.r, repo.Checkout, messages.Acquire{
 		Owner: req.Owner, Operation: req.Operation, Keys: req.Keys, Wait: req.Wait, Visibility: req.Visibility, TTL: req.TTL, RunID: req.RunID,
+	}, func(late messages.Acquired) { // the caller stopped waiting: give it back
+		system.Root.Send(repo.Checkout, messages.Release{LeaseID: late.Lease.ID})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	lctx, lcancel := context.WithCancelCause(ctx)
+	lctx, lcancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	l := &heldLease{r: c.r, checkout: repo.Checkout, info: acq.Lease, cancel: lcancel, stopc: make(chan struct{}), donec: make(chan struct{})}
 	go l.renewLoop()
 	return l, lctx, nil

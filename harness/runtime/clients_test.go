@@ -328,3 +328,4 @@ func TestStatusAndTheOtherClients(t *testing.T) {
 		t.Fatalf("checks %+v, %v", s, err)
 	}
 }
+

@@ -222,7 +222,7 @@ func (f *FakeLeases) Acquire(ctx context.Context, repo RepoEntry, req LeaseReque
 		f.held = map[string]bool{}
 	}
 	f.held[id] = true
-	lctx, cancel := context.WithCancelCause(ctx)
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	return &fakeLease{f: f, cancel: cancel, info: messages.LeaseInfo{ID: id, CheckoutID: repo.Repo.CheckoutID, Owner: req.Owner,
 		Operation: req.Operation, Keys: req.Keys, Tokens: toks, Visibility: req.Visibility}}, lctx, nil
 }

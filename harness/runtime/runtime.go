@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -230,6 +231,14 @@ func (r *Runtime) System() *actor.ActorSystem { return r.system }
 // at once with ctx's error, coded CANCELLED (TIMEOUT for a deadline): the
 // actor may still handle msg, and its late reply is dropped.
 func Ask[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any) (T, error) {
+	return askLate[T](ctx, r, pid, msg, nil)
+}
+
+// askLate is Ask whose reply, when it comes after ctx ended (within the
+// ask's timeout), is handed to late instead of dropped: a grant the
+// caller stopped waiting for is given back, not left to expire. late
+// runs on the replying actor's send: it must not block (a Send).
+func askLate[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any, late func(T)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, stoppedWaiting(ctx, pid, msg)
@@ -250,31 +259,68 @@ func Ask[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any) (T, er
 	// or in dead letters).
 	reply := &askReply{ch: make(chan any, 1)}
 	self, _ := r.system.ProcessRegistry.Add(reply, "ask"+r.system.ProcessRegistry.NextId())
-	defer r.system.ProcessRegistry.Remove(self)
 	r.system.Root.RequestWithCustomSender(pid, msg, self)
+	start := time.Now()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case res := <-reply.ch:
+		r.system.ProcessRegistry.Remove(self)
 		if _, dead := res.(*actor.DeadLetterResponse); dead {
 			return replyAs[T](pid, msg, nil, actor.ErrDeadLetter, timeout)
 		}
 		return replyAs[T](pid, msg, res, nil, timeout)
 	case <-timer.C:
+		r.system.ProcessRegistry.Remove(self)
 		return replyAs[T](pid, msg, nil, actor.ErrTimeout, timeout)
 	case <-ctx.Done():
+		if late == nil {
+			r.system.ProcessRegistry.Remove(self)
+			return zero, stoppedWaiting(ctx, pid, msg)
+		}
+		// The reply process stays registered until the ask's own
+		// timeout (a timer, no goroutine), for a reply still on its way.
+		reply.abandon(func(m any) {
+			if v, ok := m.(T); ok {
+				late(v)
+			}
+		})
+		time.AfterFunc(max(timeout-time.Since(start), 0), func() { r.system.ProcessRegistry.Remove(self) })
 		return zero, stoppedWaiting(ctx, pid, msg)
 	}
 }
 
 // askReply is the sender of one Ask: the first reply is kept, any later
-// one dropped. It is safe to call from any goroutine.
-type askReply struct{ ch chan any }
+// one dropped; once the asker stopped waiting (abandon), replies go to
+// its late handler. It is safe to call from any goroutine.
+type askReply struct {
+	ch   chan any
+	mu   sync.Mutex
+	late func(any) // set by abandon
+}
 
 func (p *askReply) SendUserMessage(_ *actor.PID, m any) {
 	_, msg, _ := actor.UnwrapEnvelope(m)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.late != nil {
+		p.late(msg)
+		return
+	}
 	select {
 	case p.ch <- msg:
+	default:
+	}
+}
+
+// abandon hands the reply to late: one already kept, or one to come.
+func (p *askReply) abandon(late func(any)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.late = late
+	select {
+	case m := <-p.ch:
+		late(m)
 	default:
 	}
 }

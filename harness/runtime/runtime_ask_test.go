@@ -162,3 +162,49 @@ func TestAskAnswers(t *testing.T) {
 		}
 	}
 }
+
+// A reply that comes after the asker stopped waiting goes to askLate's
+// late handler (how a lease granted to a caller that left is given back),
+// once, and the asker's wait left no goroutine behind.
+func TestAskLateHandsALateReplyOver(t *testing.T) {
+	r, pid, got := newAskRuntime(t)
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	lates := make(chan messages.Pong, 2)
+	done := make(chan error, 1)
+	go func() {
+		_, err := askLate(ctx, r, pid, "held", func(p messages.Pong) { lates <- p })
+		done <- err
+	}()
+	<-got // the probe holds the request
+	cancel()
+	if err := <-done; errs.CodeOf(err) != errs.Cancelled {
+		t.Fatalf("askLate after cancel = %v, want CANCELLED", err)
+	}
+	goleak.VerifyNone(t, before) // the reply process waits on a timer, not a goroutine
+	if len(lates) != 0 {
+		t.Fatal("the late handler ran before any reply")
+	}
+	if _, err := r.system.Root.RequestFuture(pid, release{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lates:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late reply never reached the handler")
+	}
+	// Plain Ask drops a late reply: no handler, nothing kept.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() {
+		_, err := Ask[messages.Pong](ctx2, r, pid, "held")
+		done <- err
+	}()
+	<-got
+	cancel2()
+	if err := <-done; errs.CodeOf(err) != errs.Cancelled {
+		t.Fatalf("Ask after cancel = %v, want CANCELLED", err)
+	}
+	if len(lates) != 0 {
+		t.Fatal("a late reply reached the handler twice")
+	}
+}
