@@ -328,4 +328,3 @@ func TestStatusAndTheOtherClients(t *testing.T) {
 		t.Fatalf("checks %+v, %v", s, err)
 	}
 }
-
