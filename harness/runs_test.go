@@ -409,7 +409,8 @@ func TestRunTierAndEscalation(t *testing.T) {
 	}{
 		{harness.RunStartArgs{}, "", ""},
 		{harness.RunStartArgs{WorkflowClass: "bugfix"}, "", "bugfix"},
-		{harness.RunStartArgs{WorkflowClass: "bugfix", Shape: &harness.RunShape{Writes: true}}, "bounded_work", "bugfix"},
+		{harness.RunStartArgs{WorkflowClass: "bugfix", Shape: &harness.RunShape{Writes: true}}, "direct", "bugfix"},
+		{harness.RunStartArgs{WorkflowClass: "bugfix", Shape: &harness.RunShape{Writes: true, Durable: true}}, "bounded_work", "bugfix"},
 		{harness.RunStartArgs{Shape: &harness.RunShape{Deliverables: 3}}, "campaign", ""},
 		{harness.RunStartArgs{WorkflowClass: "bounded_work"}, "bounded_work", "bounded_work"},
 	} {
@@ -443,8 +444,15 @@ func TestRunTierAndEscalation(t *testing.T) {
 	if sug, _ := errs.From(err).Details["suggested_escalation"].(map[string]any); errs.CodeOf(err) != errs.RouteDurableRequired || sug["to"] != "bounded_work" {
 		t.Fatalf("a durable batch in a direct run: %v (details %v)", err, errs.From(err).Details)
 	}
-	// A write that succeeds in a direct run is noted, not refused.
+	// A small write is direct work (the seed's tiers): no note.
 	if _, err := h.ApplyPatch(in, harness.ApplyPatchArgs{RepoID: repo, RequestID: "tier-1", Operations: []patch.Op{{Op: "replace", Path: "README.md", OldText: "hello", NewText: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A bounded_work call that succeeds in a direct run (a Fast Path
+	// batch) is noted, not refused.
+	if _, err := h.Batch(in, harness.BatchArgs{RepoID: repo, Steps: []harness.BatchStep{
+		step("read_file", map[string]any{"path": "README.md"}),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	st := runOf(t, h, ctx, r.RunID)

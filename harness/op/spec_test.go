@@ -178,7 +178,7 @@ func oldRoute(tool string) (route.Decision, bool) {
 			risk = 20
 		}
 		return route.Decision{Mode: route.Fast, Reasons: []string{tool + " is a Fast Path mutation under a lease"},
-			Risk: risk, EstimatedClass: route.Short, Tier: route.BoundedWork, Mutation: true}, true
+			Risk: risk, EstimatedClass: route.Short, Tier: route.Direct, Mutation: true}, true
 	case "job_cancel":
 		return route.Decision{Mode: route.Fast, Reasons: []string{"job_cancel signals a durable job"},
 			Risk: 20, EstimatedClass: route.Short, Tier: route.Direct}, true

@@ -21,7 +21,10 @@ const (
 // Tier is the scope of work an operation represents.
 type Tier string
 
-// The tiers.
+// The tiers, as the seed defines them: small, scope-clear edits and
+// reads are Direct (Fast Path writes under a lease included), work that
+// goes with the Durable Path is BoundedWork, and only two or more
+// independent deliverables make a Campaign.
 const (
 	Direct      Tier = "direct"
 	BoundedWork Tier = "bounded_work"
@@ -131,7 +134,7 @@ func decide(req Request, inBatch bool) Decision {
 			risk = 20
 		}
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " is a Fast Path mutation under a lease"},
-			Risk: risk, EstimatedClass: Short, Tier: BoundedWork, Mutation: true}
+			Risk: risk, EstimatedClass: Short, Tier: Direct, Mutation: true}
 	case Signal:
 		return Decision{Mode: Fast, Reasons: []string{req.Tool + " signals a durable job"},
 			Risk: 20, EstimatedClass: Short, Tier: Direct}

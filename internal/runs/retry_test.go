@@ -156,12 +156,12 @@ func TestChooseTier(t *testing.T) {
 		{"a free-form class declares no tier", "bugfix", nil, "", ""},
 		{"an empty shape is direct", "", shape(0, false, false), "direct", ""},
 		{"one deliverable is direct", "bugfix", shape(1, false, false), "direct", ""},
-		{"writes are bounded work", "", shape(1, true, false), "bounded_work", ""},
+		{"small writes are direct (the seed: Fast Path edits)", "", shape(1, true, false), "direct", ""},
 		{"durable jobs are bounded work", "", shape(0, false, true), "bounded_work", ""},
 		{"two deliverables are a campaign", "", shape(2, true, true), "campaign", ""},
 		{"a class names the tier", "bounded_work", nil, "bounded_work", ""},
 		{"a class may ask for more than the shape", "campaign", shape(0, true, false), "campaign", ""},
-		{"a class below the shape is refused", "direct", shape(0, true, false), "", "below the tier bounded_work"},
+		{"a class below the shape is refused", "direct", shape(0, false, true), "", "below the tier bounded_work"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
