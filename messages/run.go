@@ -198,6 +198,17 @@ type RunState struct {
 	// TokenBudget is the token budget snapshot of the run's last
 	// context_assemble (nil before one).
 	TokenBudget *RunTokenBudget `json:"token_budget,omitempty"`
+	// StageProgressAt is the run's last progress (a stage change, a call
+	// that succeeded, an agent's note): stage-stall detection measures
+	// from it (internal/runs.Stalled).
+	StageProgressAt time.Time `json:"stage_progress_at,omitzero"`
+	// Stuck says its current stage made no progress for the stall window
+	// (since StuckSince); progress clears it.
+	Stuck      bool      `json:"stuck,omitempty"`
+	StuckSince time.Time `json:"stuck_since,omitzero"`
+	// Summary is the run's summary, written when it ends or goes idle
+	// (nil before).
+	Summary *RunSummary `json:"summary,omitempty"`
 }
 
 // Span kinds: an operation, or the run itself (the root of its tree).
@@ -240,6 +251,10 @@ type RunSpan struct {
 	OutputBytes int64              `json:"output_bytes,omitempty"`
 	ReadOnly    bool               `json:"read_only,omitempty"`
 	Persist     bool               `json:"persisted,omitempty"`
+	// RepoID is the repository the call worked on, if one.
+	RepoID string `json:"repo_id,omitempty"`
+	// Verdict is a check's: pass or fail ("" for other calls).
+	Verdict string `json:"verdict,omitempty"`
 	Session     string             `json:"session,omitempty"`
 	Client      Client             `json:"client,omitzero"`
 }
