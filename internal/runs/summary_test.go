@@ -99,7 +99,9 @@ func TestScore(t *testing.T) {
 			span("run_command", 3, func(s *messages.RunSpan) { s.InputHash = "h1" }), span("run_command", 4, func(s *messages.RunSpan) { s.InputHash = "h1" }),
 		}, messages.RunScorecard{Retries: 2, Failures: 2, Calls: 4}},
 		{"denials, approvals once per id, reverts", []messages.RunSpan{
-			span("apply_patch", 1, failed("POLICY_DENIED")), span("job_start", 2, func(s *messages.RunSpan) { s.Outcome, s.ErrorCode, s.ApprovalID = "error", "APPROVAL_REQUIRED", "apr_1" }),
+			span("apply_patch", 1, failed("POLICY_DENIED")), span("job_start", 2, func(s *messages.RunSpan) {
+				s.Outcome, s.ErrorCode, s.ApprovalID = "error", "APPROVAL_REQUIRED", "apr_1"
+			}),
 			span("job_start", 3, func(s *messages.RunSpan) { s.ApprovalID = "apr_1" }), span("run_command", 4, func(s *messages.RunSpan) { s.Outcome, s.ErrorCode = "error", "ROUTE_REJECTED" }),
 			span("revert", 5, write), span("read_file", 6, func(s *messages.RunSpan) { s.Outcome, s.ErrorCode = "error", "ROLE_DENIED" }),
 		}, messages.RunScorecard{Denials: 3, Approvals: 1, Reverts: 1, Failures: 4, Calls: 6}},
@@ -136,7 +138,9 @@ func TestSummarize(t *testing.T) {
 		span("apply_patch", 1, func(s *messages.RunSpan) { s.ReceiptID, s.RepoID = "rcpt_1", "repo_a" }),
 		span("run_check", 2, func(s *messages.RunSpan) { s.CheckID, s.Verdict = "chk_x", "fail" }),
 		span("run_check", 3, func(s *messages.RunSpan) { s.CheckID, s.Verdict = "chk_x", "pass" }),
-		span("job_start", 4, func(s *messages.RunSpan) { s.Outcome, s.ErrorCode, s.ApprovalID, s.RepoID = "error", "APPROVAL_REQUIRED", "apr_1", "repo_b" }),
+		span("job_start", 4, func(s *messages.RunSpan) {
+			s.Outcome, s.ErrorCode, s.ApprovalID, s.RepoID = "error", "APPROVAL_REQUIRED", "apr_1", "repo_b"
+		}),
 		span("apply_patch", 5, func(s *messages.RunSpan) { s.Outcome, s.ErrorCode, s.ReceiptID = "error", "PATCH_CONFLICT", "" }),
 	}
 	stages := []StageFacts{{Stage: "edit", Status: "verified", Claims: 1}, {Stage: "tests", Status: "claimed", Claims: 1, Blockers: []string{"stale: x.go changed"}}}
