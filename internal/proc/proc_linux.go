@@ -350,6 +350,10 @@ wait:
 		} else {
 			res.ExitCode = state.ExitCode()
 		}
+		res.CPU = state.UserTime() + state.SystemTime()
+		if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSSBytes = ru.Maxrss << 10 // KiB on Linux
+		}
 	} else {
 		res.ExitCode = -1
 		p.err = errs.Wrap(errs.Internal, werr, "wait for %q (pid %d): %v", p.spec.Argv[0], p.pid, werr)

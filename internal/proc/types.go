@@ -66,6 +66,11 @@ type Result struct {
 	// PidsExceeded is true when the tree was killed for counting more
 	// processes than Spec.PidsMax.
 	PidsExceeded bool `json:"pids_exceeded,omitempty"`
+	// CPU and MaxRSSBytes are the kernel's figures of the reaped leader
+	// (wait4's rusage): the user+system time of it and of every descendant
+	// it, or the sandbox's init, reaped; the largest RSS of any one of them.
+	CPU         time.Duration `json:"-"`
+	MaxRSSBytes int64         `json:"-"`
 }
 
 // Confiner starts a command confined: Start forks it (from a thread of its
