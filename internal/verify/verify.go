@@ -24,6 +24,14 @@ const (
 	KindCheck   = "check"
 	KindReceipt = "receipt"
 	KindFile    = "file"
+	KindReview  = "review"
+)
+
+// Reviewers and verdicts of reviews.
+const (
+	ReviewerPerson = "person"
+	VerdictApprove = "approve"
+	VerdictReject  = "reject"
 )
 
 // Statuses of claims and stages.
@@ -39,13 +47,15 @@ const (
 	MaxClaimsPerStage = 64  // claims per stage of a run
 	MaxBlockers       = 100 // blockers reported (and stored) per verification
 	MaxChangedFiles   = 20  // changed files named per blocker
+	MaxReviews        = 32  // reviews kept per stage (the newest)
 )
 
 // Evidence is one piece of evidence a claim cites. Kind says which fields
 // apply: check (argv, cwd, timeout_ms, effects as for run_check, repo_id),
-// receipt (receipt_id) or file (path, sha256, repo_id).
+// receipt (receipt_id), file (path, sha256, repo_id) or review
+// (reviewer).
 type Evidence struct {
-	Kind      string   `json:"kind" enum:"check,receipt,file" jsonschema:"check (argv, cwd), receipt (receipt_id) or file (path, sha256)"`
+	Kind      string   `json:"kind" enum:"check,receipt,file,review" jsonschema:"check (argv, cwd), receipt (receipt_id), file (path, sha256) or review (a person's or another run's run_review)"`
 	RepoID    string   `json:"repo_id,omitempty" jsonschema:"check, file: default the claim's, else the run's"`
 	Argv      []string `json:"argv,omitempty" jsonschema:"check: exactly as given to run_check"`
 	Cwd       string   `json:"cwd,omitempty" jsonschema:"check: as given to run_check"`
@@ -54,6 +64,19 @@ type Evidence struct {
 	ReceiptID string   `json:"receipt_id,omitempty" jsonschema:"receipt: from a write's result or receipt_list"`
 	Path      string   `json:"path,omitempty" jsonschema:"file: relative to the repository root"`
 	SHA256    string   `json:"sha256,omitempty" jsonschema:"file: the hex sha256 it must have (read_file shows it)"`
+	Reviewer  string   `json:"reviewer,omitempty" jsonschema:"review: person, or the run_id of the reviewer run (default: any reviewer)"`
+}
+
+// Review is a verdict on a stage of a run (run_review): a person's
+// (through an approval only a person can give) or another run's.
+type Review struct {
+	// Reviewer is "person" or the reviewer run's id.
+	Reviewer string `json:"reviewer"`
+	// ApprovalID is the approval through which a person gave it.
+	ApprovalID string    `json:"approval_id,omitempty"`
+	Verdict    string    `json:"verdict"` // approve or reject
+	Comment    string    `json:"comment,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // Claim is one claim of an agent about a stage of its run.
@@ -131,7 +154,10 @@ type Stage struct {
 	Status       string        `json:"status"`
 	Claims       []Claim       `json:"claims"`
 	Verification *Verification `json:"verification,omitempty"`
-	UpdatedAt    time.Time     `json:"updated_at"`
+	// Reviews are the verdicts given on the stage (run_review), oldest
+	// first, the newest MaxReviews kept.
+	Reviews   []Review  `json:"reviews,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Stamp is a verification a write passed, as its receipt records it.
@@ -167,6 +193,9 @@ func NormalizeSHA256(s string) (string, bool) {
 // Validate checks the shape of one piece of evidence (before any facts are
 // gathered); the error names the field and the fix.
 func Validate(e Evidence) error {
+	if e.Reviewer != "" && e.Kind != KindReview {
+		return fmt.Errorf("reviewer belongs to review evidence only")
+	}
 	switch e.Kind {
 	case KindCheck:
 		if len(e.Argv) == 0 || e.Argv[0] == "" {
@@ -195,8 +224,15 @@ func Validate(e Evidence) error {
 		if len(e.Argv) > 0 || e.ReceiptID != "" || e.Cwd != "" {
 			return fmt.Errorf("file evidence takes path, sha256 and repo_id only")
 		}
+	case KindReview:
+		if e.Reviewer != "" && e.Reviewer != ReviewerPerson && (!strings.HasPrefix(e.Reviewer, "run_") || len(e.Reviewer) > 128) {
+			return fmt.Errorf("review evidence's reviewer is %q: person, a reviewer run's run_id (run_...), or leave it out for any reviewer", e.Reviewer)
+		}
+		if len(e.Argv) > 0 || e.ReceiptID != "" || e.Cwd != "" || e.Path != "" || e.SHA256 != "" || e.RepoID != "" {
+			return fmt.Errorf("review evidence takes reviewer only")
+		}
 	default:
-		return fmt.Errorf("evidence kind %q: one of check, receipt, file", e.Kind)
+		return fmt.Errorf("evidence kind %q: one of check, receipt, file, review", e.Kind)
 	}
 	return nil
 }
@@ -366,6 +402,73 @@ func File(f FileFacts) Verdict {
 			Fix: "claim again with the file's current sha256 (read_file reports it), or restore the content", ChangedFiles: []string{f.Path}}
 	}
 	return Verdict{Verified: true, Reason: f.Path + " has the claimed sha256 " + Short(f.Want)}
+}
+
+// ReviewFacts is what is known about review evidence: the run reviewed,
+// the reviewer the evidence names ("" = any) and the stage's reviews.
+type ReviewFacts struct {
+	RunID   string
+	Stage   string
+	Want    string
+	Reviews []Review
+}
+
+// ReviewFix is the fix of a review blocker.
+func ReviewFix(runID, stage, want string) string {
+	who := "a person (run_review with as_person: a person approves it) or a reviewer run (run_review from another run)"
+	switch {
+	case want == ReviewerPerson:
+		who = "a person (run_review with as_person: a person approves it)"
+	case want != "":
+		who = "reviewer run " + want + " (run_review from that run)"
+	}
+	return "ask " + who + " to review stage " + strconv.Quote(stage) + " of run " + runID + ", then run_verify"
+}
+
+// CheckReview decides review evidence: verified only when the newest
+// review of the stage by the named reviewer (any reviewer when none is
+// named) approves it. A review by the reviewed run itself never counts,
+// and a later reject overrides an earlier approve.
+func CheckReview(f ReviewFacts) Verdict {
+	fix := ReviewFix(f.RunID, f.Stage, f.Want)
+	var last *Review
+	for i := range f.Reviews {
+		r := &f.Reviews[i]
+		if r.Reviewer == f.RunID || r.Reviewer == "" {
+			continue
+		}
+		if f.Want != "" && r.Reviewer != f.Want {
+			continue
+		}
+		if last == nil || !r.At.Before(last.At) {
+			last = r
+		}
+	}
+	switch {
+	case last == nil && f.Want != "":
+		return Verdict{Reason: "stage " + strconv.Quote(f.Stage) + " has no review by " + f.Want, Fix: fix}
+	case last == nil:
+		return Verdict{Reason: "stage " + strconv.Quote(f.Stage) + " has no review (by a person or another run)", Fix: fix}
+	case last.Verdict != VerdictApprove:
+		r := "the latest review by " + last.Reviewer + " rejects stage " + strconv.Quote(f.Stage)
+		if last.Comment != "" {
+			r += ": " + last.Comment
+		}
+		return Verdict{Reason: r, Fix: "address the review, then " + fix}
+	}
+	r := "approved by " + last.Reviewer + " at " + last.At.UTC().Format(time.RFC3339)
+	if last.ApprovalID != "" {
+		r += " (approval " + last.ApprovalID + ")"
+	}
+	return Verdict{Verified: true, Reason: r}
+}
+
+// AddReview appends r to a stage's reviews, keeping the newest MaxReviews.
+func AddReview(st *Stage, r Review) {
+	st.Reviews = append(st.Reviews, r)
+	if n := len(st.Reviews); n > MaxReviews {
+		st.Reviews = append([]Review(nil), st.Reviews[n-MaxReviews:]...)
+	}
 }
 
 // Judged is one claim's evidence verdicts, in order.

@@ -217,7 +217,13 @@ func TestValidate(t *testing.T) {
 		{"file", Evidence{Kind: KindFile, Path: "a.go", SHA256: "sha256:" + strings.ToUpper(sumX)}, ""},
 		{"file without path", Evidence{Kind: KindFile, SHA256: sumX}, "needs path"},
 		{"file with a short digest", Evidence{Kind: KindFile, Path: "a.go", SHA256: "abc"}, "64 hex"},
-		{"unknown kind", Evidence{Kind: "vibes"}, "one of check, receipt, file"},
+		{"unknown kind", Evidence{Kind: "vibes"}, "one of check, receipt, file, review"},
+		{"review by anyone", Evidence{Kind: KindReview}, ""},
+		{"review by a person", Evidence{Kind: KindReview, Reviewer: ReviewerPerson}, ""},
+		{"review by a run", Evidence{Kind: KindReview, Reviewer: "run_abc"}, ""},
+		{"review by something else", Evidence{Kind: KindReview, Reviewer: "bob"}, "person, a reviewer run"},
+		{"review with a path", Evidence{Kind: KindReview, Path: "a.go"}, "reviewer only"},
+		{"reviewer on a check", Evidence{Kind: KindCheck, Argv: argv, Reviewer: "person"}, "review evidence only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,5 +252,46 @@ func TestChangedPaths(t *testing.T) {
 	}
 	if Short("") != "(none)" || Short("sha256:0123456789abcdef") != "0123456789ab" {
 		t.Errorf("Short: %q %q", Short(""), Short("sha256:0123456789abcdef"))
+	}
+}
+
+func TestCheckReview(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	rv := func(who, verdict string, min int) Review {
+		return Review{Reviewer: who, Verdict: verdict, At: t0.Add(time.Duration(min) * time.Minute)}
+	}
+	tests := []struct {
+		name    string
+		want    string
+		reviews []Review
+		ok      bool
+		reason  string
+	}{
+		{"no review", "", nil, false, "has no review"},
+		{"a person approves", "", []Review{rv(ReviewerPerson, VerdictApprove, 1)}, true, "approved by person"},
+		{"another run approves", "", []Review{rv("run_rev", VerdictApprove, 1)}, true, "approved by run_rev"},
+		{"the run reviewing itself never counts", "", []Review{rv("run_self", VerdictApprove, 1)}, false, "has no review"},
+		{"a later reject overrides", "", []Review{rv("run_rev", VerdictApprove, 1), rv(ReviewerPerson, VerdictReject, 2)}, false, "rejects"},
+		{"a later approve overrides a reject", "", []Review{rv("run_rev", VerdictReject, 1), rv("run_rev", VerdictApprove, 2)}, true, "approved"},
+		{"the named reviewer only", ReviewerPerson, []Review{rv("run_rev", VerdictApprove, 1)}, false, "no review by person"},
+		{"the named reviewer approves", "run_rev", []Review{rv(ReviewerPerson, VerdictReject, 3), rv("run_rev", VerdictApprove, 1)}, true, "approved by run_rev"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := CheckReview(ReviewFacts{RunID: "run_self", Stage: "impl", Want: tt.want, Reviews: tt.reviews})
+			if v.Verified != tt.ok || !strings.Contains(v.Reason, tt.reason) {
+				t.Fatalf("CheckReview = %+v, want verified %v with %q", v, tt.ok, tt.reason)
+			}
+			if !v.Verified && !strings.Contains(v.Fix, "run_review") {
+				t.Fatalf("fix %q does not name run_review", v.Fix)
+			}
+		})
+	}
+	var st Stage
+	for i := range MaxReviews + 5 {
+		AddReview(&st, rv("run_rev", VerdictApprove, i))
+	}
+	if len(st.Reviews) != MaxReviews || !st.Reviews[len(st.Reviews)-1].At.Equal(t0.Add(time.Duration(MaxReviews+4)*time.Minute)) {
+		t.Fatalf("AddReview kept %d reviews, the newest last", len(st.Reviews))
 	}
 }
