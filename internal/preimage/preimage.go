@@ -34,6 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harnessd/harnessd/contract/errs"
 )
 
@@ -168,7 +170,11 @@ func parse(d string) (sum, bool) {
 // Put stores data and returns its digest. Content already stored is not
 // written again; its age is refreshed. Content larger than MaxBytes is not
 // kept (an error names the setting).
-func (s *Store) Put(data []byte) (string, error) {
+func (s *Store) Put(data []byte) (string, error) { return s.put(data, true) }
+
+// put is Put, fsyncing each new content when sync (else Sync makes the
+// contents written since durable at once).
+func (s *Store) put(data []byte, sync bool) (string, error) {
 	k := sum(sha256.Sum256(data))
 	d := hex.EncodeToString(k[:])
 	size := int64(len(data))
@@ -185,7 +191,7 @@ func (s *Store) Put(data []byte) (string, error) {
 	} else {
 		if s.mem != nil {
 			s.mem[k] = append([]byte(nil), data...)
-		} else if err := s.write(d, data); err != nil {
+		} else if err := s.write(d, data, sync); err != nil {
 			return d, err
 		}
 		s.total += size
@@ -208,8 +214,8 @@ func (c Config) fits(total int64, n int, headroom bool) bool {
 	return (c.MaxBytes <= 0 || total <= maxBytes) && (c.MaxCount <= 0 || n <= maxCount)
 }
 
-// write stores data under d: temp file, fsync, rename, fsync of the dir.
-func (s *Store) write(d string, data []byte) error {
+// write stores data under d: temp file, fsync (when sync), rename.
+func (s *Store) write(d string, data []byte, sync bool) error {
 	dir := filepath.Join(s.cfg.Dir, d[:2])
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return errs.Wrap(errs.Internal, err, "preimage: %v", err)
@@ -232,8 +238,10 @@ func (s *Store) write(d string, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return errs.Wrap(errs.Internal, err, "preimage: write: %v", err)
 	}
-	if err := f.Sync(); err != nil {
-		return errs.Wrap(errs.Internal, err, "preimage: fsync: %v", err)
+	if sync {
+		if err := f.Sync(); err != nil {
+			return errs.Wrap(errs.Internal, err, "preimage: fsync: %v", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return errs.Wrap(errs.Internal, err, "preimage: %v", err)
@@ -288,6 +296,45 @@ func (s *Store) Get(d string) ([]byte, error) {
 		return nil, errs.New(errs.StoreDamaged, "pre-image %s is damaged: its content no longer has its digest", short(d)).With("sha256", d)
 	}
 	return b, nil
+}
+
+// Sync makes every content written to the store durable (syncfs of its
+// file system): a tree snapshot writes its pre-images without a sync each,
+// then syncs once.
+func (s *Store) Sync() error {
+	if s.mem != nil {
+		return nil
+	}
+	f, err := os.Open(s.cfg.Dir)
+	if err != nil {
+		return errs.Wrap(errs.Internal, err, "preimage: sync: %v", err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return errs.Wrap(errs.Internal, err, "preimage: sync: %v", err)
+	}
+	return nil
+}
+
+// Touch refreshes the age of d and reports whether it is stored.
+func (s *Store) Touch(d string) bool {
+	k, ok := parse(d)
+	if !ok {
+		return false
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.index[k]
+	if !ok {
+		return false
+	}
+	if s.mem == nil {
+		_ = os.Chtimes(s.path(d), now, now)
+	}
+	e.at = now.UnixNano()
+	s.index[k] = e
+	return true
 }
 
 // Has reports whether d is stored.
@@ -406,9 +453,13 @@ type Ref struct {
 	// Mode is the octal permission of the file before the write.
 	Mode string `json:"mode,omitempty"`
 	// Link is set when the file was a symbolic link: its pre-image is the
-	// link's target text, which a revert does not recreate.
+	// link's target text. A job's receipt keeps it and a revert makes the
+	// link again; a patch's marks it NotKept.
 	Link bool `json:"link,omitempty"`
 	// NotKept says why the content was not stored (too large, I/O):
 	// the receipt cannot be reverted.
 	NotKept string `json:"not_kept,omitempty"`
+	// Dir is set when the path was a directory (a job's receipt): a
+	// revert makes it again with Mode, or removes it when Absent and empty.
+	Dir bool `json:"dir,omitempty"`
 }
