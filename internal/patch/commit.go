@@ -78,7 +78,13 @@ func (c *committer) step(ctx context.Context, o Options, f *file) error {
 		if err := c.mkdirs(dir, f); err != nil {
 			return err
 		}
-		tmp, err := writeTemp(c.tmp.dirFor(dir), filepath.Base(f.abs), f.data, f.mode, c.sync)
+		var tmp string
+		var err error
+		if f.newLink {
+			tmp, err = tempSymlink(c.tmp.dirFor(dir), filepath.Base(f.abs), string(f.data))
+		} else {
+			tmp, err = writeTemp(c.tmp.dirFor(dir), filepath.Base(f.abs), f.data, f.mode, c.sync)
+		}
 		if err != nil {
 			return ioError(err, c.root, f.rel, "write %q: %v", f.rel, err)
 		}

@@ -56,6 +56,9 @@ type Op struct {
 	Content   string `json:"content,omitempty" jsonschema:"create, write: the whole file"`
 	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"create: replace an existing file"`
 	Mode      string `json:"mode,omitempty" jsonschema:"create, write: octal, e.g. 0755"`
+	// Link makes a write's Content the target of a symbolic link (a
+	// revert restoring one): never decoded from an agent's input.
+	Link bool `json:"-"`
 }
 
 // Options tune Apply. The zero value is safe: defaults apply and files are

@@ -37,6 +37,7 @@ type file struct {
 	// Planned state.
 	exists  bool
 	curLink bool // the planned state is still the original symlink
+	newLink bool // the planned state is a symlink to data (Op.Link)
 	data    []byte
 	mode    os.FileMode
 	digest  string
@@ -172,6 +173,9 @@ func checkFields(i int, op Op) (os.FileMode, bool, error) {
 	default:
 		return 0, false, errs.New(errs.InvalidArgument, "op %d: unknown op %q; want replace, create, write or delete", i, op.Op).
 			With("op_index", i)
+	}
+	if op.Link && (op.Op != OpWrite || op.Mode != "") {
+		return 0, false, bad("link is a write without mode")
 	}
 	if op.Mode == "" {
 		return 0, false, nil
@@ -337,9 +341,10 @@ func (f *file) apply(i int, op Op, rs resolved) (Change, int, error) {
 		if op.Op == OpCreate && f.exists && !op.Overwrite {
 			return ch, 0, conflict("file already exists; set overwrite or use write")
 		}
-		if err := notLink(); err != nil {
+		if err := notLink(); err != nil && !op.Link {
 			return ch, 0, err
 		}
+		f.curLink, f.newLink = false, op.Link
 		switch {
 		case rs.hasMode:
 			f.mode = rs.mode
@@ -352,7 +357,7 @@ func (f *file) apply(i int, op Op, rs resolved) (Change, int, error) {
 		if !f.exists {
 			return ch, 0, conflict("file does not exist")
 		}
-		f.exists, f.curLink, f.data, f.digest = false, false, nil, ""
+		f.exists, f.curLink, f.newLink, f.data, f.digest = false, false, false, nil, ""
 		return ch, 0, nil
 	}
 	f.digest = digestBytes(f.data)
@@ -368,6 +373,9 @@ func (f *file) unchanged() bool {
 	}
 	if !f.exists {
 		return true
+	}
+	if f.newLink {
+		return f.isLink && f.linkTarget == string(f.data)
 	}
 	return f.curLink || (!f.isLink && f.mode == f.origMode && bytes.Equal(f.data, f.origData))
 }
