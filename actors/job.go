@@ -17,6 +17,7 @@ import (
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/lease"
 	"github.com/harnessd/harnessd/internal/proc"
+	"github.com/harnessd/harnessd/internal/procstat"
 	"github.com/harnessd/harnessd/internal/redact"
 	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
@@ -90,6 +91,7 @@ func nextFinalRetry(delay time.Duration) time.Duration {
 // use: the runner goroutine writes, the actor reads the counters).
 type jobLogs struct {
 	stdout, stderr *joblog.Writer
+	usage          *procstat.Sampler // the process tree's figures
 }
 
 // jobOutcome is what the runner goroutine learned after the process ended.
@@ -101,6 +103,7 @@ type jobOutcome struct {
 	tail       string
 	summary    []string
 	wtRemoved  bool
+	resources  messages.Resources
 }
 
 // jobActor is one durable job: a persisted state machine. Every transition
@@ -277,6 +280,7 @@ func (a *jobActor) live() messages.Job {
 	if a.logs != nil && a.phase == phaseRunning {
 		j.StdoutBytes, j.StderrBytes = a.logs.stdout.Written(), a.logs.stderr.Written()
 		j.Redactions = a.logs.stdout.Redactions() + a.logs.stderr.Redactions()
+		j.Resources = liveResources(a.logs.usage)
 	}
 	if j.State == messages.JobRunning && !j.StartedAt.IsZero() {
 		j.DurationMs = float64(a.cfg.Now().Sub(j.StartedAt).Microseconds()) / 1000
@@ -629,7 +633,8 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 		send(jobProcStarted{err: err})
 		return
 	}
-	started := jobProcStarted{p: p, logs: &jobLogs{stdout: stdout, stderr: stderr}}
+	usage := procstat.Start(p.Pid(), 0) // stopped once the tree is dead (below)
+	started := jobProcStarted{p: p, logs: &jobLogs{stdout: stdout, stderr: stderr, usage: usage}}
 	if group != nil {
 		if err := group.Add(p.Pid()); err != nil {
 			cfg.Logger.Warn("add job process to its cgroup", zap.String("job_id", job.ID), zap.Error(err))
@@ -639,6 +644,7 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	send(started)
 	var out jobOutcome
 	out.res, _ = p.Wait()
+	out.resources = finalResources(usage.Stop(), out.res, group)
 	_ = stdout.Close()
 	_ = stderr.Close()
 	out.stdout, out.stderr = stdout.Written(), stderr.Written()
@@ -745,6 +751,7 @@ func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
 		j.TimedOut = r.TimedOut
 		j.StdoutBytes, j.StderrBytes, j.Redactions = o.stdout, o.stderr, o.redactions
 		j.Tail, j.Summary, j.Swept = o.tail, o.summary, r.Swept
+		j.Resources = &o.resources
 		if j.Worktree != "" {
 			j.WorktreeKept = !o.wtRemoved
 		}

@@ -32,6 +32,9 @@ type CheckOutcome struct {
 	Stderr     string    `json:"stderr"`
 	Summary    []string  `json:"summary,omitempty"`
 	Path       string    `json:"path"` // "fast" or "durable"
+	// Resources are the figures of the check's process tree (its job's
+	// on the Durable Path).
+	Resources *Resources `json:"resources,omitempty"`
 	// Escalated is set on the interim outcome of a focused check that
 	// reached the Fast Path cap and continues as a durable job: the job
 	// still runs, so ExitCode and Passed mean nothing yet. Its final

@@ -67,6 +67,9 @@ type Job struct {
 	Tail         string    `json:"tail,omitempty"`
 	Error        *JobError `json:"error,omitempty"`
 	Swept        int       `json:"swept,omitempty"`
+	// Resources are the figures of the job's process tree: live while it
+	// runs (job_status), final once it ended; nil before it started.
+	Resources *Resources `json:"resources,omitempty"`
 	// CallerRunID is the run that started the job (messages.Caller.RunID;
 	// "" = none): the job's durable lease is taken for it, so its waits
 	// and holds take part in deadlock detection across runs. (RunID above

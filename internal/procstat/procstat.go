@@ -3,6 +3,8 @@ package procstat
 import (
 	"sync"
 	"time"
+
+	"github.com/harnessd/harnessd/messages"
 )
 
 // DefaultPeriod is how often a Sampler samples when Start is given 0.
@@ -62,6 +64,13 @@ func Aggregate(prev Figures, sample []Proc) Figures {
 	next.IOWriteBytes = max(prev.IOWriteBytes, wr)
 	next.Processes = max(prev.Processes, len(sample))
 	return next
+}
+
+// Record returns the figures as a job's record and a check's outcome
+// carry them.
+func (f Figures) Record() messages.Resources {
+	return messages.Resources{CPUMs: f.CPUMs, PeakRSSBytes: f.PeakRSSBytes, IOReadBytes: f.IOReadBytes,
+		IOWriteBytes: f.IOWriteBytes, Processes: f.Processes}
 }
 
 // Kernel are the kernel's own figures of a tree that ended.

@@ -92,6 +92,9 @@ type OriginalRun struct {
 	JobID      string    `json:"job_id,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
+	// Resources are its process tree's figures: CPU time, peak RSS,
+	// storage I/O, processes.
+	Resources *messages.Resources `json:"resources,omitempty"`
 }
 
 // RunCheckResult is the result of run_check.
@@ -374,7 +377,7 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	o := res.Outcome
 	out := &RunCheckResult{
 		Identity: id.Digest, Focused: focused, Path: pathName, Reused: res.Reused, Joined: res.Joined, Shared: key.Shared,
-		OriginalRun: OriginalRun{RepoID: o.RepoID, Pid: o.Pid, JobID: o.JobID, StartedAt: o.StartedAt, FinishedAt: o.FinishedAt},
+		OriginalRun: OriginalRun{RepoID: o.RepoID, Pid: o.Pid, JobID: o.JobID, StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, Resources: o.Resources},
 		ExitCode:    o.ExitCode, Passed: o.Passed, TimedOut: o.TimedOut, Cancelled: o.Cancelled,
 		Stdout: o.Stdout, Stderr: o.Stderr, Summary: o.Summary,
 	}
@@ -633,7 +636,7 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, timeout tim
 	if err := confined(ctx, env, s, network, &spec); err != nil {
 		return messages.CheckOutcome{}, err
 	}
-	r, err := proc.Run(ctx, spec)
+	r, usage, err := runSampled(ctx, spec)
 	if err != nil {
 		if spec.Confine != nil {
 			spec.Confine.Done()
@@ -642,7 +645,7 @@ func runFast(ctx context.Context, env *op.Env, s messages.CheckSpec, timeout tim
 	}
 	o := messages.CheckOutcome{
 		RepoID: s.RepoID, Pid: r.Pid, StartedAt: started, FinishedAt: time.Now().UTC(), Path: "fast",
-		ExitCode: r.ExitCode, TimedOut: r.TimedOut, Cancelled: r.Cancelled,
+		ExitCode: r.ExitCode, TimedOut: r.TimedOut, Cancelled: r.Cancelled, Resources: usage,
 	}
 	o.Passed = r.ExitCode == 0 && !r.TimedOut && !r.Cancelled && r.Signal == ""
 	red := env.RedactorFor(ctx, s.Root)
@@ -694,7 +697,7 @@ func runDurable(ctx context.Context, p *op.Pipeline, run messages.CheckRun, time
 		j = next
 	}
 	o := messages.CheckOutcome{JobID: j.ID, Pid: j.Pid, StartedAt: startedAt, FinishedAt: time.Now().UTC(), ExitCode: -1,
-		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled}
+		TimedOut: j.TimedOut, Cancelled: j.State == messages.JobCancelled, Resources: j.Resources}
 	// Head and tail of each stream from the job's redacted logs, as the
 	// Fast Path keeps them.
 	if out, errOut := jobs.Streams(j, maxOutput); out != nil || errOut != nil {

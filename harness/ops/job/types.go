@@ -65,7 +65,10 @@ type JobResult struct {
 	StdoutBytes  int64      `json:"stdout_bytes"`
 	StderrBytes  int64      `json:"stderr_bytes"`
 	Redactions   int        `json:"redactions"`
-	Summary      []string   `json:"summary,omitempty"`
+	// Resources are the figures of the job's process tree (CPU time, peak
+	// RSS, storage I/O, processes): live while it runs, final after.
+	Resources *messages.Resources `json:"resources,omitempty"`
+	Summary   []string            `json:"summary,omitempty"`
 	// Tail is the last 4 KiB of both streams as they interleaved.
 	Tail string `json:"tail,omitempty"`
 	// Stdout and Stderr are the head and tail of each redacted stream, 64
@@ -111,6 +114,7 @@ func Result(j messages.Job) *JobResult {
 	if j.Error != nil {
 		r.Error = &JobError{Code: j.Error.Code, Message: j.Error.Message}
 	}
+	r.Resources = j.Resources
 	return r
 }
 
