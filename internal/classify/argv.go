@@ -476,6 +476,7 @@ func classifyXargs(prog string, args []string, depth int) Result {
 	}
 	inner = append(inner[:len(inner):len(inner)], dynamicArg)
 	r := classifyArgv(inner, depth+1)
+	r.Effect = nil // what it works on is xargs' input, known only at run time
 	reasons := make([]string, 0, len(r.Reasons))
 	for _, m := range r.Reasons {
 		reasons = append(reasons, "xargs runs "+r.Program+": "+m)

@@ -110,6 +110,10 @@ type Result struct {
 	Program string   `json:"program"` // base name of argv[0]; for scripts, the program that decided the class
 	Reasons []string `json:"reasons"` // why the command has its class, most relevant first
 	Network bool     `json:"network"` // the command talks to the network
+	// Effect states what a destructive or remote command does when the
+	// classifier can name it exactly (a person may approve it as a
+	// durable job); nil otherwise, and such a command is never run.
+	Effect *Effect `json:"effect,omitempty"`
 }
 
 // maxReasons bounds the reasons a script can accumulate.
@@ -130,8 +134,10 @@ func (r *Result) raise(c Class, reason string) {
 	case s > cur:
 		r.Class = c
 		r.Reasons = []string{reason}
+		r.Effect = nil
 	case s == cur:
 		r.addReason(reason)
+		r.Effect = nil // a part whose effect is not stated: the whole is not
 	}
 }
 
@@ -143,7 +149,9 @@ func (r *Result) merge(o Result) {
 		r.Class = o.Class
 		r.Program = o.Program
 		r.Reasons = append([]string(nil), o.Reasons...)
+		r.Effect = o.Effect
 	case s == cur:
+		r.Effect = joinEffects(r.Effect, o.Effect)
 		if r.Program == "" {
 			r.Program = o.Program
 		}
@@ -163,4 +171,14 @@ func (r *Result) addReason(m string) {
 		}
 	}
 	r.Reasons = append(r.Reasons, m)
+}
+
+// joinEffects is the effect of two parts of the same severity: both
+// stated and of one kind, or none (a part whose effect is not stated makes
+// the whole unstated).
+func joinEffects(a, b *Effect) *Effect {
+	if a == nil || b == nil || a.Kind != b.Kind || a.Kind != WorkspaceDelete {
+		return nil
+	}
+	return &Effect{Kind: WorkspaceDelete, Removes: append(append([]string(nil), a.Removes...), b.Removes...)}
 }

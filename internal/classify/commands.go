@@ -50,6 +50,9 @@ func init() {
 		"docker": {fn: classifyDocker},
 		"podman": {fn: classifyDocker},
 	}
+	for p := range deployTools {
+		commands[p] = command{fn: classifyDeploy}
+	}
 	for _, p := range []string{
 		"cat", "head", "tail", "wc", "ls", "stat", "grep", "egrep", "fgrep", "basename",
 		"dirname", "realpath", "readlink", "echo", "printf", "pwd", "true", "false", "uname",
@@ -293,6 +296,7 @@ func classifyTree(_ string, args []string, _ int) Result {
 
 func classifyFind(prog string, args []string, depth int) Result {
 	r := result(Readonly, "find only reads")
+	deletes, execDestroys := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if isDynamic(a) {
@@ -302,6 +306,7 @@ func classifyFind(prog string, args []string, depth int) Result {
 		switch a {
 		case "-delete":
 			r.raise(Destructive, "find -delete deletes files")
+			deletes = true
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			r.raise(WorkspaceWrite, "find "+a+" writes a file")
 		case "-exec", "-execdir", "-ok", "-okdir":
@@ -320,6 +325,8 @@ func classifyFind(prog string, args []string, depth int) Result {
 				continue
 			}
 			inner := classifyArgv(args[i+1:j], depth+1)
+			inner.Effect = nil // what -exec runs on is only known at run time
+			execDestroys = execDestroys || inner.Class == Destructive
 			if inner.Class == Readonly {
 				r.addReason("find " + a + " runs " + inner.Program + ", which only reads")
 			} else {
@@ -332,18 +339,62 @@ func classifyFind(prog string, args []string, depth int) Result {
 			i = j
 		}
 	}
+	if deletes && !execDestroys && r.Class == Destructive {
+		r.Effect = findDeletes(args)
+	}
 	return r
+}
+
+// findDeletes is the effect of find -delete when it is the only
+// destructive action (raise cleared the effect otherwise) and its start
+// paths are inside the checkout: what it removes is the start paths'
+// files the expression selects. "." is allowed here: the expression
+// narrows it, and the sandbox keeps .git read-only.
+func findDeletes(args []string) *Effect {
+	var starts []string
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") || a == "(" || a == "!" || a == "," {
+			break
+		}
+		starts = append(starts, a)
+	}
+	if len(starts) == 0 {
+		starts = []string{"."}
+	}
+	for _, s := range starts {
+		if path.Clean(s) == "." {
+			continue
+		}
+		if workspacePath(s) != "" {
+			return nil
+		}
+	}
+	var expr []string
+	for _, a := range args[i:] {
+		if a != "-delete" {
+			expr = append(expr, a)
+		}
+	}
+	what := "files under " + strings.Join(starts, ", ")
+	if len(expr) > 0 {
+		what += " matching " + strings.Join(expr, " ")
+	}
+	return &Effect{Kind: WorkspaceDelete, Removes: []string{what}}
 }
 
 // ---- removal and permissions -------------------------------------------------
 
 func classifyRm(_ string, args []string, _ int) Result {
 	recursive := false
+	var operands []string
+	opts := true
 	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if strings.HasPrefix(a, "--") {
+		switch {
+		case opts && a == "--":
+			opts = false
+		case opts && strings.HasPrefix(a, "--"):
 			name, _ := longName(a)
 			switch {
 			case abbrevOf(name, "recursive", 1):
@@ -351,16 +402,26 @@ func classifyRm(_ string, args []string, _ int) Result {
 			case abbrevOf(name, "no-preserve-root", 3):
 				return result(Destructive, "rm --no-preserve-root can delete the whole filesystem")
 			}
-			continue
-		}
-		if isShort(a) && strings.ContainsAny(a, "rR") {
-			recursive = true
+		case opts && isShort(a):
+			if strings.ContainsAny(a, "rR") {
+				recursive = true
+			}
+		default:
+			operands = append(operands, a)
 		}
 	}
-	if recursive {
+	if !recursive {
+		return result(WorkspaceWrite, "rm deletes files")
+	}
+	if len(operands) == 0 {
 		return result(Destructive, "rm -r deletes directory trees")
 	}
-	return result(WorkspaceWrite, "rm deletes files")
+	if why := workspacePaths(operands); why != "" {
+		return outsideCheckout("rm -r", why)
+	}
+	r := result(Destructive, "rm -r deletes directory trees: "+strings.Join(operands, ", "))
+	r.Effect = &Effect{Kind: WorkspaceDelete, Removes: operands}
+	return r
 }
 
 func isRootish(p string) bool {
@@ -458,7 +519,15 @@ func classifyNpm(prog string, args []string, _ int) Result {
 		}
 	}
 	switch sub {
-	case "publish", "unpublish", "deprecate", "dist-tag", "owner", "access", "login", "adduser",
+	case "publish", "unpublish", "deprecate":
+		target := "the package in the working directory"
+		if _, rest := firstOperand(args); len(rest) > 0 {
+			if op, _ := firstOperand(rest); op != "" {
+				target = op
+			}
+		}
+		return remoteWrite(prog+" "+sub+" writes to the package registry", orWord(optionValue(args, "--registry"), "the default npm registry"), target, args)
+	case "dist-tag", "owner", "access", "login", "adduser",
 		"logout", "team", "token", "star", "unstar", "org", "hook":
 		return remote(prog + " " + sub + " writes to the package registry")
 	case "install", "i", "ci", "add", "update", "up", "upgrade", "uninstall", "remove", "rm", "un",
@@ -486,6 +555,11 @@ func classifyYarn(prog string, args []string, depth int) Result {
 		r.Network = true
 		return r
 	case "npm":
+		if _, rest := firstOperand(args); len(rest) > 0 {
+			if op, _ := firstOperand(rest); op == "publish" {
+				return remoteWrite("yarn npm publish writes to the package registry", orWord(optionValue(args, "--registry"), "the default npm registry"), "the package in the working directory", args)
+			}
+		}
 		return remote("yarn npm talks to the package registry")
 	}
 	return classifyNpm(prog, args, depth)
@@ -517,7 +591,14 @@ func classifyPip(prog string, args []string, _ int) Result {
 func classifyCargo(_ string, args []string, _ int) Result {
 	sub, _ := firstOperand(args)
 	switch sub {
-	case "publish", "login", "logout", "owner", "yank":
+	case "publish", "yank":
+		reg := orWord(optionValue(args, "--registry"), orWord(optionValue(args, "--index"), "crates.io"))
+		target := orWord(optionValue(args, "--package", "-p"), "the crate in the working directory")
+		if sub == "yank" {
+			target = orWord(optionValue(args, "--version", "--vers"), target)
+		}
+		return remoteWrite("cargo "+sub+" writes to the crate registry", reg, target, args)
+	case "login", "logout", "owner":
 		return remote("cargo " + sub + " writes to the crate registry")
 	case "search":
 		return remote("cargo search queries the crate registry")
@@ -540,7 +621,11 @@ func classifyCargo(_ string, args []string, _ int) Result {
 func classifyTwine(_ string, args []string, _ int) Result {
 	sub, _ := firstOperand(args)
 	switch sub {
-	case "upload", "register":
+	case "upload":
+		repo := orWord(optionValue(args, "--repository-url"), orWord(optionValue(args, "--repository", "-r"), "PyPI"))
+		_, files := firstOperand(args)
+		return remoteWrite("twine upload uploads to the package index", repo, orWord(strings.Join(files, " "), "the files in dist/"), args)
+	case "register":
 		return remote("twine " + sub + " uploads to the package index")
 	case "check":
 		return result(Readonly, "twine check only reads")
@@ -571,7 +656,26 @@ func classifyGh(_ string, args []string, _ int) Result {
 	case "list", "view", "status", "diff", "checks", "":
 		return remote("gh " + group + " reads from GitHub")
 	}
+	if ghWrites[group+" "+action] {
+		repo := orWord(optionValue(args, "--repo", "-R"), "the checkout's GitHub repository")
+		target := group + " " + action
+		if _, after := firstOperand(rest); len(after) > 0 {
+			if n, _ := firstOperand(after); n != "" {
+				target += " " + n
+			}
+		}
+		return remoteWrite("gh "+group+" "+action+" writes to GitHub", repo, target, args)
+	}
 	return remote("gh " + group + " " + action + " writes to GitHub")
+}
+
+// ghWrites are the gh writes a person may approve as a durable job: pull
+// requests and releases. Deletions (gh release delete, gh repo delete) and
+// gh api calls stay rejected.
+var ghWrites = map[string]bool{
+	"pr create": true, "pr merge": true, "pr close": true, "pr reopen": true, "pr ready": true,
+	"pr comment": true, "pr review": true, "pr edit": true,
+	"release create": true, "release upload": true, "release edit": true,
 }
 
 func classifyCurl(_ string, args []string, _ int) Result {
@@ -622,10 +726,14 @@ func classifyWget(_ string, args []string, _ int) Result {
 }
 
 func classifyRsync(_ string, args []string, _ int) Result {
-	del := false
+	del, removeSources := false, false
+	var operands []string
 	for _, a := range args {
-		if strings.HasPrefix(a, "--delete") || strings.HasPrefix(a, "--remove-source-files") {
+		if strings.HasPrefix(a, "--delete") {
 			del = true
+		}
+		if strings.HasPrefix(a, "--remove-source-files") {
+			del, removeSources = true, true
 		}
 		if strings.HasPrefix(a, "-") {
 			if strings.HasPrefix(a, "--rsh") || (isShort(a) && strings.Contains(a, "e")) {
@@ -637,17 +745,35 @@ func classifyRsync(_ string, args []string, _ int) Result {
 			(strings.Contains(a, ":") && !strings.Contains(a[:strings.IndexByte(a, ':')], "/")) {
 			return remote("rsync to or from " + strconv.Quote(a) + " uses the network")
 		}
+		operands = append(operands, a)
 	}
-	if del {
+	if !del {
+		return result(WorkspaceWrite, "rsync copies files")
+	}
+	if removeSources || len(operands) < 2 {
 		return result(Destructive, "rsync --delete deletes files")
 	}
-	return result(WorkspaceWrite, "rsync copies files")
+	dest := operands[len(operands)-1]
+	if why := workspacePath(dest); why != "" {
+		return outsideCheckout("rsync --delete into", why)
+	}
+	r := result(Destructive, "rsync --delete deletes the files of "+dest+" that are not in the source")
+	r.Effect = &Effect{Kind: WorkspaceDelete, Removes: []string{"files in " + dest + " not in " + strings.Join(operands[:len(operands)-1], ", ")}}
+	return r
 }
 
 func classifyDocker(prog string, args []string, _ int) Result {
 	sub, _ := firstOperand(args)
 	switch sub {
-	case "push", "login", "pull":
+	case "push":
+		_, rest := firstOperand(args)
+		image, _ := firstOperand(rest)
+		reg := "Docker Hub"
+		if host, _, ok := strings.Cut(image, "/"); ok && (strings.ContainsAny(host, ".:") || host == "localhost") {
+			reg = host
+		}
+		return remoteWrite(prog+" push writes to a registry", reg, orWord(image, "an image"), args)
+	case "login", "pull":
 		return remote(prog + " " + sub + " talks to a registry")
 	}
 	return result(Unknown, prog+" can run arbitrary containers")

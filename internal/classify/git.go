@@ -47,6 +47,8 @@ func classifyGit(_ string, args []string, _ int) Result {
 		case a == "--version" || a == "-v" || a == "--help" || a == "-h" ||
 			strings.HasPrefix(a, "--list-cmds="):
 			return result(Readonly, "git "+a+" only prints")
+		case a == "-c" && i+1 < len(args) && gitImplicitKey(args[i+1]):
+			return result(Destructive, "git -c "+args[i+1]+" makes git run another command, or push more than it names, without saying so")
 		case a == "-c" || a == "-C" || a == "-p":
 			return result(Unknown, gitOptionNotAllowed(a))
 		default:
@@ -64,6 +66,9 @@ func classifyGit(_ string, args []string, _ int) Result {
 	}
 	sub, rest := args[i], args[i+1:]
 	r := gitSubcommand(sub, rest)
+	if r.Class == Destructive && r.Effect == nil && sub != "push" {
+		r.Effect = gitWorkspaceEffect(sub, rest)
+	}
 	for _, a := range rest {
 		if a == "--" {
 			break
@@ -634,6 +639,11 @@ func gitRemote(args []string) Result {
 	case "update", "prune":
 		return remote("git remote " + op + " uses the network")
 	case "add", "rename", "remove", "rm", "set-head", "set-branches", "set-url":
+		for _, a := range rest {
+			if strings.HasPrefix(a, "--mirror") || a == "--push" {
+				return remote("git remote " + op + " " + a + " makes a later push write more, or elsewhere, than it names (an implicit remote write)")
+			}
+		}
 		return result(WorkspaceWrite, "git remote "+op+" changes the repository configuration")
 	}
 	return result(Unknown, "git remote "+strconv.Quote(op)+" is not a known subcommand")
@@ -682,6 +692,9 @@ func gitConfig(args []string) Result {
 	if len(operands) > 0 && gitExecKey(operands[0]) {
 		return result(Destructive, "git config "+operands[0]+" makes git run a program")
 	}
+	if len(operands) > 0 && gitRemoteWriteKey(operands[0]) {
+		return remote("git config " + operands[0] + " makes a later push write more, or elsewhere, than it names (an implicit remote write)")
+	}
 	return result(WorkspaceWrite, "git config changes the repository configuration")
 }
 
@@ -711,38 +724,24 @@ func gitExecKey(key string) bool {
 }
 
 func gitPush(args []string) Result {
-	operands := 0
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			continue
-		}
-		if strings.HasPrefix(a, "--") {
-			name, attached := longName(a)
-			for _, d := range []string{"force", "force-with-lease", "force-if-includes", "mirror", "delete", "prune"} {
-				if abbrevOf(name, d, 3) || (name == "f" || name == "fo") {
-					return result(Destructive, "git push --"+name+" can overwrite or delete remote history")
-				}
-			}
-			if (name == "repo" || name == "push-option" || name == "receive-pack" || name == "exec") && !attached {
-				i++
-			}
-			continue
-		}
-		if isShort(a) {
-			letters, next := scanShort(a, "o")
-			if strings.ContainsAny(letters, "fd") {
-				return result(Destructive, "git push "+a+" can overwrite or delete remote history")
-			}
-			if next {
-				i++
-			}
-			continue
-		}
-		operands++
-		if operands > 1 && (strings.HasPrefix(a, "+") || strings.HasPrefix(a, ":")) {
-			return result(Destructive, "git push refspec "+strconv.Quote(a)+" force-updates or deletes a remote branch")
-		}
+	e, why := gitPushEffect(args)
+	switch {
+	case e == nil:
+		return result(Destructive, why+": push with git_push {remote, refspec, force}")
+	case e.Force:
+		r := result(Destructive, "git push with force can overwrite remote history")
+		r.Network, r.Effect = true, e
+		return r
 	}
-	return remote("git push writes to a remote repository")
+	r := remote("git push writes to a remote repository")
+	r.Effect = e
+	return r
+}
+
+// gitImplicitKey reports whether a `git -c KEY=VALUE` defines an alias
+// (a command under another name: it could push or delete without saying
+// so) or makes a push write more than it names.
+func gitImplicitKey(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	return strings.HasPrefix(strings.ToLower(k), "alias.") || gitRemoteWriteKey(k)
 }

@@ -58,7 +58,7 @@ func TestGitSubcommandVerdicts(t *testing.T) {
 		{"help", []string{"--", "-a"}, result(Unknown, "git help opens a manual page viewer")},
 		// Rows with a parser of their own.
 		{"branch", []string{"-D", "x"}, result(Destructive, "git branch -D deletes unmerged branches")},
-		{"push", []string{"origin", "+main"}, result(Destructive, `git push refspec "+main" force-updates or deletes a remote branch`)},
+		{"push", []string{"origin", ":main"}, result(Destructive, `git push refspec ":main" deletes a remote branch: push with git_push {remote, refspec, force}`)},
 		{"frobnicate", nil, result(Unknown, `git "frobnicate" is not a known subcommand`)},
 	}
 	for _, tt := range tests {

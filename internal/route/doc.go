@@ -35,9 +35,9 @@
 //	job (readonly command / writes declared)                                      40 / 50
 //	command class workspace_write                                                 50
 //	command class unknown                                                         60
-//	command class remote (rejected)                                               75
-//	command class shell (rejected)                                                80
-//	command class destructive (rejected)                                          95
+//	command class remote (durable behind a person when its effect is stated)      75
+//	command class shell (rejected unless the job is confined)                     80
+//	command class destructive (durable behind a person when its effect is stated) 95
 //	unknown operation, malformed request (rejected)                               50
 //	batch                                                             max of its steps
 package route

@@ -53,6 +53,10 @@ const MaxBatchSteps = 20
 // SuggestJobStart is the SuggestedOperation of durable decisions.
 const SuggestJobStart = "job_start"
 
+// SuggestGitPush is the SuggestedOperation of a git push in argv: the
+// typed git_push does it, with the user's credential the job never holds.
+const SuggestGitPush = "git_push"
+
 // SuggestRunCheck is the SuggestedOperation of a test command sent to
 // run_command: tests run the code under test, which is run_check's work
 // (a focused test on the Fast Path, a whole suite as a durable check).
@@ -70,6 +74,11 @@ type Decision struct {
 	Tier               Tier     `json:"tier"`
 	CommandClass       string   `json:"command_class,omitempty"` // classify class for commands
 	Mutation           bool     `json:"mutation"`
+	// Effect states what destructive or remote work does (what it
+	// removes, which remote it writes): such work runs only as a durable
+	// job behind a person (internal/mediate asks), never on the Fast
+	// Path or inside a check.
+	Effect *classify.Effect `json:"effect,omitempty"`
 }
 
 // Request is an operation as the router sees it.
@@ -174,9 +183,11 @@ var classRisk = map[classify.Class]int{
 const confinedShellRisk = 60
 
 // vetCommand classifies argv and returns a rejection for commands that must
-// never run (ok false), or the classification. Destructive and remote
-// commands are always rejected; a shell script only when the Durable Path
-// is not confined (the Fast Path never runs one: it is not proven read-only).
+// never run (ok false), or the classification. A destructive or remote
+// command is rejected unless the classifier states its effect exactly
+// (classify.Effect: named paths inside the checkout, a remote write the
+// command names, a git push); a shell script only when the Durable Path is
+// not confined (the Fast Path never runs one: it is not proven read-only).
 func vetCommand(tool string, argv []string, confined bool) (classify.Result, Decision, bool) {
 	if len(argv) == 0 {
 		return classify.Result{}, reject(50, tool+" needs a command: argv is empty"), false
@@ -185,10 +196,15 @@ func vetCommand(tool string, argv []string, confined bool) (classify.Result, Dec
 	why := strings.Join(r.Reasons, "; ")
 	var d Decision
 	switch r.Class {
-	case classify.Destructive:
-		d = reject(classRisk[r.Class], "destructive command rejected: "+why)
-	case classify.Remote:
-		d = reject(classRisk[r.Class], "remote command rejected: "+why)
+	case classify.Destructive, classify.Remote:
+		if r.Effect != nil {
+			return r, Decision{}, true
+		}
+		what := "destructive"
+		if r.Class == classify.Remote {
+			what = "remote"
+		}
+		d = reject(classRisk[r.Class], what+" command rejected: "+why)
 	case classify.Shell:
 		if confined {
 			return r, Decision{}, true
@@ -200,6 +216,24 @@ func vetCommand(tool string, argv []string, confined bool) (classify.Result, Dec
 	d.CommandClass = r.Class.String()
 	d.Mutation = true
 	return r, d, false
+}
+
+// behindPerson is the durable decision for destructive or remote work whose
+// effect is stated: a job_start (a git push: git_push) a person approves.
+func behindPerson(r classify.Result) Decision {
+	d := Decision{Mode: Durable, SuggestedOperation: SuggestJobStart, Risk: classRisk[r.Class], EstimatedClass: UnknownClass,
+		Tier: BoundedWork, RequiresRecovery: true, Mutation: true, CommandClass: r.Class.String(), Effect: r.Effect}
+	switch r.Effect.Kind {
+	case classify.GitPush:
+		d.SuggestedOperation = SuggestGitPush
+		d.Reasons = []string{"a git push runs as git_push {remote, refspec, force}, behind a person's approval, with a credential the job never holds: " + r.Effect.Describe()}
+	case classify.RemoteWrite:
+		d.Reasons = []string{"a remote write runs as a durable job behind a person's approval, with the network for that job only: " + r.Effect.Describe()}
+	default:
+		d.Reasons = []string{"destructive work runs as a durable job behind a person's approval: " + r.Effect.Describe()}
+	}
+	d.Reasons = append(d.Reasons, r.Reasons...)
+	return d
 }
 
 func timeoutReason(ms int) string {
@@ -221,6 +255,9 @@ func decideCommand(req Request) Decision {
 	r, rej, ok := vetCommand(req.Tool, req.Argv, req.Confined)
 	if !ok {
 		return rej
+	}
+	if r.Effect != nil {
+		return behindPerson(r)
 	}
 	d := Decision{CommandClass: r.Class.String(), Risk: risk(r.Class, req.Confined), Tier: BoundedWork,
 		Reasons: append([]string(nil), r.Reasons...)}
@@ -257,6 +294,9 @@ func decideCheck(req Request) Decision {
 	if !ok {
 		return rej
 	}
+	if r.Effect != nil {
+		return behindPerson(r) // not a check: a job a person approves
+	}
 	focused, why := classify.Focus(req.Argv)
 	d := Decision{CommandClass: r.Class.String(), Tier: BoundedWork, Reasons: []string{why}}
 	switch {
@@ -282,6 +322,12 @@ func decideJob(req Request) Decision {
 	r, rej, ok := vetCommand(req.Tool, req.Argv, req.Confined)
 	if !ok {
 		return rej
+	}
+	if r.Effect != nil {
+		d := behindPerson(r)
+		d.EstimatedClass, d.RequiresIsolation = Long, req.Writes
+		d.Reasons = append([]string{"job_start runs a durable job"}, d.Reasons...)
+		return d
 	}
 	d := Decision{Mode: Durable, SuggestedOperation: SuggestJobStart, Risk: 40, EstimatedClass: Long,
 		Tier: BoundedWork, RequiresRecovery: true, RequiresIsolation: req.Writes,
