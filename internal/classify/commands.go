@@ -521,10 +521,18 @@ func classifyNpm(prog string, args []string, _ int) Result {
 	switch sub {
 	case "publish", "unpublish", "deprecate":
 		target := "the package in the working directory"
-		if _, rest := firstOperand(args); len(rest) > 0 {
-			if op, _ := firstOperand(rest); op != "" {
-				target = op
+		_, rest := firstOperand(args)
+		for i := 0; i < len(rest); i++ {
+			a := rest[i]
+			if strings.HasPrefix(a, "-") {
+				switch a {
+				case "--registry", "--tag", "--access", "--otp", "--workspace", "-w":
+					i++
+				}
+				continue
 			}
+			target = a
+			break
 		}
 		return remoteWrite(prog+" "+sub+" writes to the package registry", orWord(optionValue(args, "--registry"), "the default npm registry"), target, args)
 	case "dist-tag", "owner", "access", "login", "adduser",

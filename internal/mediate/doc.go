@@ -21,12 +21,20 @@
 //  4. policy: a deny rule blocks with POLICY_DENIED; an ask rule asks with
 //     APPROVAL_REQUIRED unless Input.ApprovalOK; an allow rule is remembered.
 //  5. loop: a loop verdict blocks with LOOP_DETECTED ("loop").
+//     5a. remote write: a route whose effect is a remote write or a git
+//     push (route.Decision.Effect) asks with APPROVAL_REQUIRED (rule
+//     "remote-write") unless Input.ApprovalOK, whatever a policy allow
+//     rule or the risk says; the reason names the exact command and the
+//     remote, registry or package it writes. A durable route with an
+//     effect escalates also for an operation that runs its own durable
+//     path (run_check): such work is a job a person approves.
 //  6. risk: a score of 80 or more asks with APPROVAL_REQUIRED ("risk") unless
 //     Input.ApprovalOK or a policy allow rule matched, or the operation is
 //     exempt: read-only operations (no mutation, no declared writes, no
 //     command or a readonly one) and version queries ([VersionQuery]) never
 //     ask because of their score; only a policy ask rule makes them ask.
-//     The reason names the score's parts.
+//     The reason names the score's parts, and for destructive work the
+//     exact command and what it removes (route.Decision.Effect).
 //  7. otherwise allow. An allowed decision carries RequireVerified: the
 //     stages of the caller's run that must be verified first — the
 //     operation's own (Input.RequireVerified, rule "require_verified") and

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/loop"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/policy"
@@ -35,6 +36,10 @@ const (
 	RuleApproval     = "approval"
 	RuleMediator     = "mediator"
 	RuleNetwork      = "network"
+	// RuleRemoteWrite asks a person to approve a remote write (npm
+	// publish, gh pr merge, a deploy, a git push): always, whatever the
+	// policy allows and whatever the risk.
+	RuleRemoteWrite = "remote-write"
 	// RuleGrant asks a person to grant agents a root (a repository or a
 	// target) outside the allowed areas.
 	RuleGrant = "grant"
@@ -170,7 +175,9 @@ func Decide(in Input) (d Decision) {
 		if op == "" {
 			op = route.SuggestJobStart
 		}
-		if in.Tool != op && !in.RunsDurable { // job_start is itself the durable path
+		// job_start is itself the durable path; run_check runs its own,
+		// but never work whose effect a person must approve.
+		if in.Tool != op && (!in.RunsDurable || d.Route.Effect != nil) {
 			escalate = &verdict{outcome: Escalate, rule: RuleRouteDurable, code: errs.RouteDurableRequired,
 				reason: "durable path required (use " + op + "): " + reasons(d.Route)}
 		}
@@ -219,6 +226,19 @@ func Decide(in Input) (d Decision) {
 	if ask != nil {
 		return ask.into(d)
 	}
+	// 5a: a remote write always asks a person, whatever a policy allow
+	// rule or the risk says; the reason names the exact command and
+	// where it writes.
+	if e := d.Route.Effect; e != nil && (e.Kind == classify.RemoteWrite || e.Kind == classify.GitPush) {
+		if !in.ApprovalOK {
+			return verdict{outcome: Ask, rule: RuleRemoteWrite, code: errs.ApprovalRequired,
+				reason: "a remote write always needs a person's approval: " + CommandLine(in.Argv) + " " + e.Describe()}.into(d)
+		}
+		if approvedRule == "" {
+			approvedRule = RuleRemoteWrite
+		}
+	}
+
 	// 5b: network access is never silent: a policy rule allows it or a
 	// person approves it.
 	if in.Network && allowedBy == "" {
@@ -247,7 +267,7 @@ func Decide(in Input) (d Decision) {
 	if d.Risk >= RiskAskThreshold && allowedBy == "" && parts.exempt == "" {
 		if !in.ApprovalOK {
 			return verdict{outcome: Ask, rule: RuleRisk, code: errs.ApprovalRequired,
-				reason: "risk " + strconv.Itoa(d.Risk) + " is at or above " + strconv.Itoa(RiskAskThreshold) + " and needs approval: " + parts.String()}.into(d)
+				reason: "risk " + strconv.Itoa(d.Risk) + " is at or above " + strconv.Itoa(RiskAskThreshold) + " and needs approval: " + parts.String() + removes(in.Argv, d.Route.Effect)}.into(d)
 		}
 		if approvedRule == "" {
 			approvedRule = RuleRisk
@@ -260,6 +280,8 @@ func Decide(in Input) (d Decision) {
 	switch {
 	case approvedRule == RuleRisk:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: risk "+strconv.Itoa(d.Risk)+" needs one"
+	case approvedRule == RuleRemoteWrite:
+		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: a remote write needs one"
 	case approvedRule == RuleNetwork:
 		d.RuleID, d.Reason = RuleApproval, "allowed with a valid approval: network access needs one"
 	case approvedRule == RuleGrant:
@@ -370,4 +392,30 @@ func checkPath(in *Input, i int, p string) (bool, verdict) {
 func escapes(p string) bool {
 	c := path.Clean(p)
 	return c == ".." || strings.HasPrefix(c, "../")
+}
+
+// removes names, for the person asked, what destructive work removes.
+func removes(argv []string, e *classify.Effect) string {
+	if e == nil || e.Kind != classify.WorkspaceDelete {
+		return ""
+	}
+	return "; " + CommandLine(argv) + " " + e.Describe() + " in the checkout"
+}
+
+// CommandLine writes argv as a person reads it: words with spaces, quotes
+// or shell characters quoted, control characters escaped.
+func CommandLine(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return r <= ' ' || r == 0x7f || strings.ContainsRune("\"'`$&|;<>(){}*?[]#~!", r) || r > 0x7e
+		}) {
+			a = strconv.Quote(a)
+		}
+		b.WriteString(a)
+	}
+	return b.String()
 }

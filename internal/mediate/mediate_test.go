@@ -137,11 +137,12 @@ func TestDecide(t *testing.T) {
 
 		// block: route
 		{name: "destructive command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"rm", "-rf", "/"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantReason: "route rejected: destructive command rejected", wantRisk: 100},
-		{name: "remote command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantRisk: 90},
+		{name: "remote command", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"curl", "-d", "x", "http://h"}}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantRisk: 90},
+		{name: "git push goes to git_push", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push"}}, want: Escalate, wantCode: errs.RouteDurableRequired, wantRule: "route.durable", wantReason: "use git_push", wantRisk: 90},
 		{name: "unknown tool", in: Input{Tool: "format_disk"}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject", wantReason: "unknown operation", wantRisk: 45},
 		{name: "empty argv", in: Input{Tool: "run_command", Kind: route.Command}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
 		{name: "caller route reject", in: Input{Tool: "read_file", Kind: route.Readonly, Route: rejectRoute}, want: Block, wantCode: errs.RouteRejected, wantReason: "caller says no"},
-		{name: "route reject beats approval", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push", "--force"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
+		{name: "route reject beats approval", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"git", "push", "--mirror"}, Policy: pol, ApprovalOK: true}, want: Block, wantCode: errs.RouteRejected, wantRule: "route.reject"},
 		{name: "unknown route mode", in: Input{Tool: "read_file", Kind: route.Readonly, Route: badRoute}, want: Block, wantCode: errs.Internal, wantRule: "mediator", wantReason: "unknown mode"},
 
 		// block: policy
@@ -186,7 +187,8 @@ func TestDecide(t *testing.T) {
 		{name: "shell job confined is accepted", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"sh", "-c", "trap '' TERM; sleep 1"}, Confined: true}, want: Allow},
 		{name: "writing shell run_command confined escalates", in: Input{Tool: "run_command", Kind: route.Command, Argv: []string{"sh", "-c", "echo hi > f"}, Confined: true}, want: Escalate, wantCode: errs.RouteDurableRequired},
 		{name: "destructive job confined is still rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"rm", "-rf", "/"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
-		{name: "remote job confined is still rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"git", "push", "origin", "main"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "remote job confined is still rejected", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"git", "-c", "alias.p=push", "p", "origin", "main"}, Confined: true}, want: Block, wantCode: errs.RouteRejected},
+		{name: "git push job goes to git_push", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"git", "push", "origin", "main"}, Confined: true}, want: Escalate, wantCode: errs.RouteDurableRequired, wantReason: "use git_push"},
 		{name: "network asks", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make"}, Network: true}, want: Ask, wantCode: errs.ApprovalRequired, wantRule: RuleNetwork},
 		{name: "network approved", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"make"}, Network: true, ApprovalOK: true}, want: Allow, wantRule: "approval", wantReason: "network access needs one"},
 		{name: "network allowed by a rule", in: Input{Tool: "job_start", Kind: route.Job, Argv: []string{"./install.sh"}, Network: true, Policy: pol}, want: Allow, wantRule: "trusted-installer"},
