@@ -151,6 +151,10 @@ type jobActor struct {
 	finalTimer *time.Timer
 	finalDelay time.Duration
 	finalTries int
+
+	// releasing: the lease's Release awaits its answer (job_release.go);
+	// the parent hears jobDone only after it.
+	releasing bool
 }
 
 func newJobActor(cfg *JobsConfig, id, wtRoot string) *jobActor {
@@ -449,13 +453,6 @@ func (a *jobActor) renew(ctx actor.Context) {
 		return
 	}
 	ctx.Request(a.checkout, messages.Renew{LeaseID: a.job.LeaseID, NotifyLost: true})
-}
-
-func (a *jobActor) releaseLease(ctx actor.Context) {
-	a.stopLeaseTicker()
-	if a.job.LeaseID != "" && a.checkout != nil {
-		ctx.Request(a.checkout, messages.Release{LeaseID: a.job.LeaseID})
-	}
 }
 
 func (a *jobActor) worktreeDest() string {
@@ -821,7 +818,7 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 	}
 	// The parent stops us when it has taken the record over, so requests it
 	// forwarded before then are still answered here.
-	ctx.Send(ctx.Parent(), jobDone{job: a.job})
+	a.doneIfSettled(ctx)
 }
 
 // transitionFinal moves the job into a final state with ev. Unlike
@@ -869,7 +866,7 @@ func (a *jobActor) storeFinal(ctx actor.Context) {
 	}
 	a.unstored = false
 	a.lg.Info("stored the job's final state", zap.String("state", a.job.State), zap.Int("attempts", a.finalTries))
-	ctx.Send(ctx.Parent(), jobDone{job: a.job})
+	a.doneIfSettled(ctx)
 }
 
 // lastStoreFinal is the last try at shutdown: what the store still

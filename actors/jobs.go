@@ -330,10 +330,10 @@ func loadJobs(cfg JobsConfig, logRoot string, lg *zap.Logger) jobsLoaded {
 					lg.Info("killed leftover processes of an interrupted job", zap.String("job_id", j.ID), zap.Int("processes", n))
 				}
 			}
+			j = interruptJob(cfg, lg, j, now)
 			if j.LeaseID != "" {
 				out.release = append(out.release, j)
 			}
-			j = interruptJob(cfg, lg, j, now)
 			if j.RetryMax > 0 && j.Attempt <= j.RetryMax {
 				if nj, err := retryJob(cfg, j); err != nil {
 					lg.Error("requeue interrupted job", zap.String("job_id", j.ID), zap.Error(err))
@@ -341,6 +341,8 @@ func loadJobs(cfg JobsConfig, logRoot string, lg *zap.Logger) jobsLoaded {
 					j = nj
 				}
 			}
+		} else if releaseDue(j) {
+			out.release = append(out.release, j)
 		}
 		if j.State == messages.JobQueued {
 			live[j.ID] = true
@@ -436,6 +438,9 @@ func interruptJob(cfg JobsConfig, lg *zap.Logger, j messages.Job, now time.Time)
 	if j.Worktree != "" {
 		j.WorktreeKept = true
 	}
+	if j.LeaseID != "" {
+		j.LeaseReleaseState = messages.LeaseReleasePending // released by loaded, recorded
+	}
 	if err := cfg.Store.PutSync(persistence.JobKey(j.ID), j); err != nil {
 		lg.Error("persist interrupted job", zap.String("job_id", j.ID), zap.Error(err))
 	}
@@ -454,6 +459,7 @@ func retryJob(cfg JobsConfig, j messages.Job) (messages.Job, error) {
 	n.StartedAt, n.FinishedAt = time.Time{}, time.Time{}
 	n.Pid, n.RunID, n.ExitCode, n.Signal, n.DurationMs, n.TimedOut = 0, "", nil, "", 0, false
 	n.Worktree, n.WorktreeKept, n.LeaseID, n.Cgroup = "", false, "", ""
+	n.LeaseReleaseState, n.LeaseReleaseFailure = "", nil
 	n.StdoutBytes, n.StderrBytes, n.Redactions, n.Summary, n.Tail, n.Error, n.Swept = 0, 0, 0, nil, "", nil, 0
 	if err := cfg.Store.PutSync(persistence.JobKey(n.ID), n); err != nil {
 		return j, err
@@ -461,16 +467,15 @@ func retryJob(cfg JobsConfig, j messages.Job) (messages.Job, error) {
 	return n, nil
 }
 
-// releasePending releases the durable leases of interrupted jobs whose
-// checkout is known (the registry may publish it after we start).
+// releasePending releases the durable leases whose release was pending at
+// start-up (interrupted jobs, failed releases) once their checkout is
+// known (the registry may publish it after we start); each answer is
+// recorded in the job's record (job_release.go).
 func (a *Jobs) releasePending(ctx actor.Context) {
 	for id, j := range a.pendingRelease {
-		e, ok := a.cfg.Index.Lookup(j.RepoID)
-		if !ok {
-			continue
+		if a.releaseAtStart(ctx, j) {
+			delete(a.pendingRelease, id)
 		}
-		ctx.Send(e.Checkout, messages.Release{LeaseID: j.LeaseID})
-		delete(a.pendingRelease, id)
 	}
 }
 

@@ -131,15 +131,17 @@ type handles struct {
 	CommitVerify op.Handle[CommitVerifyArgs, *CommitVerifyResult]
 
 	// runs (runs.go)
-	RunStart    op.Handle[RunStartArgs, *RunStateResult]
-	RunObserve  op.Handle[RunObserveArgs, *RunStateResult]
-	RunStage    op.Handle[RunStageArgs, *RunStateResult]
-	RunStatus   op.Handle[RunStatusArgs, *RunStateResult]
-	RunList     op.Handle[RunListArgs, *RunListResult]
-	RunEnd      op.Handle[RunEndArgs, *RunStateResult]
-	RunResume   op.Handle[RunResumeArgs, *RunStateResult]
-	RunEscalate op.Handle[RunEscalateArgs, *RunStateResult]
-	RunAssess   op.Handle[RunAssessArgs, *RunAssessResult]
+	RunStart     op.Handle[RunStartArgs, *RunStateResult]
+	RunObserve   op.Handle[RunObserveArgs, *RunStateResult]
+	RunStage     op.Handle[RunStageArgs, *RunStateResult]
+	RunStatus    op.Handle[RunStatusArgs, *RunStateResult]
+	RunList      op.Handle[RunListArgs, *RunListResult]
+	RunEnd       op.Handle[RunEndArgs, *RunStateResult]
+	RunResume    op.Handle[RunResumeArgs, *RunStateResult]
+	RunEscalate  op.Handle[RunEscalateArgs, *RunStateResult]
+	RunAssess    op.Handle[RunAssessArgs, *RunAssessResult]
+	RunReview    op.Handle[RunReviewArgs, *RunReviewResult]
+	RunScorecard op.Handle[RunScorecardArgs, *RunScorecardResult]
 
 	// targets (targets.go)
 	RegisterTarget       op.Handle[TargetRegisterArgs, *TargetRegisterResult]
@@ -203,6 +205,8 @@ func newHandles(reg *op.Registry) *handles {
 	bind(reg, &hs.RunResume, "run_resume")
 	bind(reg, &hs.RunEscalate, "run_escalate")
 	bind(reg, &hs.RunAssess, "run_assess")
+	bind(reg, &hs.RunReview, "run_review")
+	bind(reg, &hs.RunScorecard, "run_scorecard")
 	bind(reg, &hs.RegisterTarget, "target_register")
 	bind(reg, &hs.Targets, "target_list")
 	bind(reg, &hs.UnregisterTarget, "target_unregister")

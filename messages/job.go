@@ -26,6 +26,22 @@ type JobError struct {
 	Message string `json:"message"`
 }
 
+// The states of the release of a job's durable lease.
+const (
+	LeaseReleasePending  = "pending"
+	LeaseReleaseReleased = "released"
+)
+
+// LeaseReleaseDiag is the diagnostic of a job's failed lease releases:
+// the last failure's code and redacted message, when it was attempted,
+// and how many attempts failed. One per job, replaced at each failure.
+type LeaseReleaseDiag struct {
+	Code        string    `json:"code"`
+	Message     string    `json:"message"`
+	AttemptedAt time.Time `json:"attempted_at"`
+	Count       int       `json:"count"`
+}
+
 // Job is the persisted record of one durable job (stored at job/<id>).
 type Job struct {
 	ID         string   `json:"job_id"`
@@ -75,6 +91,14 @@ type Job struct {
 	// and holds take part in deadlock detection across runs. (RunID above
 	// is the marker of the job's process tree, proc.RunIDEnv.)
 	CallerRunID string `json:"caller_run_id,omitempty"`
+	// LeaseReleaseState is where the release of the job's durable lease
+	// is (LeaseReleasePending, LeaseReleaseReleased; "" = no lease):
+	// the job ends with it pending, and it is released only once the
+	// lease's actor answered. LeaseReleaseFailure is the one redacted
+	// diagnostic of the attempts that failed (retried at start-up, by
+	// the holder's own lease id; it authorises nothing).
+	LeaseReleaseState   string            `json:"lease_release_state,omitempty"`
+	LeaseReleaseFailure *LeaseReleaseDiag `json:"lease_release_failure,omitempty"`
 }
 
 // JobSubmit asks the jobs actor to queue a new job. Job carries the spec

@@ -25,14 +25,29 @@ const (
 // landlockConfig is the ruleset configuration: the newest ABI go-landlock
 // knows, downgraded to what the kernel has (best effort), with TCP bind
 // and connect handled (denied unless a rule allows) and signals and
-// abstract unix sockets scoped to the domain.
-func landlockConfig(network bool) landlock.Config {
+// abstract unix sockets scoped to the domain. A granted network leaves TCP
+// open, unless it is narrowed to ports (netRules adds them).
+func landlockConfig(network bool, ports []int) landlock.Config {
 	c := landlock.V7.BestEffort()
-	if network {
+	if network && len(ports) == 0 {
 		// Handle the file system and the scopes only: TCP stays open.
 		c = landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
 	}
 	return c
+}
+
+// netRules are the TCP connect rules of a network narrowed to ports.
+func netRules(p Policy) []landlock.Rule {
+	if !p.Network {
+		return nil
+	}
+	var rs []landlock.Rule
+	for _, port := range p.ConnectPorts {
+		if port > 0 && port < 1<<16 {
+			rs = append(rs, landlock.ConnectTCP(uint16(port)))
+		}
+	}
+	return rs
 }
 
 // rules returns the Landlock rules of p: what the process may read and
@@ -218,7 +233,7 @@ func relTo(dir string, paths []string) []string {
 // rulesetFD builds a Landlock ruleset for p and returns its fd and the
 // restrict flags; fd -1 when the kernel has no Landlock.
 func rulesetFD(p Policy, tmp string, env envInfo) (int, uint32, error) {
-	return landlockConfig(p.Network).NewRulesetFD(rules(p, tmp, env)...)
+	return landlockConfig(p.Network, p.ConnectPorts).NewRulesetFD(append(rules(p, tmp, env), netRules(p)...)...)
 }
 
 // secondLayerFD is the per-command layer stacked on the cached first one:
@@ -239,5 +254,5 @@ func secondLayerFD(p Policy, tmp, cache string) (int, uint32, error) {
 		// harnessd's own build cache (the Fast Path's GOCACHE).
 		rs = append(rs, landlock.PathAccess(accessRead|accessWrite, cache).IgnoreIfMissing())
 	}
-	return landlockConfig(p.Network).NewRulesetFD(rs...)
+	return landlockConfig(p.Network, p.ConnectPorts).NewRulesetFD(append(rs, netRules(p)...)...)
 }

@@ -507,8 +507,13 @@ func confineThread(spec launchSpec) error {
 			rs = append(rs, landlock.PathAccess(accessRead|accessWrite, spec.Home).IgnoreIfMissing())
 		}
 		// TCP is not Landlock's to deny here: the network namespace is
-		// (loopback only, unless the network was granted).
-		fd, flags, err := landlockConfig(true).NewRulesetFD(rs...)
+		// (loopback only, unless the network was granted), except that
+		// a granted network narrowed to ports is narrowed here.
+		var ports []int
+		if p.Network {
+			ports = p.ConnectPorts
+		}
+		fd, flags, err := landlockConfig(true, ports).NewRulesetFD(append(rs, netRules(p)...)...)
 		if err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}

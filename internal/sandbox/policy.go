@@ -55,6 +55,11 @@ type Policy struct {
 	// Network allows network access (check and job profiles, when declared
 	// and allowed).
 	Network bool
+	// ConnectPorts narrows a granted network to TCP connections to these
+	// ports (a remote write: its registry's), where the kernel's Landlock
+	// has ABI 4 or later; nil leaves every port open. TCP bind is denied
+	// then too. UDP (DNS) is not Landlock's to narrow.
+	ConnectPorts []int
 	// PidsMax is the process-count ceiling of the command's tree (0 = the
 	// profile's default).
 	PidsMax int

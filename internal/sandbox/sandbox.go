@@ -619,7 +619,7 @@ func policyKey(p Policy, stamp string) string {
 		"\x00" + strings.Join(p.ReadOnly, "\x01") + "\x00" + stamp +
 		"\x00" + strings.Join(p.Writable, "\x01") + "\x00" + strings.Join(p.Caches, "\x01") + "\x00" + strconv.FormatBool(p.Network) +
 		"\x00" + strconv.Itoa(p.pidsMax()) + "\x00" + strconv.FormatUint(p.noFile(), 10) + "\x00" + strconv.FormatUint(p.cpuSeconds(), 10) +
-		"\x00" + strconv.FormatBool(p.Metadata)
+		"\x00" + strconv.FormatBool(p.Metadata) + "\x00" + fmt.Sprint(p.ConnectPorts)
 }
 
 // forkerKey returns the pool key of p, and false when the tree changed too

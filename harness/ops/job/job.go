@@ -16,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/joblog"
 	"github.com/harnessd/harnessd/internal/ledger"
 	"github.com/harnessd/harnessd/internal/pathsafe"
@@ -176,13 +177,19 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	// refuses it first); one that passes has its argv checked like
 	// run_command's: no secret path, nothing outside the root, named on
 	// the command line.
-	if d := route.Decide(route.Request{Tool: "job_start", Kind: c.Op.Route, Argv: args.Argv, Writes: args.Writes, Confined: gate.Confined}); d.Mode == route.Reject {
+	d := route.Decide(route.Request{Tool: "job_start", Kind: c.Op.Route, Argv: args.Argv, Writes: args.Writes, Confined: gate.Confined})
+	if d.Mode == route.Reject {
 		return &op.Plan{Gate: gate, Run: func(context.Context) (any, error) { return nil, op.RouteError(d) }}, nil
 	}
+	// A remote write (npm publish, gh pr merge, a deploy) runs with the
+	// network: for that job only, once a person approved it (the gate's
+	// remote-write rule always asks), narrowed where the sandbox can.
+	network := args.Network || (d.Effect != nil && d.Effect.Kind == classify.RemoteWrite)
+	gate.Network = network
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, c.Refuse(gate, err)
 	}
-	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: args.Network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
+	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
 	return &op.Plan{Gate: gate, Run: func(ctx context.Context) (any, error) { return Start(ctx, c, spec) }}, nil
 }

@@ -85,6 +85,11 @@ type JobResult struct {
 	Error        *JobError        `json:"error,omitempty"`
 	// Replayed is true when job_start's request_id already started this job.
 	Replayed bool `json:"replayed,omitempty"`
+	// LeaseReleaseState is pending until the job's lease's actor answered
+	// its release, then released; LeaseReleaseFailure is the redacted
+	// diagnostic of failed attempts (retried at start-up).
+	LeaseReleaseState   string                     `json:"lease_release_state,omitempty"`
+	LeaseReleaseFailure *messages.LeaseReleaseDiag `json:"lease_release_failure,omitempty"`
 	op.Meta
 }
 
@@ -101,7 +106,7 @@ func Result(j messages.Job) *JobResult {
 		TimeoutS: j.TimeoutS, CreatedAt: j.CreatedAt, ExitCode: j.ExitCode, Signal: j.Signal, DurationMs: j.DurationMs,
 		TimedOut: j.TimedOut, Isolation: j.Isolation, Worktree: j.Worktree, WorktreeKept: j.WorktreeKept, Writes: j.Writes,
 		LeaseID: j.LeaseID, Pid: j.Pid, StdoutBytes: j.StdoutBytes, StderrBytes: j.StderrBytes, Redactions: j.Redactions,
-		Summary: j.Summary, Tail: j.Tail,
+		Summary: j.Summary, Tail: j.Tail, LeaseReleaseState: j.LeaseReleaseState, LeaseReleaseFailure: j.LeaseReleaseFailure,
 	}
 	if !j.StartedAt.IsZero() {
 		t := j.StartedAt

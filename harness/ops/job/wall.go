@@ -9,6 +9,7 @@ import (
 
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/classify"
 	"github.com/harnessd/harnessd/internal/proc"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/wall"
@@ -95,6 +96,10 @@ func exists(p string) (string, bool) {
 func policyOf(j messages.Job, root string) func(*sandbox.Policy) {
 	return func(p *sandbox.Policy) {
 		p.Network = j.Network
+		if e := classify.Argv(j.Argv).Effect; j.Network && e != nil && e.Kind == classify.RemoteWrite {
+			// A remote write connects to its registry's ports only.
+			p.ConnectPorts = e.Ports
+		}
 		if j.Worktree != "" || j.Writes {
 			p.Writable = []string{root}
 		}
