@@ -113,11 +113,14 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.sessionGone(ctx, m.at)
 	case runOpenWork:
 		a.openWork(ctx, m, a.cfg.Now())
+	case runSummarized:
+		a.summarized(ctx, m.sum)
 	case messages.RunSweep:
 		if status, reason, due := runs.Due(a.st, m.Now, a.cfg.ResumeWindow); due {
 			a.sweepEnd(ctx, status, reason, m.Now)
 		} else {
 			a.idleSweep(ctx, m.Now)
+			a.stallSweep(ctx, m.Now)
 		}
 	}
 }
@@ -291,6 +294,13 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 		a.unpend() // after the streak is open: the watch never lapses
 	}
 	notes := runs.Notes(s)
+	unstuck := false
+	if runs.SpanProgress(s) {
+		if o := a.progress(a.st.UpdatedAt); o != nil {
+			o.SpanID, unstuck = s.SpanID, true
+			notes = append(notes, *o)
+		}
+	}
 	if runs.NoteFailure(&a.st, s) && a.st.ParentRunID != "" {
 		if o, ok := runs.ChildNote(a.st.RunID, s); ok {
 			ctx.Send(ctx.Parent(), runChildNote{parent: a.st.ParentRunID, o: o})
@@ -314,7 +324,7 @@ func (a *runActor) span(ctx actor.Context, s messages.RunSpan) {
 	for i := range notes {
 		a.emit(ctx, messages.RunEvent{Type: "observation", Observation: &notes[i]})
 	}
-	if s.Persist {
+	if s.Persist || (unstuck && a.stored) {
 		a.saveOrWarn(false)
 	}
 }
@@ -425,7 +435,12 @@ func (a *runActor) observe(ctx actor.Context, m messages.RunObserve) {
 	prev := cloneRunState(a.st)
 	runs.Observe(&a.st, o)
 	a.st.UpdatedAt = o.At
-	if err := a.commit(ctx, prev, true, messages.RunEvent{Type: "observation", Observation: &o}); err != nil {
+	events := []messages.RunEvent{{Type: "observation", Observation: &o}}
+	if u := a.progress(o.At); u != nil {
+		runs.Observe(&a.st, *u)
+		events = append(events, messages.RunEvent{Type: "observation", Observation: u})
+	}
+	if err := a.commit(ctx, prev, true, events...); err != nil {
 		reply(ctx, nil, err)
 		return
 	}
@@ -447,6 +462,7 @@ func (a *runActor) stage(ctx actor.Context, m messages.RunStage) {
 		reply(ctx, nil, errs.New(errs.InvalidArgument, "run_stage: %v", err))
 		return
 	}
+	runs.Progress(&a.st, now) // a stage change is progress (and says so itself)
 	if runs.ResetRetries(&a.st) {
 		setFlag(a.flags, runFlagRetryWatch, len(a.st.Retries) > 0)
 	}
@@ -543,6 +559,7 @@ func (a *runActor) end(ctx actor.Context, status, reason string, now time.Time) 
 	st := a.snapshot()
 	a.emit(ctx, messages.RunEvent{Type: "end", State: &st}) // once per run: the exporter closes its root span
 	ctx.Send(ctx.Parent(), runEnded{id: a.st.RunID, at: now})
+	a.summarize(ctx, runs.SummaryEnded, now)
 	return nil
 }
 

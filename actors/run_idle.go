@@ -140,7 +140,9 @@ func (a *runActor) openWork(ctx actor.Context, m runOpenWork, now time.Time) {
 	runs.Observe(&a.st, o)
 	if err := a.commit(ctx, prev, a.stored, messages.RunEvent{Type: "observation", Observation: &o}); err != nil {
 		a.idle.noted = false // the next look says it again
+		return
 	}
+	a.summarize(ctx, runs.SummaryIdle, now) // the run goes idle: the next session reads what it left
 }
 
 // idleSweep looks again at a detached implicit run left with work open,

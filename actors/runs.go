@@ -195,6 +195,10 @@ type RunsConfig struct {
 	// oldest ended go first, so memory follows the live runs, not the
 	// runs of the last hour; 0 = DefaultMaxLingering.
 	MaxLingering int
+	// StallAfter is how long a run's current stage may make no progress
+	// before the run is marked stuck; 0 = runs.DefaultStallAfter, < 0 =
+	// never.
+	StallAfter time.Duration
 	// Tasks runs the walks of a run's stored spans; nil = untracked
 	// goroutines.
 	Tasks *Tasks
@@ -227,6 +231,9 @@ func (c RunsConfig) withDefaults() RunsConfig {
 	}
 	if c.MaxLingering <= 0 {
 		c.MaxLingering = DefaultMaxLingering
+	}
+	if c.StallAfter == 0 {
+		c.StallAfter = runs.DefaultStallAfter
 	}
 	return c
 }

@@ -10,26 +10,32 @@ import (
 
 // The types of the run operations under the names of the embedding API.
 type (
-	Caller          = messages.Caller
-	Client          = messages.Client
-	RunState        = messages.RunState
-	RunSpan         = messages.RunSpan
-	RunBudget       = messages.RunBudget
-	RunEvent        = messages.RunEvent
-	RunStartArgs    = run.StartArgs
-	RunObserveArgs  = run.ObserveArgs
-	RunStageArgs    = run.StageArgs
-	RunStatusArgs   = run.StatusArgs
-	RunListArgs     = run.ListArgs
-	RunListResult   = run.ListResult
-	RunEndArgs      = run.EndArgs
-	RunResumeArgs   = run.ResumeArgs
-	RunStateResult  = run.StateResult
-	RunShape        = messages.RunShape
-	RunChild        = messages.RunChild
-	RunEscalateArgs = run.EscalateArgs
-	RunAssessArgs   = run.AssessArgs
-	RunAssessResult = run.AssessResult
+	Caller             = messages.Caller
+	Client             = messages.Client
+	RunState           = messages.RunState
+	RunSpan            = messages.RunSpan
+	RunBudget          = messages.RunBudget
+	RunEvent           = messages.RunEvent
+	RunStartArgs       = run.StartArgs
+	RunObserveArgs     = run.ObserveArgs
+	RunStageArgs       = run.StageArgs
+	RunStatusArgs      = run.StatusArgs
+	RunListArgs        = run.ListArgs
+	RunListResult      = run.ListResult
+	RunEndArgs         = run.EndArgs
+	RunResumeArgs      = run.ResumeArgs
+	RunStateResult     = run.StateResult
+	RunShape           = messages.RunShape
+	RunChild           = messages.RunChild
+	RunEscalateArgs    = run.EscalateArgs
+	RunAssessArgs      = run.AssessArgs
+	RunAssessResult    = run.AssessResult
+	RunReviewArgs      = run.ReviewArgs
+	RunReviewResult    = run.ReviewResult
+	RunScorecardArgs   = run.ScorecardArgs
+	RunScorecardResult = run.ScorecardResult
+	RunSummary         = messages.RunSummary
+	RunScorecard       = messages.RunScorecard
 )
 
 // WithCaller returns a context whose calls belong to c's run (c.RunID) or,
@@ -88,6 +94,17 @@ func (h *Harness) RunEscalate(ctx context.Context, a RunEscalateArgs) (*RunState
 // and answers a recovery plan.
 func (h *Harness) RunAssess(ctx context.Context, a RunAssessArgs) (*RunAssessResult, error) {
 	return call(ctx, h, h.handles.RunAssess, a)
+}
+
+// RunReview records a reviewer run's (or, approved by a person, a
+// person's) verdict on a stage of a run.
+func (h *Harness) RunReview(ctx context.Context, a RunReviewArgs) (*RunReviewResult, error) {
+	return call(ctx, h, h.handles.RunReview, a)
+}
+
+// RunScorecard sums how runs went per client.
+func (h *Harness) RunScorecard(ctx context.Context, a RunScorecardArgs) (*RunScorecardResult, error) {
+	return call(ctx, h, h.handles.RunScorecard, a)
 }
 
 // SessionClosed tells the runs that an MCP session went away: its run can

@@ -255,8 +255,8 @@ type RunSpan struct {
 	RepoID string `json:"repo_id,omitempty"`
 	// Verdict is a check's: pass or fail ("" for other calls).
 	Verdict string `json:"verdict,omitempty"`
-	Session     string             `json:"session,omitempty"`
-	Client      Client             `json:"client,omitzero"`
+	Session string `json:"session,omitempty"`
+	Client  Client `json:"client,omitzero"`
 }
 
 // RunEvent is published on the actor system's event stream for every

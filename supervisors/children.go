@@ -81,6 +81,9 @@ type RunsOptions struct {
 	SweepEvery   time.Duration
 	ResumeWindow time.Duration
 	Linger       time.Duration
+	// StallAfter is how long a run's stage may make no progress before
+	// the run is marked stuck; 0 = 15 minutes, < 0 = never.
+	StallAfter time.Duration
 	// OnEvent receives every run event (the OTLP exporter); must not block.
 	OnEvent func(messages.RunEvent)
 }
@@ -164,7 +167,7 @@ func Jobs(d Deps) Child {
 func Runs(d Deps) Child {
 	o := d.RunsOptions
 	cfg := actors.RunsConfig{Store: d.Store, Index: d.Runs, Logger: d.logger(), Now: d.Now, Jobs: d.JobsPID, Tasks: d.Tasks,
-		SweepEvery: o.SweepEvery, ResumeWindow: o.ResumeWindow, Linger: o.Linger, OnEvent: o.OnEvent}
+		SweepEvery: o.SweepEvery, ResumeWindow: o.ResumeWindow, Linger: o.Linger, StallAfter: o.StallAfter, OnEvent: o.OnEvent}
 	props := actor.PropsFromProducer(actors.NewRuns(cfg), d.recover(),
 		actor.WithSupervisor(RunPolicy().Strategy(d.logger())))
 	return Child{Name: RunsName, Props: props, Restart: Permanent}

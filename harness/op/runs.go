@@ -296,6 +296,7 @@ func (c *Call) record(raw json.RawMessage, out any, err error, lat *Latency) {
 	if c.receipt != nil {
 		s.ReceiptID = c.receipt.ReceiptID
 	}
+	s.RepoID = c.Repo.Repo.ID
 	if err != nil {
 		e := errs.From(err)
 		s.Outcome, s.ErrorCode = "error", string(e.Code)

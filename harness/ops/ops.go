@@ -57,6 +57,7 @@ func Registry() *op.Registry {
 		run.AssessOps(),
 		provenance.Ops(),
 		run.ClaimOps(),
+		run.ReviewOps(),
 		context.Ops(),
 		target.Ops(),
 		undo.Ops(),

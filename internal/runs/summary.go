@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/internal/verify"
 	"github.com/harnessd/harnessd/messages"
 )
 
@@ -33,6 +34,17 @@ type StageFacts struct {
 	Status   string // claimed or verified
 	Claims   int
 	Blockers []string
+}
+
+// FactsOfStage is what a stage record says, as the summary reads it.
+func FactsOfStage(st verify.Stage) StageFacts {
+	f := StageFacts{Stage: st.Stage, Status: st.Status, Claims: len(st.Claims)}
+	if v := st.Verification; v != nil {
+		for _, b := range v.Blockers {
+			f.Blockers = append(f.Blockers, b.Reason)
+		}
+	}
+	return f
 }
 
 // SummaryFacts is everything a summary is computed from: the run's state,

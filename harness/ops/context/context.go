@@ -59,6 +59,9 @@ type Result struct {
 	IsTrivialChat bool               `json:"is_trivial_chat"`
 	Languages     []string           `json:"languages"`
 	Tracked       string             `json:"tracked_from,omitempty"`
+	// PreviousRun is the summary of the latest other run in the
+	// repository (written when it ended or went idle), bounded.
+	PreviousRun *messages.RunSummary `json:"previous_run,omitempty"`
 	op.Meta
 }
 
@@ -168,6 +171,7 @@ func run(ctx stdctx.Context, c *op.Call, a Args, budget int) (any, error) {
 	out.RelevantRules, out.RelevantDocs, out.RecentEvents, out.Observations = res.Rules, res.Docs, res.Events, res.Observations
 	out.TokenBudget, out.Pruned, out.Summarised, out.Languages, out.Tracked = res.Budget, res.Pruned, res.Summarised, res.Languages, co.TrackedFrom
 	out.IsTrivialChat = ctxasm.Trivial(a.Command, len(a.CommandArgs) > 0, req)
+	out.PreviousRun = previousRun(c, runID)
 	snap := messages.RunTokenBudget{Budget: res.Budget.Budget, Used: res.Budget.Used, Remaining: res.Budget.Remaining,
 		Parts: len(res.Budget.Parts), Pruned: len(res.Pruned), Summarised: len(res.Summarised)}
 	if runID != "" && c.Env.Runs != nil {
@@ -185,7 +189,27 @@ func (r *Result) NoteSpan(s *messages.RunSpan) {
 			n += len(p.Title) + len(p.Text)
 		}
 	}
+	if r.PreviousRun != nil {
+		n += len(r.PreviousRun.Text)
+	}
 	s.OutputBytes = int64(n)
+}
+
+// previousRun returns the newest summary of a run other than runID in the
+// call's repository, nil without one.
+func previousRun(c *op.Call, runID string) *messages.RunSummary {
+	if c.Env.Store == nil {
+		return nil
+	}
+	var last *messages.RunSummary
+	_ = c.Env.Store.Scan(persistence.RunSummaryPrefix(c.Repo.Repo.ID), func(_ []byte, decode func(any) error) error {
+		var s messages.RunSummary
+		if decode(&s) == nil && s.RunID != runID {
+			last = &s
+		}
+		return nil
+	})
+	return last
 }
 
 // routeRequest builds the router's request of command with args, each

@@ -113,6 +113,9 @@ func claim(_ context.Context, c *op.Call, args ClaimArgs) (*op.Plan, error) {
 		if err := verify.Validate(e); err != nil {
 			return nil, errs.New(errs.InvalidArgument, "evidence[%d]: %v", i, err).With("evidence", i)
 		}
+		if e.Kind == verify.KindReview && e.Reviewer == args.RunID {
+			return nil, errs.New(errs.InvalidArgument, "evidence[%d]: run %s cannot review itself: name a person (reviewer: person) or another run", i, args.RunID).With("evidence", i)
+		}
 	}
 	if args.RepoID != "" {
 		if _, err := c.Env.Repo(args.RepoID); err != nil {
@@ -236,7 +239,14 @@ func Verify(ctx context.Context, env *op.Env, runID, stage string) (*VerifyResul
 	results := []verify.EvidenceResult{}
 	for i, cl := range rec.Claims {
 		for j, e := range cl.Evidence {
-			res, v := judge(ctx, repos, cl, e, now)
+			var res verify.EvidenceResult
+			var v verify.Verdict
+			if e.Kind == verify.KindReview {
+				res = verify.EvidenceResult{Evidence: e}
+				v = verify.CheckReview(verify.ReviewFacts{RunID: runID, Stage: stage, Want: e.Reviewer, Reviews: rec.Reviews})
+			} else {
+				res, v = judge(ctx, repos, cl, e, now)
+			}
 			res.Claim, res.Index = i, j
 			res.Verified, res.Reason, res.ChangedFiles = v.Verified, v.Reason, v.ChangedFiles
 			judged[i].Verdicts = append(judged[i].Verdicts, v)

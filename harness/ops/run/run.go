@@ -9,6 +9,8 @@ package run
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +44,7 @@ func Ops() []op.Op {
 		op.Def(op.Spec[StageArgs]{Name: "run_stage", Output: StateResult{}, OutsideRuns: true,
 			Route: route.RunState, Toolset: op.Runs, Roles: op.CheckRoles, NoRepo: true,
 			Description: "Mark where a run stands: a stage started (it becomes current), completed, or blocked with a reason, so run_status shows progress. " +
-				"Evidence that a stage achieved something: run_claim. " +
+				"A stage with claims completes only once they verify (run_verify; force needs a person's approval). Evidence: run_claim. " +
 				"Example: {\"run_id\":\"run_1\",\"stage\":\"tests\",\"status\":\"completed\"}",
 			Prepare: stage}),
 		op.Def(op.Spec[StatusArgs]{Name: "run_status", Output: StateResult{}, ReadOnly: true, OutsideRuns: true,
@@ -128,6 +130,9 @@ type StateResult struct {
 	// with its blockers (run_status): what was claimed beside what was
 	// verified.
 	Verification []StageVerification `json:"verification,omitempty"`
+	// Scorecard is how the run goes, computed now from its spans and
+	// stage records (run_status).
+	Scorecard *messages.RunScorecard `json:"scorecard,omitempty"`
 	op.Meta
 }
 
@@ -255,6 +260,9 @@ type StageArgs struct {
 	Stage  string `json:"stage" jsonschema:"its name, e.g. tests (≤ 128 bytes)"`
 	Status string `json:"status" enum:"started,completed,blocked" jsonschema:"started (now current), completed, or blocked (give reason)"`
 	Reason string `json:"reason,omitempty" jsonschema:"why it is blocked (required with blocked)"`
+	// Force completes a stage whose claims do not verify: a person must
+	// approve the call (the agent cannot force it alone).
+	Force bool `json:"force,omitempty" jsonschema:"complete although its claims do not verify; a person must approve"`
 	op.Approval
 }
 
@@ -275,12 +283,33 @@ func stage(_ context.Context, c *op.Call, args StageArgs) (*op.Plan, error) {
 			return nil, errs.New(errs.InvalidArgument, "run_stage: a blocked stage needs a reason: %v", err)
 		}
 	}
-	return &op.Plan{Gate: op.GateArgs(args), Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+	gate := op.GateArgs(args)
+	if args.Force {
+		if args.Status != messages.StageCompleted {
+			return nil, errs.New(errs.InvalidArgument, "run_stage: force completes a stage; it goes with status completed only")
+		}
+		if err := runs.ValidText("reason", args.Reason, runs.MaxText); err != nil {
+			return nil, errs.New(errs.InvalidArgument, "run_stage: a forced completion needs a reason for the person who approves it: %v", err)
+		}
+		// A person's approval only: no policy rule or agent lets it pass.
+		gate.Grant = "complete stage " + strconv.Quote(args.Stage) + " of run " + args.RunID + " although its claims may not verify (" +
+			clipText(args.Reason, 300) + "): only a person may approve this"
+	}
+	return &op.Plan{Gate: gate, Run: stateOf(c, func(ctx context.Context, rs *runtime.Runs) (messages.RunState, error) {
+		if args.Status == messages.StageCompleted && !args.Force {
+			if err := completeGate(ctx, c, args.RunID, args.Stage); err != nil {
+				return messages.RunState{}, err
+			}
+		}
 		reason := args.Reason
 		if reason != "" {
 			reason = redact(ctx, c, reason, runRepo(ctx, rs, args.RunID))
 		}
-		return rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: reason})
+		st, err := rs.Stage(ctx, messages.RunStage{RunID: args.RunID, Stage: args.Stage, Status: args.Status, Reason: reason})
+		if err == nil && args.Force {
+			note(ctx, rs, args.RunID, "forced", "stage "+strconv.Quote(args.Stage)+" completed by a person's approval "+args.ApprovalID+" without verifying its claims: "+reason)
+		}
+		return st, err
 	})}, nil
 }
 
@@ -313,17 +342,29 @@ func status(_ context.Context, c *op.Call, args StatusArgs) (*op.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans, ChildRuns: rs.Children(ctx, got.State),
-			Verification: stages(c, got.State.RunID)}, nil
+		res := &StateResult{RunState: got.State, Spans: got.Spans, DroppedSpans: got.DroppedSpans, ChildRuns: rs.Children(ctx, got.State),
+			Verification: stages(c, got.State.RunID)}
+		var sum messages.RunSummary
+		if args.IncludeSpans {
+			sum = summaryOf(c.Env.Store, got.State, got.Spans)
+		} else {
+			sum = LiveSummary(ctx, c.Env.Store, rs, got.State)
+		}
+		res.Scorecard = &sum.Scorecard
+		return res, nil
 	}}, nil
 }
 
 // ListArgs are the arguments of run_list.
 type ListArgs struct {
-	Status string `json:"status,omitempty" enum:"active,ended,deadline,abandoned" jsonschema:"only runs in this state (default all)"`
+	Status string `json:"status,omitempty" enum:"active,stuck,ended,deadline,abandoned" jsonschema:"only runs in this state (default all; stuck: active runs whose stage stalled)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"default 100, max 1000"`
 	op.Approval
 }
+
+// statusStuck is run_list's filter of the active runs whose current stage
+// stalled (RunState.Stuck).
+const statusStuck = "stuck"
 
 // ListResult is the result of run_list.
 type ListResult struct {
@@ -333,9 +374,9 @@ type ListResult struct {
 
 func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 	switch args.Status {
-	case "", messages.RunActive, messages.RunEnded, messages.RunDeadline, messages.RunAbandoned:
+	case "", messages.RunActive, statusStuck, messages.RunEnded, messages.RunDeadline, messages.RunAbandoned:
 	default:
-		return nil, errs.New(errs.InvalidArgument, "status %q: one of active, ended, deadline, abandoned", args.Status)
+		return nil, errs.New(errs.InvalidArgument, "status %q: one of active, stuck, ended, deadline, abandoned", args.Status)
 	}
 	if args.Limit < 0 || args.Limit > 1000 {
 		return nil, errs.New(errs.InvalidArgument, "limit must be between 0 and 1000")
@@ -345,9 +386,16 @@ func list(_ context.Context, c *op.Call, args ListArgs) (*op.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := rs.List(ctx, args.Status, args.Limit)
+		want := args.Status
+		if want == statusStuck {
+			want = messages.RunActive
+		}
+		out, err := rs.List(ctx, want, args.Limit)
 		if err != nil {
 			return nil, err
+		}
+		if args.Status == statusStuck {
+			out = slices.DeleteFunc(out, func(st messages.RunState) bool { return !st.Stuck })
 		}
 		if out == nil {
 			out = []messages.RunState{}
