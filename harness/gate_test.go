@@ -56,6 +56,10 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		t.Fatal(err)
 	}
 	repoID := reg.ID
+	// git_push's remote: a local bare repository.
+	bare := t.TempDir()
+	testutil.Git(t, bare, "init", "-q", "--bare")
+	testutil.Git(t, root, "remote", "add", "origin", bare)
 	job, err := h.JobStart(ctx, harness.JobStartArgs{RepoID: repoID, Argv: []string{"true"}, RequestID: "gate-job"})
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +110,7 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"git_stage", with("request_id", "gate-s", "paths", []string{"README.md"}), nil},
 		{"git_commit", with("request_id", "gate-c", "message", "gate"), nil},
 		{"commit_verify", with("rev", "HEAD"), nil},
+		{"git_push", with("request_id", "gate-push", "remote", "origin", "refspec", "HEAD"), nil},
 		{"batch", with("steps", []any{step("read_file", map[string]any{"path": "README.md"}), step("search", map[string]any{"query": "hi"}),
 			step("git_status", map[string]any{})}), []string{"batch", "read_file", "search", "git_status"}},
 		{"batch_result", map[string]any{"ref": "bres_unknown"}, nil},

@@ -10,6 +10,7 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/ops/mutation"
 	"github.com/harnessd/harnessd/harness/ops/proposal"
+	"github.com/harnessd/harnessd/harness/ops/push"
 	"github.com/harnessd/harnessd/harness/ops/read"
 	"github.com/harnessd/harnessd/harness/ops/repo"
 )
@@ -50,6 +51,7 @@ type (
 	ApplyPatchArgs = mutation.ApplyPatchArgs
 	GitStageArgs   = mutation.GitStageArgs
 	GitCommitArgs  = mutation.GitCommitArgs
+	GitPushArgs    = push.Args
 
 	BatchStep          = batch.Step
 	BatchArgs          = batch.BatchArgs
@@ -107,6 +109,7 @@ type handles struct {
 	ApplyPatch             op.Handle[ApplyPatchArgs, *MutationResult]
 	GitStage               op.Handle[GitStageArgs, *MutationResult]
 	GitCommit              op.Handle[GitCommitArgs, *MutationResult]
+	GitPush                op.Handle[GitPushArgs, *MutationResult]
 	Batch                  op.Handle[BatchArgs, *BatchResult]
 	BatchResultGet         op.Handle[BatchResultArgs, *BatchResultResult]
 	ReadLanes              op.Handle[ReadLanesArgs, *ReadLanesResult]
@@ -180,6 +183,7 @@ func newHandles(reg *op.Registry) *handles {
 	bind(reg, &hs.ApplyPatch, "apply_patch")
 	bind(reg, &hs.GitStage, "git_stage")
 	bind(reg, &hs.GitCommit, "git_commit")
+	bind(reg, &hs.GitPush, "git_push")
 	bind(reg, &hs.Batch, "batch")
 	bind(reg, &hs.BatchResultGet, "batch_result")
 	bind(reg, &hs.ReadLanes, "read_lanes")
@@ -301,6 +305,13 @@ func (h *Harness) GitStage(ctx context.Context, args GitStageArgs) (*MutationRes
 // GitCommit commits the index (or only the named paths). Hooks do not run.
 func (h *Harness) GitCommit(ctx context.Context, args GitCommitArgs) (*MutationResult, error) {
 	return call(ctx, h, h.handles.GitCommit, args)
+}
+
+// GitPush pushes a local branch or tag to a configured remote: harnessd
+// performs it with the user's credential, once a person approved exactly
+// that push (the first call answers APPROVAL_REQUIRED).
+func (h *Harness) GitPush(ctx context.Context, args GitPushArgs) (*MutationResult, error) {
+	return call(ctx, h, h.handles.GitPush, args)
 }
 
 // Batch runs typed steps as one call, routed and checked as a whole first.

@@ -107,6 +107,14 @@ const (
 	// --role, HARNESSD_ROLE, ?role= on the MCP URL, the policy): an agent
 	// cannot raise its own role.
 	RoleDenied Code = "ROLE_DENIED"
+	// PushRejected: git_push reached the remote and it (or git) refused
+	// the ref: details "reason" (non-fast-forward, fetch first, already
+	// exists, or the remote's own); the message names the fix.
+	PushRejected Code = "PUSH_REJECTED"
+	// RemoteAuthFailed: git_push's remote refused the credential or got
+	// none; the message names how to set one up (git credential), never
+	// the credential.
+	RemoteAuthFailed Code = "REMOTE_AUTH_FAILED"
 )
 
 // Error is a coded error. Its JSON form is the "error" object of a tool error:

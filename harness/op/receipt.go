@@ -39,11 +39,28 @@ type Receipt struct {
 	PreImages []preimage.Ref `json:"pre_images,omitempty"`
 	// Reverts are the receipts a revert undid, newest first.
 	Reverts []string `json:"reverts,omitempty"`
+	// Push is what a git_push sent and what the remote answered.
+	Push *PushRecord `json:"push,omitempty"`
 	// RunID and SpanID are the run and span of the call that wrote.
 	RunID     string    `json:"run_id,omitempty"`
 	SpanID    string    `json:"span_id,omitempty"`
 	At        time.Time `json:"at"`
 	LatencyMs float64   `json:"latency_ms"`
+}
+
+// PushRecord is one push of git_push: the remote and its URL (no
+// credential is ever in it), the refs, the commit pushed, force, and the
+// remote ref's commit before ("" = a new ref) and after.
+type PushRecord struct {
+	Remote    string `json:"remote"`
+	URL       string `json:"url"`
+	LocalRef  string `json:"local_ref"`
+	RemoteRef string `json:"remote_ref"`
+	Commit    string `json:"commit"`
+	Force     bool   `json:"force"`
+	Old       string `json:"old,omitempty"`
+	New       string `json:"new"`
+	Summary   string `json:"summary"`
 }
 
 // MutationResult is the result of apply_patch, git_stage, git_commit and

@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/harness/ops/mutation"
 	"github.com/harnessd/harnessd/harness/ops/proposal"
 	"github.com/harnessd/harnessd/harness/ops/provenance"
+	"github.com/harnessd/harnessd/harness/ops/push"
 	"github.com/harnessd/harnessd/harness/ops/read"
 	"github.com/harnessd/harnessd/harness/ops/repo"
 	"github.com/harnessd/harnessd/harness/ops/run"
@@ -61,5 +62,6 @@ func Registry() *op.Registry {
 		context.Ops(),
 		target.Ops(),
 		undo.Ops(),
+		push.Ops(),
 	)
 }

@@ -167,6 +167,8 @@ var classes = map[errs.Code]class{
 	errs.CheckFailed:             {Contract, false, "the check did not pass"},
 	errs.TargetMoved:             {Contract, false, "the target's directory was moved or replaced"},
 	errs.RevertConflict:          {Contract, false, "later writes changed the files the revert would restore"},
+	errs.PushRejected:            {Contract, false, "the remote refused the pushed ref"},
+	errs.RemoteAuthFailed:        {Contract, false, "the remote refused the credential or got none"},
 }
 
 // Classify returns the failure type a code says on its own, and whether

@@ -64,6 +64,8 @@ var everyCode = []struct {
 	{errs.CheckFailed, Contract, false, Abort},
 	{errs.TargetMoved, Contract, false, Abort},
 	{errs.RevertConflict, Contract, false, Abort},
+	{errs.PushRejected, Contract, false, Abort},
+	{errs.RemoteAuthFailed, Contract, false, Abort},
 }
 
 // TestEveryCodeIsListed reads the constants of harness/errs from its

@@ -34,6 +34,9 @@ const (
 	Job
 	// Batch routes its steps as one (batch).
 	Batch
+	// RemoteWrite writes a remote harnessd performs itself (git_push): it
+	// is its own durable path, and always needs a person (risk 85).
+	RemoteWrite
 	numKinds
 )
 
@@ -49,6 +52,7 @@ var kindNames = [numKinds]string{
 	Check:         "check",
 	Job:           "job",
 	Batch:         "batch",
+	RemoteWrite:   "remote_write",
 }
 
 // String names the kind; a value outside the enum is "unknown".

@@ -156,6 +156,9 @@ func decide(req Request, inBatch bool) Decision {
 		return decideCheck(req)
 	case Job:
 		return decideJob(req)
+	case RemoteWrite:
+		return Decision{Mode: Durable, SuggestedOperation: req.Tool, Reasons: []string{req.Tool + " writes a remote: harnessd performs it itself, recorded, behind a person's approval"},
+			Risk: 85, EstimatedClass: UnknownClass, Tier: BoundedWork, RequiresRecovery: true, Mutation: true}
 	case Batch:
 		if inBatch {
 			return reject(50, "a batch cannot contain a batch")

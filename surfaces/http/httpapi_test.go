@@ -431,6 +431,8 @@ func TestStatusOf(t *testing.T) {
 		{errs.CheckFailed, 422},
 		{errs.TargetMoved, 409},
 		{errs.RevertConflict, 409},
+		{errs.PushRejected, 409},
+		{errs.RemoteAuthFailed, 502},
 		{"", 500},
 		{"NO_SUCH_CODE", 500},
 	}
