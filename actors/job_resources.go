@@ -33,3 +33,21 @@ func finalResources(f procstat.Figures, res proc.Result, group *cgroup.Group) me
 	}
 	return procstat.Final(f, k).Record()
 }
+
+// endedResources sums the figures of the ended jobs among jobs: CPU time
+// and I/O added up, the peak RSS and process count the largest of one job.
+func endedResources(jobs map[string]*messages.Job) messages.Resources {
+	var sum messages.Resources
+	for _, j := range jobs {
+		if j.Resources == nil || j.State == messages.JobQueued || j.State == messages.JobRunning {
+			continue
+		}
+		r := j.Resources
+		sum.CPUMs += r.CPUMs
+		sum.IOReadBytes += r.IOReadBytes
+		sum.IOWriteBytes += r.IOWriteBytes
+		sum.PeakRSSBytes = max(sum.PeakRSSBytes, r.PeakRSSBytes)
+		sum.Processes = max(sum.Processes, r.Processes)
+	}
+	return sum
+}

@@ -583,6 +583,7 @@ func (a *Jobs) stats() messages.JobStatsReply {
 	return messages.JobStatsReply{
 		Queued: a.queue.Len(), Running: a.running, Concurrency: a.cfg.Concurrency, MaxObserved: a.maxObserved,
 		Total: len(a.jobs), Containment: a.cfg.Containment, Contained: a.cfg.Cgroups != nil, LogDir: a.logRoot,
+		Ended: endedResources(a.jobs),
 	}
 }
 

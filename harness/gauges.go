@@ -16,6 +16,9 @@ type Gauges struct {
 	JobsRunning      int
 	Leases           int
 	ApprovalsPending int
+	// JobsEnded are the figures of the ended jobs on record (durable
+	// checks included): CPU time and I/O summed, the largest peak RSS.
+	JobsEnded messages.Resources
 }
 
 // Gauges asks the actors for the figures; a part that does not answer
@@ -24,6 +27,7 @@ func (h *Harness) Gauges(ctx context.Context) Gauges {
 	g := Gauges{RunsActive: h.rt.Runs.Active()}
 	if s, err := h.rt.Jobs.Stats(ctx); err == nil {
 		g.JobsQueued, g.JobsRunning = s.Queued, s.Running
+		g.JobsEnded = s.Ended
 	}
 	for _, e := range h.rt.Index().All() {
 		if l, err := runtime.Ask[messages.LeaseList](ctx, h.rt, e.Checkout, messages.ListLeases{}); err == nil {

@@ -148,4 +148,7 @@ type JobStatsReply struct {
 	Containment string `json:"containment"`
 	Contained   bool   `json:"contained"`
 	LogDir      string `json:"log_dir"`
+	// Ended are the figures of the ended jobs on record: CPU time and I/O
+	// summed, peak RSS and processes the largest of one job.
+	Ended Resources `json:"ended_resources"`
 }

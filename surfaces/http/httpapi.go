@@ -92,6 +92,9 @@ var (
 	descJobs      = prometheus.NewDesc("harnessd_jobs", "Durable jobs by state.", []string{"state"}, nil)
 	descLeases    = prometheus.NewDesc("harnessd_leases", "Write leases held.", nil, nil)
 	descApprovals = prometheus.NewDesc("harnessd_approvals_pending", "Approval requests waiting for a person.", nil, nil)
+	descJobCPU    = prometheus.NewDesc("harnessd_job_cpu_seconds_total", "CPU time (user+system) of the ended jobs on record, durable checks included.", nil, nil)
+	descJobIO     = prometheus.NewDesc("harnessd_job_io_bytes_total", "Storage I/O of the ended jobs on record, by direction (read, write).", []string{"direction"}, nil)
+	descJobPeak   = prometheus.NewDesc("harnessd_job_peak_rss_bytes", "The largest peak resident memory of one ended job on record.", nil, nil)
 )
 
 // gauges reads the daemon's state at scrape time.
@@ -102,6 +105,9 @@ func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descJobs
 	ch <- descLeases
 	ch <- descApprovals
+	ch <- descJobCPU
+	ch <- descJobIO
+	ch <- descJobPeak
 }
 
 func (g gauges) Collect(ch chan<- prometheus.Metric) {
@@ -113,6 +119,11 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(v.JobsRunning), "running")
 	ch <- prometheus.MustNewConstMetric(descLeases, prometheus.GaugeValue, float64(v.Leases))
 	ch <- prometheus.MustNewConstMetric(descApprovals, prometheus.GaugeValue, float64(v.ApprovalsPending))
+	e := v.JobsEnded
+	ch <- prometheus.MustNewConstMetric(descJobCPU, prometheus.CounterValue, float64(e.CPUMs)/1000)
+	ch <- prometheus.MustNewConstMetric(descJobIO, prometheus.CounterValue, float64(e.IOReadBytes), "read")
+	ch <- prometheus.MustNewConstMetric(descJobIO, prometheus.CounterValue, float64(e.IOWriteBytes), "write")
+	ch <- prometheus.MustNewConstMetric(descJobPeak, prometheus.GaugeValue, float64(e.PeakRSSBytes))
 }
 
 // Handler returns the daemon's HTTP handler.
@@ -281,10 +292,8 @@ func StatusOf(c errs.Code) int {
 		return http.StatusServiceUnavailable
 	case errs.RepositoryMoved, errs.TargetMoved:
 		return http.StatusConflict
-	case errs.RevertConflict, errs.PushRejected:
+	case errs.RevertConflict:
 		return http.StatusConflict
-	case errs.RemoteAuthFailed:
-		return http.StatusBadGateway
 	case errs.ConcurrentModification:
 		return http.StatusConflict
 	case errs.GitIdentityRequired:
