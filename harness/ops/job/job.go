@@ -186,10 +186,14 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	// remote-write rule always asks), narrowed where the sandbox can.
 	network := args.Network || (d.Effect != nil && d.Effect.Kind == classify.RemoteWrite)
 	gate.Network = network
+	// Destructive work in the checkout writes it: under the durable lease,
+	// never in a copy-on-write layer that would drop what it removed.
+	writes := args.Writes || (d.Effect != nil && d.Effect.Kind == classify.WorkspaceDelete)
+	gate.Writes = writes
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, c.Refuse(gate, err)
 	}
-	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: args.Writes, Network: network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
+	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: writes, Network: network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
 	return &op.Plan{Gate: gate, Run: func(ctx context.Context) (any, error) { return Start(ctx, c, spec) }}, nil
 }
