@@ -44,6 +44,8 @@ var funcs = template.FuncMap{
 	"join": strings.Join,
 	"ms":   func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"pct":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "%" },
+	"cpu":  cpuText,
+	"size": bytesText,
 	"repo": repoOf,
 	"card": func(a approvalView, csrf string, repos map[string]string) cardData {
 		return cardData{A: a, CSRF: csrf, Repos: repos}
