@@ -89,8 +89,19 @@ func review(_ context.Context, c *op.Call, args ReviewArgs) (*op.Plan, error) {
 		}
 		reviewer := verify.ReviewerPerson
 		if !args.AsPerson {
-			reviewer = c.Caller.RunID
+			// The reviewer is the caller's run: its explicit run, else its
+			// session's (run_review itself joins no run).
+			who := caller(ctx)
+			reviewer = who.RunID
+			if reviewer == "" && who.Session != "" {
+				if e, ok, err := rs.Resolve(ctx, who); err == nil && ok {
+					reviewer = e.ID
+				}
+			}
 			switch {
+			case who.Session != "" && who.Session == got.State.Caller.Session:
+				return nil, errs.New(errs.InvalidArgument, "run %s belongs to this session, so its review would be its own: review it from another session's run, or give as_person so a person approves it", args.RunID).
+					With("run_id", args.RunID)
 			case reviewer == "":
 				return nil, errs.New(errs.InvalidArgument, "run_review needs a reviewer: call it from a reviewer run (run_start, or an MCP session's run) or give as_person so a person approves it")
 			case reviewer == args.RunID:
