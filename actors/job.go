@@ -103,6 +103,7 @@ type jobOutcome struct {
 	tail       string
 	summary    []string
 	wtRemoved  bool
+	receiptID  string // the job's receipt (JobsConfig.Undo)
 	resources  messages.Resources
 }
 
@@ -580,6 +581,13 @@ func (a *jobActor) startProcess(ctx actor.Context, base string) {
 
 // runJobProcess is the runner goroutine of one attempt (see startProcess).
 func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec proc.Spec, send func(any)) {
+	undo := undoes(*cfg, job)
+	if undo {
+		if err := cfg.Undo.Before(ctx, job); err != nil {
+			send(jobProcStarted{err: err}) // never run without its undo
+			return
+		}
+	}
 	var conf JobConfinement
 	if cfg.Confiner != nil {
 		var err error
@@ -652,6 +660,12 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	if group != nil {
 		_ = group.Kill()
 		_ = group.Remove()
+	}
+	if undo {
+		var failed string
+		if out.receiptID, failed = jobReceipt(cfg.Undo, cfg.Logger, job); failed != "" {
+			out.summary = append(out.summary, failed)
+		}
 	}
 	if out.res.PidsExceeded {
 		out.summary = append([]string{"killed: the job started more processes than its ceiling"}, out.summary...)
@@ -748,6 +762,9 @@ func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
 		j.TimedOut = r.TimedOut
 		j.StdoutBytes, j.StderrBytes, j.Redactions = o.stdout, o.stderr, o.redactions
 		j.Tail, j.Summary, j.Swept = o.tail, o.summary, r.Swept
+		if o.receiptID != "" {
+			j.ReceiptID = o.receiptID
+		}
 		j.Resources = &o.resources
 		if j.Worktree != "" {
 			j.WorktreeKept = !o.wtRemoved
@@ -800,6 +817,9 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 	}
 	if a.job.Signal != "" {
 		details["signal"] = a.job.Signal
+	}
+	if a.job.ReceiptID != "" {
+		details["receipt_id"] = a.job.ReceiptID
 	}
 	code := ""
 	if a.job.Error != nil {

@@ -78,6 +78,9 @@ type JobsConfig struct {
 	// once the entry is durable: the runner waits for it before the
 	// process starts. nil = the start goes through Audit, not waited for.
 	AuditDurable func(messages.AuditEntry) func() error
+	// Undo keeps the pre-images of what writing jobs change in their
+	// checkout and makes their receipts; nil = none.
+	Undo JobUndo
 
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
@@ -328,6 +331,13 @@ func loadJobs(cfg JobsConfig, logRoot string, lg *zap.Logger) jobsLoaded {
 			if j.RunID != "" {
 				if n := proc.SweepMarked(j.RunID, 0); n > 0 {
 					lg.Info("killed leftover processes of an interrupted job", zap.String("job_id", j.ID), zap.Int("processes", n))
+				}
+			}
+			if undoes(cfg, j) && !j.StartedAt.IsZero() {
+				// Its processes are dead, its lease not yet released:
+				// what it changed is its receipt.
+				if id, _ := jobReceipt(cfg.Undo, lg, j); id != "" {
+					j.ReceiptID = id
 				}
 			}
 			j = interruptJob(cfg, lg, j, now)

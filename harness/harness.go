@@ -90,6 +90,12 @@ type Config struct {
 	// no bound of that kind.
 	PreImageMaxAge   time.Duration
 	PreImageMaxBytes int64
+	// JobUndoMaxBytes and JobUndoMaxFiles bound what a job that writes
+	// its checkout in place may change: its pre-images are kept before
+	// it starts, and a job beyond them is refused (BUDGET_EXCEEDED)
+	// before it runs. 0 = 256 MiB and 50,000 paths (docs/undo.md).
+	JobUndoMaxBytes int64
+	JobUndoMaxFiles int
 	// NoLiveIndex turns the live checkout index off: no watcher per
 	// checkout; git_status, search and git_diff run git or rg every time.
 	NoLiveIndex bool
@@ -277,7 +283,8 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())
-	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap}), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env)}); err != nil {
+	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap}), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env),
+		JobUndo: job.Undo(h.env, job.UndoConfig{MaxBytes: cfg.JobUndoMaxBytes, MaxFiles: cfg.JobUndoMaxFiles})}); err != nil {
 		return nil, err
 	}
 	h.afterBoot(ctx)

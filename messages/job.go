@@ -91,6 +91,9 @@ type Job struct {
 	// and holds take part in deadlock detection across runs. (RunID above
 	// is the marker of the job's process tree, proc.RunIDEnv.)
 	CallerRunID string `json:"caller_run_id,omitempty"`
+	// ReceiptID is the receipt of what a job that wrote its checkout in
+	// place changed there (revert undoes it; "" = none).
+	ReceiptID string `json:"receipt_id,omitempty"`
 	// LeaseReleaseState is where the release of the job's durable lease
 	// is (LeaseReleasePending, LeaseReleaseReleased; "" = no lease):
 	// the job ends with it pending, and it is released only once the

@@ -57,6 +57,8 @@ type Runners struct {
 	Job   actors.JobConfiner
 	// WorktreeSkip names what a job's worktree must not carry over.
 	WorktreeSkip actors.WorktreeSkipper
+	// JobUndo keeps the undo of jobs that write their checkout.
+	JobUndo actors.JobUndo
 }
 
 // Runtime is a running actor system and the clients of its actors.
@@ -150,7 +152,7 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
-		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, Jobs: *r.cfg.Jobs,
+		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, JobUndo: run.JobUndo, Jobs: *r.cfg.Jobs,
 		Audit:        func(e messages.AuditEntry) { r.Audit.Append(e) },
 		AuditDurable: func(e messages.AuditEntry) func() error { return r.Audit.AppendDurable(e) },
 		AuditKeys:    r.cfg.AuditKeys,

@@ -60,6 +60,19 @@ type Tree struct {
 	At      time.Time `json:"at"`
 	Bytes   int64     `json:"bytes"` // total size of its files
 	Entries []Entry   `json:"entries"`
+	// Skipped are the ignored paths left out (dir/ for a directory), as
+	// the caller listed them.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Has reports whether the tree has p or a path under it.
+func (t *Tree) Has(p string) bool {
+	if t.Find(p) != nil {
+		return true
+	}
+	dir := p + "/"
+	i := sort.Search(len(t.Entries), func(i int) bool { return t.Entries[i].Path >= dir })
+	return i < len(t.Entries) && strings.HasPrefix(t.Entries[i].Path, dir)
 }
 
 // Find returns the entry of p, or nil.

@@ -85,6 +85,9 @@ type JobResult struct {
 	Error        *JobError        `json:"error,omitempty"`
 	// Replayed is true when job_start's request_id already started this job.
 	Replayed bool `json:"replayed,omitempty"`
+	// ReceiptID is the receipt of what a job that wrote its checkout in
+	// place changed there, once it ended: revert undoes it.
+	ReceiptID string `json:"receipt_id,omitempty"`
 	// LeaseReleaseState is pending until the job's lease's actor answered
 	// its release, then released; LeaseReleaseFailure is the redacted
 	// diagnostic of failed attempts (retried at start-up).
@@ -107,6 +110,7 @@ func Result(j messages.Job) *JobResult {
 		TimedOut: j.TimedOut, Isolation: j.Isolation, Worktree: j.Worktree, WorktreeKept: j.WorktreeKept, Writes: j.Writes,
 		LeaseID: j.LeaseID, Pid: j.Pid, StdoutBytes: j.StdoutBytes, StderrBytes: j.StderrBytes, Redactions: j.Redactions,
 		Summary: j.Summary, Tail: j.Tail, LeaseReleaseState: j.LeaseReleaseState, LeaseReleaseFailure: j.LeaseReleaseFailure,
+		ReceiptID: j.ReceiptID,
 	}
 	if !j.StartedAt.IsZero() {
 		t := j.StartedAt

@@ -138,9 +138,6 @@ func revertable(store *preimage.Store, hist *history, r *op.Receipt, nfiles int)
 		if ref.Absent {
 			continue
 		}
-		if ref.Link {
-			return false, p + " was a symbolic link: revert does not recreate links", nil
-		}
 		if store == nil || !store.Has(ref.SHA256) {
 			return false, "the pre-image of " + p + " is no longer kept (PreImageMaxAge, PreImageMaxBytes)", nil
 		}

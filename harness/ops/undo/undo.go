@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -258,19 +261,25 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 					return errs.New(errs.ConcurrentModification, "a write to %q joined the revert while it waited for its lease; retry with a new request_id", p).With("path", p)
 				}
 			}
-			ops, size, err := restoreOps(env.PreImages, pl)
+			ops, size, err := restoreOps(env.PreImages, c.Root.Path(), pl)
 			if err != nil {
 				return err
 			}
 			for _, t := range pl.Targets {
 				r.Reverts = append(r.Reverts, t.ReceiptID)
 			}
+			dirs := dirStates(pl.Targets)
 			if len(ops) == 0 {
-				return nil // every file already is as it was: nothing to write
+				// Every file already is as it was: nothing to write but
+				// the directories a job made or removed.
+				return restoreDirs(c.Root, dirs, l.Fence)
 			}
 			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: c.KeepPreImages(r),
 				MaxOps: len(ops) + 1, MaxBytes: size + 1})
 			if err != nil {
+				return err
+			}
+			if err := restoreDirs(c.Root, dirs, l.Fence); err != nil {
 				return err
 			}
 			// A file already as it was is not written: it is no change of the
@@ -297,7 +306,7 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 
 // restoreOps expresses a revert as patch operations: a write of the old
 // content and mode, or a delete of a file the reverted writes created.
-func restoreOps(store *preimage.Store, pl *revertPlan) ([]patch.Op, int, error) {
+func restoreOps(store *preimage.Store, root string, pl *revertPlan) ([]patch.Op, int, error) {
 	var ops []patch.Op
 	size := 0
 	for _, p := range pl.Paths {
@@ -308,8 +317,22 @@ func restoreOps(store *preimage.Store, pl *revertPlan) ([]patch.Op, int, error) 
 				ops = append(ops, patch.Op{Op: patch.OpDelete, Path: p})
 			}
 		case ref.Link:
-			return nil, 0, errs.New(errs.InvalidArgument, "%q was a symbolic link before the write: revert does not recreate links", p).With("path", p)
+			// A job's receipt keeps a link's target (a patch's does not:
+			// its ref is NotKept, refused by the plan).
+			if store == nil {
+				return nil, 0, errs.New(errs.NotFound, "pre-images are off in this harness: %q cannot be restored", p).With("path", p)
+			}
+			target, err := store.Get(ref.SHA256)
+			if err != nil {
+				return nil, 0, errs.From(err).With("path", p)
+			}
+			size += len(target)
+			ops = append(ops, patch.Op{Op: patch.OpWrite, Path: p, Content: string(target), Link: true})
 		default:
+			if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p))); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				// A job made it a link: the link goes, the file comes back.
+				ops = append(ops, patch.Op{Op: patch.OpDelete, Path: p})
+			}
 			if store == nil {
 				return nil, 0, errs.New(errs.NotFound, "pre-images are off in this harness: %q cannot be restored", p).With("path", p)
 			}
