@@ -34,6 +34,7 @@ type (
 	RunReviewResult    = run.ReviewResult
 	RunScorecardArgs   = run.ScorecardArgs
 	RunScorecardResult = run.ScorecardResult
+	ClientScore        = run.ClientScore
 	RunSummary         = messages.RunSummary
 	RunScorecard       = messages.RunScorecard
 )

@@ -156,6 +156,8 @@ type clientView struct {
 	Active    int
 	Actions   []messages.AuditEntry // newest first
 	Approvals []harness.Approval    // pending
+	// Score is how the runs of the client's name went (run_scorecard).
+	Score *harness.ClientScore
 }
 
 // clientActions is how many recent audit entries each client shows.
@@ -205,6 +207,19 @@ func groupClients(runs []messages.RunState, entries []messages.AuditEntry, pendi
 	return out
 }
 
+// scoreOf is the scorecard of the client name of runs (every version).
+func scoreOf(scores []harness.ClientScore, runs []messages.RunState) *harness.ClientScore {
+	if len(runs) == 0 {
+		return nil
+	}
+	for i := range scores {
+		if scores[i].Client == runs[0].Caller.Client.Name {
+			return &scores[i]
+		}
+	}
+	return nil
+}
+
 // clientAudit is how many of the newest audit entries the clients page reads.
 const clientAudit = 1000
 
@@ -247,9 +262,15 @@ func (c *console) clients(w http.ResponseWriter, r *http.Request, ss session) {
 		c.fail(w, r, ss, err)
 		return
 	}
+	scores, err := c.h.RunScorecard(ctx, harness.RunScorecardArgs{Limit: ownerRuns})
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
 	var views []clientView
 	for _, v := range groupClients(rl.Runs, entries, pending.Approvals) {
 		if flt.client(v.Name) {
+			v.Score = scoreOf(scores.Clients, v.Runs)
 			views = append(views, v)
 		}
 	}
