@@ -169,7 +169,7 @@ func oldRoute(tool string) (route.Decision, bool) {
 		"context_assemble", "commit_verify":
 		return route.Decision{Mode: route.Fast, Reasons: []string{tool + " is a readonly Fast Path operation"},
 			Risk: 5, EstimatedClass: route.Short, Tier: route.Direct}, true
-	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate":
+	case "run_start", "run_observe", "run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate", "run_review", "run_scorecard":
 		return route.Decision{Mode: route.Fast, Reasons: []string{tool + " records run state; it touches no repository"},
 			Risk: 0, EstimatedClass: route.Short, Tier: route.Direct}, true
 	case "apply_patch", "git_stage", "git_commit", "patch_proposal_integrate":
@@ -252,7 +252,7 @@ var (
 	}
 	oldWrites = []string{"apply_patch", "git_stage", "git_commit", "patch_proposal_integrate", "patch_proposal_validate", "job_start", "batch", "revert", "run_revert"}
 	oldNoRepo = []string{"route_explain", "repository_list", "job_list", "job_status", "job_logs", "batch_result", "run_start", "run_observe",
-		"run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate", "context_assemble"}
+		"run_stage", "run_status", "run_list", "run_end", "run_resume", "run_claim", "run_verify", "run_assess", "run_escalate", "run_review", "run_scorecard", "context_assemble"}
 	oldVerified  = []string{"apply_patch", "git_stage", "git_commit", "patch_proposal_integrate"}
 	oldStepKinds = []string{"read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_stage", "git_commit"}
 	oldLaneKinds = []string{"search", "read_file", "git_status", "git_diff", "run_command"}
