@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -278,3 +279,51 @@ func TestJobUndoApprovedRmRf(t *testing.T) {
 		t.Fatalf("tree after the revert differs from before rm -rf: %+v", tr.Entries)
 	}
 }
+
+// The snapshot before a job reads no secret: neither a secret path of the
+// checkout nor, through a hard link, a file outside it reaches the
+// pre-image store; a job that removes the hard link gets a receipt whose
+// revert refuses it by name (its content was never kept). The benign
+// files of the same job are kept.
+func TestJobUndoKeepsNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "TOKEN=s3cr3t-undo-attack"
+	outside := filepath.Join(t.TempDir(), "id_token")
+	if err := os.WriteFile(outside, []byte(secret+"-outside\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"README.md": "# demo\n", ".env": secret + "\n", "pkg/a.go": "package pkg\n"}
+	h, repo, root := undoHarness(t, harness.Config{DataDir: dir}, files)
+	if err := os.Link(outside, filepath.Join(root, "pkg/linked.txt")); err != nil {
+		t.Fatal(err)
+	}
+	j := finishedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true, Argv: []string{"sh", "-c", "cd pkg && rm -f linked.txt a.go"}})
+	if j.ReceiptID == "" {
+		t.Fatalf("job: %s %+v; want a receipt", j.State, j.Error)
+	}
+	err := filepath.WalkDir(harness.PreImageDir(dir), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && containsStr(b, "s3cr3t-undo-attack") {
+			t.Errorf("pre-image %s holds the secret", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "pkg/linked.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the job did not remove the hard link: %v", err)
+	}
+	_, err = revertJob(t, h, repo, j.ReceiptID)
+	if errs.CodeOf(err) != errs.NotFound || !containsStr([]byte(errs.From(err).Message), "pkg/linked.txt") {
+		t.Fatalf("revert of a removed hard link: got %v, want NOT_FOUND naming pkg/linked.txt", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pkg/a.go")); !os.IsNotExist(err) {
+		t.Fatal("a refused revert restored a file")
+	}
+}
+
+func containsStr(b []byte, s string) bool { return bytes.Contains(b, []byte(s)) }

@@ -277,6 +277,7 @@ func (w *walker) entry(rel string, fi fs.FileInfo) (Entry, error) {
 		w.t.Bytes += fi.Size()
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 			e.NotKept = fmt.Sprintf("a hard link (%d names): another name may be a secret or lie outside the root, so harnessd does not read it", st.Nlink)
+			e.SHA256 = unread(e)
 			return e, nil
 		}
 		if d := w.cached(e); d != "" {
@@ -295,9 +296,15 @@ func (w *walker) entry(rel string, fi fs.FileInfo) (Entry, error) {
 		// the tree) but neither read nor restorable.
 		e.Kind = KindFile
 		e.NotKept = "not a regular file (" + fi.Mode().Type().String() + ")"
-		e.Ino, e.Mtime, e.Ctime = 0, 0, 0
+		e.SHA256 = unread(e)
 	}
 	return e, nil
+}
+
+// unread is the digest a file not read stands under: of its stat, never
+// of its content (no oracle of it), so a receipt names the file.
+func unread(e Entry) string {
+	return Digest([]byte(fmt.Sprintf("not read: %s inode %d size %d mtime %d ctime %d", e.Path, e.Ino, e.Size, e.Mtime, e.Ctime)))
 }
 
 // cached returns the digest of e from the previous tree when the file did
