@@ -186,7 +186,9 @@ func TestJobStartErrors(t *testing.T) {
 		{"cwd outside", harness.JobStartArgs{RepoID: repo, Argv: []string{"true"}, Cwd: "../..", RequestID: "x"}, errs.PathOutsideRoot},
 		{"cwd not a dir", harness.JobStartArgs{RepoID: repo, Argv: []string{"true"}, Cwd: "README.md", RequestID: "x"}, errs.InvalidArgument},
 		{"destructive", harness.JobStartArgs{RepoID: repo, Argv: []string{"rm", "-rf", "/"}, RequestID: "x"}, errs.RouteRejected},
-		{"remote", harness.JobStartArgs{RepoID: repo, Argv: []string{"git", "push"}, RequestID: "x"}, errs.RouteRejected},
+		{"remote", harness.JobStartArgs{RepoID: repo, Argv: []string{"curl", "-d", "x", "http://h"}, RequestID: "x"}, errs.RouteRejected},
+		{"git push goes to git_push", harness.JobStartArgs{RepoID: repo, Argv: []string{"git", "push"}, RequestID: "x"}, errs.RouteDurableRequired},
+		{"implicit push", harness.JobStartArgs{RepoID: repo, Argv: []string{"git", "-c", "alias.p=push", "p"}, RequestID: "x"}, errs.RouteRejected},
 		{"unknown repo", harness.JobStartArgs{RepoID: "repo_nope", Argv: []string{"true"}, RequestID: "x"}, errs.RepositoryNotRegistered},
 	}
 	for _, tt := range tests {
