@@ -200,6 +200,7 @@ func TestRouteClassesAgreeWithTheOldSwitch(t *testing.T) {
 		"target_read_file": route.Readonly, "target_list_dir": route.Readonly, "target_search": route.Readonly,
 		"target_write_file": route.Mutation, "target_apply_patch": route.Mutation, "target_copy": route.Mutation, "target_move": route.Mutation,
 		"target_execute_command": route.Command,
+		"git_push":               route.RemoteWrite,
 	}
 	for _, o := range reg.All() {
 		got := route.Decide(route.Request{Tool: o.Name, Kind: o.Route})
