@@ -57,7 +57,7 @@ func TestReadLanesRefusals(t *testing.T) {
 	}{
 		{"mutating kind", []harness.BatchStep{read, step("apply_patch", patchArgs("README.md", "a", "b"))}, 0, errs.InvalidArgument},
 		{"writing command", []harness.BatchStep{read, step("run_command", map[string]any{"argv": []string{"touch", "x.txt"}})}, 0, errs.RouteDurableRequired},
-		{"destructive command", []harness.BatchStep{read, step("run_command", map[string]any{"argv": []string{"rm", "-rf", "x"}})}, 0, errs.RouteRejected},
+		{"destructive command", []harness.BatchStep{read, step("run_command", map[string]any{"argv": []string{"rm", "-rf", "/"}})}, 0, errs.RouteRejected},
 		{"empty", nil, 0, errs.InvalidArgument},
 		{"concurrency", []harness.BatchStep{read}, 5, errs.InvalidArgument},
 		{"secret", []harness.BatchStep{read, step("read_file", map[string]any{"path": ".env"})}, 0, errs.SecretPathDenied},

@@ -56,7 +56,7 @@ func TestAllOperationsThroughMCP(t *testing.T) {
 	if res := ok("run_command", map[string]any{"repo_id": id, "argv": []string{"git", "log", "--oneline"}}); !strings.Contains(res["stdout"].(map[string]any)["text"].(string), "initial") {
 		t.Fatalf("run_command = %v", res)
 	}
-	if res := ok("route_explain", map[string]any{"tool": "run_command", "argv": []string{"git", "push", "--force"}}); res["decision"].(map[string]any)["mode"] != "reject" {
+	if res := ok("route_explain", map[string]any{"tool": "run_command", "argv": []string{"git", "push", "--mirror"}}); res["decision"].(map[string]any)["mode"] != "reject" {
 		t.Fatalf("route_explain = %v", res)
 	}
 	wantToolError(t, s, "run_command", map[string]any{"repo_id": id, "argv": []string{"rm", "-rf", "."}}, "ROUTE_REJECTED")

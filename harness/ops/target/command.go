@@ -92,8 +92,9 @@ func execute(_ context.Context, c *op.Call, a ExecuteArgs) (*op.Plan, error) {
 	var touched []string
 	switch {
 	case d.Mode == route.Fast:
-	case d.Mode == route.Reject:
-		// Remote, destructive, shell: never on a target.
+	case d.Mode == route.Reject, d.Effect != nil:
+		// Remote, destructive, shell: never on a target (a repository's
+		// durable job, behind a person, is where the effect is stated).
 		return nil, routeErr(errs.RouteRejected, class, "route rejected: "+why)
 	case class == classify.WorkspaceWrite.String() && prog == "git":
 		return nil, routeErr(errs.RouteRejected, class, "git mutations are rejected on a target until it is promoted ("+why+"); "+promoteHint)
