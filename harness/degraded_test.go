@@ -52,7 +52,7 @@ func TestSandboxOffStillRefusesWhatTheClassifierKnows(t *testing.T) {
 		{[]string{"touch", marker}, ""},                  // any refusal
 		{[]string{"sh", "-c", "echo x > " + marker}, ""}, // any refusal
 		{[]string{"rm", "-rf", "/"}, errs.RouteRejected}, // destructive
-		{[]string{"git", "push", "origin", "main"}, errs.RouteDurableRequired}, // to git_push
+		{[]string{"git", "push", "origin", "main"}, errs.RouteDurableRequired},
 		{[]string{"git", "push", "--mirror", "origin"}, errs.RouteRejected},
 		{[]string{"date", "-f.env"}, errs.SecretPathDenied},
 		{[]string{"sh", "-c", "base64 -w0 .en?"}, errs.SecretPathDenied},
