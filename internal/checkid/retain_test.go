@@ -23,7 +23,7 @@ func TestEvict(t *testing.T) {
 	}{
 		{"empty", nil, Budget{MaxCount: 1, MaxBytes: 1}, nil},
 		{"within every bound", []Held{pass("a", 10, 1), pass("b", 10, 2)}, Budget{MaxCount: 2, MaxBytes: 20}, nil},
-		{"no bounds keep every pass, however old", []Held{pass("a", 1 << 40, -24 * 365), pass("b", 1, 2)}, Budget{}, nil},
+		{"no bounds keep every pass, however old", []Held{pass("a", 1<<40, -24*365), pass("b", 1, 2)}, Budget{}, nil},
 		{"a failed run never stays", []Held{pass("a", 1, 1), {Key: "f", Bytes: 1, LastUsed: at(9)}}, Budget{}, []int{1}},
 		{"count: the least recently used go", []Held{pass("a", 1, 3), pass("b", 1, 1), pass("c", 1, 2)}, Budget{MaxCount: 2}, []int{1}},
 		{"bytes: the least recently used go", []Held{pass("a", 6, 3), pass("b", 6, 1), pass("c", 6, 2)}, Budget{MaxBytes: 12}, []int{1}},
