@@ -140,6 +140,8 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"run_resume", rid, nil},
 		{"run_assess", rid, nil},
 		{"run_escalate", map[string]any{"run_id": run.RunID, "to": "bounded_work", "reason": "it writes"}, nil},
+		{"run_review", map[string]any{"run_id": run.RunID, "stage": "s", "verdict": "approve"}, nil},
+		{"run_scorecard", map[string]any{}, nil},
 		{"context_assemble", repo, nil},
 		{"run_end", rid, nil},
 		{"repository_unregister", repo, nil},
