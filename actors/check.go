@@ -17,11 +17,16 @@ import (
 	"github.com/harnessd/harnessd/persistence"
 )
 
-// Check evidence defaults.
+// Check evidence defaults. Evidence has no age bound: a pass is kept
+// until its repository's budget (entries and bytes) needs the room, the
+// least recently used first (checkid.Evict).
 const (
-	DefaultCheckIdle       = 5 * time.Minute
-	DefaultCheckMaxAge     = 7 * 24 * time.Hour
-	DefaultCheckMaxPerRepo = 200
+	DefaultCheckIdle            = 5 * time.Minute
+	DefaultCheckMaxPerRepo      = 200
+	DefaultCheckMaxBytesPerRepo = 64 << 20
+	// CheckEvidenceTouchEvery is how often a reuse of one piece of
+	// evidence is recorded (its UsedAt): at most once per period.
+	CheckEvidenceTouchEvery = time.Hour
 )
 
 // CheckRunner runs one check's spec for a check actor, in a goroutine of
@@ -73,7 +78,6 @@ type checkConfig struct {
 	now    func() time.Time
 	key    messages.CheckKey
 	idle   time.Duration
-	maxAge time.Duration
 	runner CheckRunner
 	tasks  *Tasks
 }
@@ -201,6 +205,7 @@ func (a *checkActor) run(ctx actor.Context, m messages.CheckRun) {
 		return
 	}
 	if ev := a.fresh(); ev != nil && !m.Rerun {
+		a.touch(ev)
 		a.note(ctx, checkNote{reused: 1})
 		ctx.Respond(messages.CheckResult{Identity: ev.Identity, Outcome: ev.Outcome, Reused: true})
 		return
@@ -303,17 +308,47 @@ func (a *checkActor) finish(ctx actor.Context, m checkDone) {
 	a.note(ctx, n)
 }
 
-// fresh returns the evidence if it may still be reused.
+// fresh returns the evidence if it may be reused: a pass, of any age
+// (the budget, not time, ends evidence).
 func (a *checkActor) fresh() *messages.CheckEvidence {
-	ev := a.evidence
-	if ev == nil || !ev.Outcome.Passed {
-		return nil
+	if ev := a.evidence; ev != nil && ev.Outcome.Passed {
+		return ev
 	}
-	if a.now().Sub(ev.StoredAt) > a.maxAge {
-		a.evidence = nil
-		return nil
+	return nil
+}
+
+// touch records a reuse of ev as its UsedAt, at most once per
+// CheckEvidenceTouchEvery, outside the mailbox and unsynced (a lost touch
+// only ages the entry). An entry the budget evicted meanwhile, or that a
+// new pass replaced, is left as it is: a touch never brings one back.
+func (a *checkActor) touch(ev *messages.CheckEvidence) {
+	now := a.now()
+	if now.Sub(lastUse(ev)) < CheckEvidenceTouchEvery {
+		return
 	}
-	return ev
+	ev.UsedAt = now
+	key, stored, store, lg := persistence.CheckEvidenceKey(ev.RepoID, ev.Identity), ev.StoredAt, a.store, a.lg
+	a.tasks.Go(func() {
+		err := store.Update(false, func(tx *persistence.Txn) error {
+			var cur messages.CheckEvidence
+			if err := tx.Get(key, &cur); err != nil || !cur.StoredAt.Equal(stored) || !now.After(cur.UsedAt) {
+				return nil
+			}
+			cur.UsedAt = now
+			return tx.Put(key, &cur)
+		})
+		if err != nil {
+			lg.Warn("record a reuse of check evidence", zap.Error(err))
+		}
+	})
+}
+
+// lastUse is when ev was stored or last reused, whichever is later.
+func lastUse(ev *messages.CheckEvidence) time.Time {
+	if ev.UsedAt.After(ev.StoredAt) {
+		return ev.UsedAt
+	}
+	return ev.StoredAt
 }
 
 // loadEvidence restores the evidence of the actor's identity: the asking
@@ -351,7 +386,7 @@ func (a *checkActor) getEvidence(repoID string) *messages.CheckEvidence {
 		}
 		return nil
 	}
-	if ev.Identity != a.key.Identity || !ev.Outcome.Passed || a.now().Sub(ev.StoredAt) > a.maxAge {
+	if ev.Identity != a.key.Identity || !ev.Outcome.Passed {
 		return nil
 	}
 	return &ev

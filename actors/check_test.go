@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,6 +279,9 @@ func TestCheckPreviousEvidenceOfTheDefinition(t *testing.T) {
 	}
 }
 
+// TestCheckPruneBoundsEvidence: evidence has no age bound; the
+// repository's budget evicts the least recently used passes (a reuse
+// counts as use), and their index entries go with them.
 func TestCheckPruneBoundsEvidence(t *testing.T) {
 	s, st := newTestSystem(t), newStore(t)
 	var mu sync.Mutex
@@ -285,28 +289,79 @@ func TestCheckPruneBoundsEvidence(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	f := &fakeRunner{}
-	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Now: clock, MaxPerRepo: 3, MaxAge: time.Hour})
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Now: clock, MaxPerRepo: 3})
 	for _, id := range []string{"sha256:01", "sha256:02", "sha256:03", "sha256:04", "sha256:05"} {
 		want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", id)))
 		advance(time.Minute)
 	}
 	want[messages.Pong](t, request(t, s, pid, messages.Ping{}))
-	for _, tc := range []struct {
-		id   string
-		kept bool
-	}{{"sha256:01", false}, {"sha256:02", false}, {"sha256:03", true}, {"sha256:05", true}} {
-		ok, err := st.Has(persistence.CheckEvidenceKey("repo_a", tc.id))
-		if err != nil || ok != tc.kept {
-			t.Fatalf("%s: got kept=%v (%v), want %v", tc.id, ok, err, tc.kept)
+	kept := func(ids map[string]bool) {
+		t.Helper()
+		for id, k := range ids {
+			ok, err := st.Has(persistence.CheckEvidenceKey("repo_a", id))
+			if err != nil || ok != k {
+				t.Fatalf("%s: got kept=%v (%v), want %v", id, ok, err, k)
+			}
 		}
 	}
-	advance(2 * time.Hour)
-	p := want[messages.CheckPruned](t, request(t, s, pid, messages.CheckPrune{}))
-	if p.Removed != 3 {
-		t.Fatalf("age prune: got %d removed, want 3", p.Removed)
+	kept(map[string]bool{"sha256:01": false, "sha256:02": false, "sha256:03": true, "sha256:04": true, "sha256:05": true})
+
+	// A year on, nothing has aged out, and the oldest pass is reused
+	// (recorded as its last use).
+	advance(365 * 24 * time.Hour)
+	if p := want[messages.CheckPruned](t, request(t, s, pid, messages.CheckPrune{})); p.Removed != 0 {
+		t.Fatalf("a year later: got %d removed, want 0 (no age bound)", p.Removed)
 	}
-	if n, _ := st.Count(persistence.CheckRepoPrefix("repo_a")); n != 0 {
-		t.Fatalf("got %d keys left (def index included), want 0", n)
+	if r := want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:03"))); !r.Reused {
+		t.Fatalf("a year-old pass: got %+v, want it reused", r)
+	}
+	used := clock()
+	eventually(t, "the reuse of sha256:03 recorded", func() bool {
+		var ev messages.CheckEvidence
+		return st.Get(persistence.CheckEvidenceKey("repo_a", "sha256:03"), &ev) == nil && ev.UsedAt.Equal(used)
+	})
+	if n := f.calls.Load(); n != 5 {
+		t.Fatalf("got %d runs, want 5", n)
+	}
+
+	// A new pass evicts the least recently used: 04, not the reused 03.
+	advance(time.Minute)
+	want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", "sha256:06")))
+	want[messages.Pong](t, request(t, s, pid, messages.Ping{}))
+	kept(map[string]bool{"sha256:03": true, "sha256:04": false, "sha256:05": true, "sha256:06": true})
+	if n, _ := st.Count(persistence.CheckRepoPrefix("repo_a")); n != 4 {
+		t.Fatalf("got %d keys (3 evidence + the def index), want 4", n)
+	}
+}
+
+// TestCheckPruneBytesBudget: the bytes budget evicts the least recently
+// used passes until the rest fits, and a failed outcome found in the
+// store (written by an older build) is never kept.
+func TestCheckPruneBytesBudget(t *testing.T) {
+	s, st := newTestSystem(t), newStore(t)
+	var mu sync.Mutex
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	f := &fakeRunner{outcome: func(run messages.CheckRun, n int32) (messages.CheckOutcome, error) {
+		return messages.CheckOutcome{RepoID: run.Key.RepoID, Passed: true, Stdout: strings.Repeat("x", 1000)}, nil
+	}}
+	// Room for two passes of ~1.3 KB, not three.
+	pid := spawnChecks(t, s, st, ChecksConfig{Runner: f.run, Now: clock, MaxPerRepo: -1, MaxBytesPerRepo: 3000})
+	failed := messages.CheckEvidence{RepoID: "repo_a", Identity: "sha256:ff", Outcome: messages.CheckOutcome{ExitCode: 1}, StoredAt: clock().Add(time.Hour)}
+	if err := st.PutSync(persistence.CheckEvidenceKey("repo_a", "sha256:ff"), &failed); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"sha256:01", "sha256:02", "sha256:03"} {
+		want[messages.CheckResult](t, request(t, s, pid, checkRun("repo_a", id)))
+		mu.Lock()
+		now = now.Add(time.Minute)
+		mu.Unlock()
+	}
+	want[messages.Pong](t, request(t, s, pid, messages.Ping{}))
+	for id, k := range map[string]bool{"sha256:ff": false, "sha256:01": false, "sha256:02": true, "sha256:03": true} {
+		if ok, err := st.Has(persistence.CheckEvidenceKey("repo_a", id)); err != nil || ok != k {
+			t.Fatalf("%s: got kept=%v (%v), want %v", id, ok, err, k)
+		}
 	}
 }
 

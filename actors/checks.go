@@ -2,26 +2,32 @@ package actors
 
 import (
 	"bytes"
-	"sort"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/checkid"
 	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
 // ChecksConfig configures NewChecks. Zero fields mean the defaults.
 type ChecksConfig struct {
-	Now        func() time.Time
-	Idle       time.Duration // a check actor idle this long passivates; 0 = 5 min
-	MaxAge     time.Duration // evidence older than this is ignored and pruned; 0 = 7 days
-	MaxPerRepo int           // evidence kept per repository; 0 = 200
-	PruneEvery time.Duration // 0 = 10 min; < 0 = never (tests send CheckPrune)
-	Runner     CheckRunner   // runs a check's spec; nil = every run fails UNAVAILABLE
-	Tasks      *Tasks        // runs checks and pruning walks; nil = untracked goroutines
+	Now  func() time.Time
+	Idle time.Duration // a check actor idle this long passivates; 0 = 5 min
+	// MaxPerRepo and MaxBytesPerRepo are the evidence budget of one
+	// repository: entries and stored bytes (0 = 200 and 64 MiB; < 0 = no
+	// bound of that kind). Beyond it the least recently used passes go;
+	// there is no age bound.
+	MaxPerRepo      int
+	MaxBytesPerRepo int64
+	PruneEvery      time.Duration // 0 = 10 min; < 0 = never (tests send CheckPrune)
+	Runner          CheckRunner   // runs a check's spec; nil = every run fails UNAVAILABLE
+	Tasks           *Tasks        // runs checks and pruning walks; nil = untracked goroutines
 
 	// childWrap wraps the producer of check actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
@@ -39,11 +45,11 @@ func NewChecks(store *persistence.Store, lg *zap.Logger, cfg ChecksConfig) actor
 	if cfg.Idle <= 0 {
 		cfg.Idle = DefaultCheckIdle
 	}
-	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultCheckMaxAge
-	}
-	if cfg.MaxPerRepo <= 0 {
+	if cfg.MaxPerRepo == 0 {
 		cfg.MaxPerRepo = DefaultCheckMaxPerRepo
+	}
+	if cfg.MaxBytesPerRepo == 0 {
+		cfg.MaxBytesPerRepo = DefaultCheckMaxBytesPerRepo
 	}
 	if cfg.PruneEvery == 0 {
 		cfg.PruneEvery = 10 * time.Minute
@@ -94,7 +100,6 @@ type checksActor struct {
 type pruneRequest struct {
 	repos map[string]bool
 	all   bool
-	now   time.Time
 }
 
 // checksPruned reports a finished prune walk to the checks supervisor,
@@ -121,16 +126,12 @@ func (a *checksActor) Receive(ctx actor.Context) {
 		a.stats.Joined += m.joined
 		a.stats.Running += m.started - m.finished
 		if m.storedRepo != "" {
-			a.requestPrune(ctx, []string{m.storedRepo}, a.cfg.Now(), nil)
+			a.requestPrune(ctx, []string{m.storedRepo}, nil)
 		}
 	case *actor.Terminated:
 		a.terminated(ctx, m.Who)
 	case messages.CheckPrune:
-		now := m.Now
-		if now.IsZero() {
-			now = a.cfg.Now()
-		}
-		a.requestPrune(ctx, nil, now, ctx.Sender())
+		a.requestPrune(ctx, nil, ctx.Sender())
 	case checksPruned:
 		a.pruned(ctx, m)
 	case messages.CheckStats:
@@ -167,7 +168,7 @@ func (a *checksActor) Receive(ctx actor.Context) {
 
 // requestPrune queues a prune walk of repos (nil = all); waiter, if any, is
 // answered CheckPruned when the walk that covers it ends.
-func (a *checksActor) requestPrune(ctx actor.Context, repos []string, now time.Time, waiter *actor.PID) {
+func (a *checksActor) requestPrune(ctx actor.Context, repos []string, waiter *actor.PID) {
 	if a.pruneNext == nil {
 		a.pruneNext = &pruneRequest{repos: map[string]bool{}}
 	}
@@ -176,9 +177,6 @@ func (a *checksActor) requestPrune(ctx actor.Context, repos []string, now time.T
 	}
 	for _, r := range repos {
 		a.pruneNext.repos[r] = true
-	}
-	if now.After(a.pruneNext.now) {
-		a.pruneNext.now = now
 	}
 	if waiter != nil {
 		a.pruneWaits.addFor(ctx, waiter, struct{}{}, 0)
@@ -201,7 +199,7 @@ func (a *checksActor) startPrune(ctx actor.Context) {
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	a.cfg.Tasks.Go(func() {
-		n, err := a.prune(repos, req.now)
+		n, err := a.prune(repos)
 		root.Send(self, checksPruned{removed: n, err: err, waiters: batch})
 	})
 }
@@ -252,7 +250,7 @@ func (a *checksActor) route(ctx actor.Context, m messages.CheckRun) {
 func (a *checksActor) spawn(ctx actor.Context, name string, key messages.CheckKey) (*checkChild, error) {
 	prod := newCheckActor(checkConfig{
 		store: a.store, lg: a.lg, now: a.cfg.Now, key: key,
-		idle: a.cfg.Idle, maxAge: a.cfg.MaxAge, runner: a.cfg.Runner, tasks: a.cfg.Tasks,
+		idle: a.cfg.Idle, runner: a.cfg.Runner, tasks: a.cfg.Tasks,
 	})
 	if a.cfg.childWrap != nil {
 		prod = a.cfg.childWrap(prod)
@@ -317,30 +315,33 @@ func (a *checksActor) startPruning(ctx actor.Context) {
 	if a.cfg.PruneEvery < 0 {
 		return
 	}
-	now := a.cfg.Now
-	a.pruner = startTicker(ctx, a.cfg.PruneEvery, func() any { return messages.CheckPrune{Now: now()} })
+	a.pruner = startTicker(ctx, a.cfg.PruneEvery, func() any { return messages.CheckPrune{} })
 }
 
-// prune bounds the evidence of the given repositories (nil = all), outside
-// the actor (it reads only the store and the immutable config): entries
-// older than MaxAge go, then the oldest beyond MaxPerRepo. Definition and
+// prune bounds the evidence of the given repositories (nil = all) to
+// the budget (checkid.Evict: failed runs, then the least recently used
+// passes beyond MaxPerRepo entries or MaxBytesPerRepo bytes), outside the
+// actor (it reads only the store and the immutable config). Definition and
 // shared index entries pointing at removed evidence go with them.
-func (a *checksActor) prune(repos []string, now time.Time) (int, error) {
+func (a *checksActor) prune(repos []string) (int, error) {
 	type item struct {
 		key []byte
 		ev  messages.CheckEvidence
 	}
 	byRepo := map[string][]item{}
+	sizes := map[string][]checkid.Held{}
 	scan := func(prefix []byte) error {
-		return a.store.Scan(prefix, func(key []byte, decode func(any) error) error {
+		return a.store.ScanRaw(prefix, func(key, value []byte) error {
 			if !isEvidenceKey(key) {
 				return nil
 			}
 			var ev messages.CheckEvidence
-			if err := decode(&ev); err != nil {
+			if err := persistence.Decode(value, &ev); err != nil {
 				return nil // left for `harness store dump`
 			}
-			byRepo[ev.RepoID] = append(byRepo[ev.RepoID], item{key: append([]byte(nil), key...), ev: ev})
+			byRepo[ev.RepoID] = append(byRepo[ev.RepoID], item{key: key, ev: ev})
+			sizes[ev.RepoID] = append(sizes[ev.RepoID], checkid.Held{Key: string(key), Bytes: int64(len(key) + len(value)),
+				Passed: ev.Outcome.Passed, LastUsed: lastUse(&ev)})
 			return nil
 		})
 	}
@@ -356,12 +357,10 @@ func (a *checksActor) prune(repos []string, now time.Time) (int, error) {
 		}
 	}
 	var drop []item
-	for _, items := range byRepo {
-		sort.Slice(items, func(i, j int) bool { return items[i].ev.StoredAt.After(items[j].ev.StoredAt) })
-		for i, it := range items {
-			if i >= a.cfg.MaxPerRepo || now.Sub(it.ev.StoredAt) > a.cfg.MaxAge {
-				drop = append(drop, it)
-			}
+	budget := checkid.Budget{MaxCount: a.cfg.MaxPerRepo, MaxBytes: a.cfg.MaxBytesPerRepo}
+	for repo, items := range byRepo {
+		for _, i := range checkid.Evict(sizes[repo], budget) {
+			drop = append(drop, items[i])
 		}
 	}
 	if len(drop) == 0 {
@@ -407,4 +406,36 @@ func isEvidenceKey(key []byte) bool {
 	rest := key[len(persistence.PrefixCheck):]
 	i := bytes.IndexByte(rest, '/')
 	return i > 0 && bytes.HasPrefix(rest[i+1:], []byte("sha256:")) && bytes.IndexByte(rest[i+1:], '/') < 0
+}
+
+// The environment variables of the check evidence budget (a count and
+// bytes per repository; unset or invalid = the default, 0 = no bound).
+const (
+	EnvCheckEvidenceMax      = "HARNESSD_CHECK_EVIDENCE_MAX"
+	EnvCheckEvidenceMaxBytes = "HARNESSD_CHECK_EVIDENCE_MAX_BYTES"
+)
+
+// CheckBudgetFromEnv returns cfg with its evidence budget taken from the
+// environment (EnvCheckEvidenceMax, EnvCheckEvidenceMaxBytes) where set.
+func CheckBudgetFromEnv(cfg ChecksConfig) ChecksConfig {
+	if n, ok := envBound(EnvCheckEvidenceMax); ok {
+		cfg.MaxPerRepo = int(n)
+	}
+	if n, ok := envBound(EnvCheckEvidenceMaxBytes); ok {
+		cfg.MaxBytesPerRepo = n
+	}
+	return cfg
+}
+
+// envBound reads a bound: a non-negative integer, 0 meaning none (-1 in
+// ChecksConfig).
+func envBound(name string) (int64, bool) {
+	n, err := strconv.ParseInt(os.Getenv(name), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	if n == 0 {
+		return -1, true
+	}
+	return n, true
 }

@@ -63,6 +63,9 @@ type CheckEvidence struct {
 	Parts            json.RawMessage `json:"parts,omitempty"`
 	Outcome          CheckOutcome    `json:"outcome"`
 	StoredAt         time.Time       `json:"stored_at"`
+	// UsedAt is when a later call last reused it (recorded at most once
+	// an hour); retention keeps the most recently used (checkid.Evict).
+	UsedAt time.Time `json:"used_at,omitzero"`
 }
 
 // CheckSpec is what to run for a check: the checks actor hands it to its
@@ -116,8 +119,8 @@ type CheckResult struct {
 }
 
 // CheckPrune asks the checks supervisor to bound the evidence of every
-// repository (count and age) now.
-type CheckPrune struct{ Now time.Time }
+// repository to its budget (entries and bytes) now.
+type CheckPrune struct{}
 
 // CheckPruned answers CheckPrune.
 type CheckPruned struct{ Removed int }

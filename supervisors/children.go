@@ -147,7 +147,7 @@ func Lanes(d Deps) Child {
 
 // Checks is the supervisor of the check actors.
 func Checks(d Deps) Child {
-	props := actor.PropsFromProducer(actors.NewChecks(d.Store, d.logger(), actors.ChecksConfig{Now: d.Now, Runner: d.CheckRunner, Tasks: d.Tasks}), d.recover(),
+	props := actor.PropsFromProducer(actors.NewChecks(d.Store, d.logger(), actors.CheckBudgetFromEnv(actors.ChecksConfig{Now: d.Now, Runner: d.CheckRunner, Tasks: d.Tasks})), d.recover(),
 		actor.WithSupervisor(CheckPolicy().Strategy(d.logger())))
 	return Child{Name: ChecksName, Props: props, Restart: Permanent}
 }
