@@ -529,3 +529,27 @@ func TestCheckEscalatedFailureIsNotEvidence(t *testing.T) {
 		t.Fatalf("got %d stored check keys, want 0", n)
 	}
 }
+
+func TestCheckBudgetFromEnv(t *testing.T) {
+	tests := []struct {
+		name         string
+		count, bytes string
+		wantCount    int
+		wantBytes    int64
+	}{
+		{"unset keeps the config", "", "", 7, 9},
+		{"set", "50", "1048576", 50, 1 << 20},
+		{"0 is no bound", "0", "0", -1, -1},
+		{"invalid keeps the config", "many", "-3", 7, 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvCheckEvidenceMax, tc.count)
+			t.Setenv(EnvCheckEvidenceMaxBytes, tc.bytes)
+			got := CheckBudgetFromEnv(ChecksConfig{MaxPerRepo: 7, MaxBytesPerRepo: 9})
+			if got.MaxPerRepo != tc.wantCount || got.MaxBytesPerRepo != tc.wantBytes {
+				t.Fatalf("got %d entries, %d bytes; want %d, %d", got.MaxPerRepo, got.MaxBytesPerRepo, tc.wantCount, tc.wantBytes)
+			}
+		})
+	}
+}
