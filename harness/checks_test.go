@@ -138,8 +138,8 @@ func TestRunCheckSingleFlight(t *testing.T) {
 		if r.Identity != results[0].Identity || r.OriginalRun.Pid != results[0].OriginalRun.Pid || r.OriginalRun.Pid == 0 {
 			t.Fatalf("call %d: got identity %s pid %d, want %s pid %d", i, r.Identity, r.OriginalRun.Pid, results[0].Identity, results[0].OriginalRun.Pid)
 		}
-		if !r.Passed || !r.Focused || r.Path != "fast" || !r.Shared {
-			t.Fatalf("call %d: got %+v, want a passed, focused, shared Fast Path check", i, r)
+		if !r.Passed || !r.Focused || r.Path != "fast" || r.Shared != checksPrivateTmp() {
+			t.Fatalf("call %d: got %+v, want a passed, focused Fast Path check, shared where checks get a private temp dir", i, r)
 		}
 		if !r.Reused && !r.Joined {
 			starters++
@@ -243,6 +243,7 @@ func TestRunCheckEvidenceSurvivesReopen(t *testing.T) {
 }
 
 func TestRunCheckAcrossCheckouts(t *testing.T) {
+	testutil.NeedSandbox(t, testutil.Landlock, checksPrivateTmp(), "checks get a private temp directory only from a confining sandbox")
 	counter := fakeGo(t)
 	h := open(t)
 	root, id := checkFixture(t, h)

@@ -106,8 +106,11 @@ type RunCheckResult struct {
 	// Joined is true when this call waited for a run another call started.
 	Joined bool `json:"joined"`
 	// Shared is true when the evidence may be reused by other checkouts of
-	// the repository (clean work tree, no declared workspace writes).
-	Shared      bool        `json:"shared"`
+	// the repository: a clean work tree, no workspace writes, no network,
+	// a private temp directory and a toolchain whose probe succeeded.
+	Shared bool `json:"shared"`
+	// NotShared says why not (absent when Shared).
+	NotShared   []string    `json:"not_shared,omitempty"`
 	OriginalRun OriginalRun `json:"original_run"`
 	ExitCode    int         `json:"exit_code"`
 	Passed      bool        `json:"passed"`
@@ -188,6 +191,9 @@ type Identity struct {
 	ID    checkid.Identity
 	Parts checkid.Parts
 	Key   messages.CheckKey
+	// NotShared says why the evidence stays in this checkout (checkid.Scope),
+	// empty when Key.Shared.
+	NotShared []string
 }
 
 // Identify computes the semantic identity of d in the checkout e (root is
@@ -255,21 +261,24 @@ func IdentifyAt(ctx context.Context, env *op.Env, e runtime.RepoEntry, rev check
 	}
 	defn := checkid.Definition{Argv: d.Argv, Cwd: d.Cwd, Effects: d.Effects, TimeoutMs: d.TimeoutMs}
 	id := checkid.Compute(rev, defn, fp)
+	shared, why := checkid.Scope(checkid.ScopeFacts{CommonDir: e.Repo.CommonDir, Clean: rev.Clean, Writes: d.Writes, Network: d.Network,
+		PrivateTmp: env.Confines(sandbox.Check), Env: fp})
 	return Identity{
-		ID:    id,
-		Parts: checkid.Parts{Revision: rev, Definition: defn, Env: fp},
-		Key:   messages.CheckKey{RepoID: e.Repo.ID, CommonDir: e.Repo.CommonDir, Identity: id.Digest, Shared: rev.Clean && !d.Writes && e.Repo.CommonDir != ""},
+		ID:        id,
+		Parts:     checkid.Parts{Revision: rev, Definition: defn, Env: fp},
+		Key:       messages.CheckKey{RepoID: e.Repo.ID, CommonDir: e.Repo.CommonDir, Identity: id.Digest, Shared: shared},
+		NotShared: why,
 	}, nil
 }
 
 // Evidence returns the stored passing evidence of id as the check actor
 // would reuse it, without running or asking anything: the checkout's own,
 // else (a shared identity) the evidence another clean checkout of the
-// repository stored; nil when there is none or it is older than the
-// evidence's age bound. prev is the newest evidence of the same definition
+// repository stored; nil when there is none (evidence has no age bound:
+// its repository's budget evicts it, see actors.ChecksConfig). prev is the newest evidence of the same definition
 // in the checkout when it is of another identity (what the content, or the
 // environment, was when the check last passed), nil when there is none.
-func Evidence(env *op.Env, id Identity, now time.Time) (ev, prev *messages.CheckEvidence, err error) {
+func Evidence(env *op.Env, id Identity) (ev, prev *messages.CheckEvidence, err error) {
 	st := env.Store
 	get := func(repoID, identity string) (*messages.CheckEvidence, error) {
 		var e messages.CheckEvidence
@@ -280,7 +289,7 @@ func Evidence(env *op.Env, id Identity, now time.Time) (ev, prev *messages.Check
 		if err != nil {
 			return nil, errs.Wrap(errs.Unavailable, err, "read check evidence: %v", err)
 		}
-		if e.Identity != identity || !e.Outcome.Passed || now.Sub(e.StoredAt) > actors.DefaultCheckMaxAge {
+		if e.Identity != identity || !e.Outcome.Passed {
 			return nil, nil
 		}
 		return &e, nil
@@ -376,7 +385,7 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 
 	o := res.Outcome
 	out := &RunCheckResult{
-		Identity: id.Digest, Focused: focused, Path: pathName, Reused: res.Reused, Joined: res.Joined, Shared: key.Shared,
+		Identity: id.Digest, Focused: focused, Path: pathName, Reused: res.Reused, Joined: res.Joined, Shared: key.Shared, NotShared: ident.NotShared,
 		OriginalRun: OriginalRun{RepoID: o.RepoID, Pid: o.Pid, JobID: o.JobID, StartedAt: o.StartedAt, FinishedAt: o.FinishedAt, Resources: o.Resources},
 		ExitCode:    o.ExitCode, Passed: o.Passed, TimedOut: o.TimedOut, Cancelled: o.Cancelled,
 		Stdout: o.Stdout, Stderr: o.Stderr, Summary: o.Summary,

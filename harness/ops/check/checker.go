@@ -29,8 +29,8 @@ func (Checks) Revision(ctx context.Context, env *op.Env, e runtime.RepoEntry, ro
 }
 
 // Evidence identifies d at rev (IdentifyAt) and returns its stored
-// evidence (Evidence).
-func (Checks) Evidence(ctx context.Context, env *op.Env, e runtime.RepoEntry, rev checkid.Revision, d op.CheckDef, now time.Time) (op.CheckFound, error) {
+// evidence (Evidence), of any age: the budget, not time, ends evidence.
+func (Checks) Evidence(ctx context.Context, env *op.Env, e runtime.RepoEntry, rev checkid.Revision, d op.CheckDef, _ time.Time) (op.CheckFound, error) {
 	def, err := Define(d.Argv, d.Cwd, d.TimeoutMs, d.Effects)
 	if err != nil {
 		return op.CheckFound{}, err
@@ -40,6 +40,6 @@ func (Checks) Evidence(ctx context.Context, env *op.Env, e runtime.RepoEntry, re
 		return op.CheckFound{}, err
 	}
 	found := op.CheckFound{Identity: id.ID, Parts: id.Parts}
-	found.Current, found.Previous, err = Evidence(env, id, now)
+	found.Current, found.Previous, err = Evidence(env, id)
 	return found, err
 }
