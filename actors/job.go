@@ -209,6 +209,10 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		a.procExited(ctx, m.out)
 	case jobStoreFinal:
 		a.storeFinal(ctx)
+	case jobWriteLeased:
+		a.writeLeased(ctx)
+	case jobWriteDone:
+		a.writeDone(ctx, m.out)
 	case messages.Ping:
 		ctx.Respond(messages.Pong{})
 	case *actor.Restarting:
@@ -326,6 +330,9 @@ func (a *jobActor) cancel(ctx actor.Context) {
 	}
 	a.cancelReq = true
 	a.cancelWaiters = append(a.cancelWaiters, ctx.Sender())
+	if a.job.Write != nil && a.runCancel != nil {
+		a.runCancel() // ends its wait for the lease; a write that holds it runs to its end
+	}
 	switch {
 	case a.p != nil:
 		a.p.Cancel()
@@ -345,6 +352,8 @@ func (a *jobActor) prepare(ctx actor.Context) {
 		return
 	}
 	switch {
+	case a.job.Write != nil:
+		a.startWrite(ctx) // job_write.go
 	case a.job.Isolation == messages.JobIsolationWorktree:
 		a.phase = phaseWorktree
 		ctx.Send(ctx.Parent(), wtAcquire{repoID: a.job.RepoID, pid: ctx.Self()})
@@ -728,7 +737,7 @@ func (a *jobActor) auditEntry(outcome, code string, details map[string]string) m
 	for k, v := range details {
 		d[k] = v
 	}
-	return messages.AuditEntry{Kind: messages.AuditKind(audit.KindJob), Operation: "job_start", RepoID: j.RepoID, RequestID: j.RequestID,
+	return messages.AuditEntry{Kind: messages.AuditKind(audit.KindJob), Operation: writeJobOperation(j), RepoID: j.RepoID, RequestID: j.RequestID,
 		Actor: "daemon", Outcome: outcome, Code: code, Details: d}
 }
 

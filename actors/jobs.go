@@ -81,6 +81,9 @@ type JobsConfig struct {
 	// Undo keeps the pre-images of what writing jobs change in their
 	// checkout and makes their receipts; nil = none.
 	Undo JobUndo
+	// Write runs the writes of write jobs (on_busy: "durable",
+	// job_write.go); nil = a write job fails.
+	Write JobWriter
 
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer
@@ -383,7 +386,7 @@ func (a *Jobs) loaded(ctx actor.Context, m jobsLoaded) {
 		a.jobs[j.ID] = &jj
 		if j.State == messages.JobQueued {
 			a.spawn(ctx, j)
-			a.queue.Push(j.RepoID, j.ID)
+			a.enqueue(ctx, j)
 		}
 	}
 	for _, j := range m.release {
@@ -510,7 +513,10 @@ func (a *Jobs) spawn(ctx actor.Context, j messages.Job) *actor.PID {
 // answers: a job is never acknowledged before it is durable.
 func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 	j := m.Job
-	if j.ID == "" || len(j.Argv) == 0 {
+	if j.Write != nil && a.joinWrite(ctx, &j) {
+		return // a retry of the same request: its live job answered
+	}
+	if j.ID == "" || (len(j.Argv) == 0 && j.Write == nil) {
 		reply(ctx, nil, errs.New(errs.InvalidArgument, "job needs an id and an argv"))
 		return
 	}
@@ -533,7 +539,7 @@ func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 	}
 	a.jobs[j.ID] = &j
 	a.spawn(ctx, j)
-	a.queue.Push(j.RepoID, j.ID)
+	a.enqueue(ctx, j)
 	ctx.Respond(messages.JobInfo{Job: j})
 	a.schedule(ctx)
 }
@@ -617,7 +623,9 @@ func (a *Jobs) schedule(ctx actor.Context) {
 
 func (a *Jobs) forgetLive(id string) {
 	if a.dispatched[id] {
-		a.running--
+		if a.slotHeld(id) {
+			a.running--
+		}
 		delete(a.dispatched, id)
 	} else {
 		a.queue.Remove(id)

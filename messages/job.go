@@ -102,6 +102,9 @@ type Job struct {
 	// the holder's own lease id; it authorises nothing).
 	LeaseReleaseState   string            `json:"lease_release_state,omitempty"`
 	LeaseReleaseFailure *LeaseReleaseDiag `json:"lease_release_failure,omitempty"`
+	// Write is the write of a write job (on_busy: "durable"); nil for a
+	// job that runs a process (Argv).
+	Write *JobWrite `json:"write,omitempty"`
 }
 
 // JobSubmit asks the jobs actor to queue a new job. Job carries the spec

@@ -54,6 +54,8 @@ type Deps struct {
 	WorktreeSkip actors.WorktreeSkipper
 	// JobUndo keeps the undo of jobs that write their checkout; nil = none.
 	JobUndo actors.JobUndo
+	// JobWrite runs the writes queued as jobs (on_busy: "durable").
+	JobWrite actors.JobWriter
 	// Audit records what actors do on their own (a job's start and end).
 	Audit func(messages.AuditEntry)
 	// AuditDurable records an entry and returns a wait for it to be
@@ -159,7 +161,7 @@ func Jobs(d Deps) Child {
 		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
 		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
 		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit, AuditDurable: d.AuditDurable,
-		Undo: d.JobUndo,
+		Undo: d.JobUndo, Write: d.JobWrite,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(JobPolicy().Strategy(d.logger())))

@@ -25,7 +25,10 @@ import (
 //  1. ledger begin (create-if-absent): a replay returns the stored result
 //     and writes nothing; a conflict, a request in progress or an unknown
 //     outcome (with the current digests of t.Paths) is the answer;
-//  2. a lease over t.Keys (MUTATION_BUSY, or wait in mailbox order);
+//  2. a lease over t.Keys (MUTATION_BUSY, or wait in mailbox order; a
+//     write with on_busy "durable" that finds them busy is queued as a
+//     write job instead, its ledger entry closed as never begun: see
+//     queued.go);
 //  3. under the lease, fenced (a lost lease cancels it), Apply: the
 //     verification gate (WriteHooks.Verify), then t.Run, which calls the
 //     hooks of what it writes: Keep before each file changes, Trailers
@@ -41,55 +44,17 @@ import (
 // A failure before or during the write is audited and recorded in the
 // ledger as failed, so the request may be retried.
 func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
-	if t.RequestID == "" {
-		return nil, errs.New(errs.RequestIDRequired, "%s needs a request_id (any unique string up to 255 characters) so a retry replays instead of writing twice", t.Op)
-	}
-	if err := ledger.ValidateRequestID(t.RequestID); err != nil {
-		return nil, err
-	}
-	hash, err := c.InputHash(t.Op, t.Hashed)
+	hash, err := c.writeHash(t)
 	if err != nil {
-		return nil, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
+		return nil, err
 	}
 	c.Mark(SegRouting)
 	env := c.Env
-	begun, err := env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths})
-	if err != nil {
-		if errs.CodeOf(err) == errs.RequestOutcomeUnknown {
-			return nil, withDigests(err, c.Repo)
-		}
-		return nil, err
+	out, replayed, err := c.begin(ctx, t, hash)
+	if err != nil || replayed {
+		return out, err
 	}
-	if begun.Replay {
-		out, err := t.Replay(begun.Entry.Result)
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "decode stored result of %q: %v", t.RequestID, err)
-		}
-		c.FinishIn(SegSnapshot)
-		return out, nil
-	}
-	auditEntry := audit.Entry{Kind: audit.KindMutation, Operation: t.Op, RepoID: c.Repo.Repo.ID, RequestID: t.RequestID, Paths: t.Paths, InputHash: hash}
-	govern.Identify(&auditEntry, c.Caller)
-	fail := func(cause error) error {
-		e := auditEntry
-		e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message
-		env.Gov.AuditAppend(e)
-		if runtime.NothingWritten(cause) {
-			// Answered before it held its lease (harnessd began shutting
-			// down while it waited): nothing was written, so the entry is
-			// closed as never begun and the same request runs normally
-			// after the restart, not REQUEST_OUTCOME_UNKNOWN.
-			aerr := env.Ledger.Abandon(context.Background(), t.RequestID, hash)
-			if aerr == nil {
-				return cause
-			}
-			env.Logger.Warn("ledger: close a request as never begun", zap.String("request_id", t.RequestID), zap.Error(aerr))
-		}
-		if ferr := env.Ledger.Fail(context.Background(), t.RequestID, cause); ferr != nil {
-			env.Logger.Warn("ledger: record failure", zap.String("request_id", t.RequestID), zap.Error(ferr))
-		}
-		return cause
-	}
+	w := c.writing(t, hash)
 
 	// The request's end (a client that stopped waiting: MCP's
 	// notifications/cancelled, or its deadline) reaches the wait for the
@@ -100,8 +65,98 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// after the effect changes nothing but the answer's delivery.
 	l, lctx, err := env.Leases.Acquire(ctx, c.Repo, runtime.LeaseRequest{Owner: t.RequestID, Operation: t.Op, Keys: t.Keys, Wait: t.Wait, Visibility: "ephemeral", RunID: c.Caller.RunID})
 	if err != nil {
-		return nil, fail(err)
+		if queueable(t, err) {
+			return c.queue(ctx, t, w, err) // on_busy: "durable" (queued.go)
+		}
+		return nil, w.fail(busyHint(t, err))
 	}
+	return c.leased(ctx, t, w, l, lctx)
+}
+
+// writeHash validates t's request id and returns its input hash.
+func (c *Call) writeHash(t Txn) (string, error) {
+	if t.RequestID == "" {
+		return "", errs.New(errs.RequestIDRequired, "%s needs a request_id (any unique string up to 255 characters) so a retry replays instead of writing twice", t.Op)
+	}
+	if err := ledger.ValidateRequestID(t.RequestID); err != nil {
+		return "", err
+	}
+	hash, err := c.InputHash(t.Op, t.Hashed)
+	if err != nil {
+		return "", errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
+	}
+	return hash, nil
+}
+
+// begin is step 1: the ledger's begin of t. A replay answers the stored
+// result (replayed true); a conflict, a request in progress or an unknown
+// outcome (with the current digests of t.Paths) is the error.
+func (c *Call) begin(ctx context.Context, t Txn, hash string) (any, bool, error) {
+	begun, err := c.Env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths})
+	if err != nil {
+		if errs.CodeOf(err) == errs.RequestOutcomeUnknown {
+			return nil, false, withDigests(err, c.Repo)
+		}
+		return nil, false, err
+	}
+	if !begun.Replay {
+		return nil, false, nil
+	}
+	out, err := t.Replay(begun.Entry.Result)
+	if err != nil {
+		return nil, false, errs.Wrap(errs.Internal, err, "decode stored result of %q: %v", t.RequestID, err)
+	}
+	c.FinishIn(SegSnapshot)
+	return out, true, nil
+}
+
+// writing is a write whose ledger entry is executing: its audit entry,
+// and how it fails.
+type writing struct {
+	c     *Call
+	t     Txn
+	hash  string
+	entry audit.Entry
+}
+
+// writing returns the write of t begun in the ledger with hash.
+func (c *Call) writing(t Txn, hash string) *writing {
+	e := audit.Entry{Kind: audit.KindMutation, Operation: t.Op, RepoID: c.Repo.Repo.ID, RequestID: t.RequestID, Paths: t.Paths, InputHash: hash}
+	govern.Identify(&e, c.Caller)
+	if c.job != "" {
+		e.Details = map[string]string{"job_id": c.job}
+	}
+	return &writing{c: c, t: t, hash: hash, entry: e}
+}
+
+// fail audits the write's failure and records it in the ledger, so the
+// request may be retried; it returns cause.
+func (w *writing) fail(cause error) error {
+	env, id := w.c.Env, w.t.RequestID
+	e := w.entry
+	e.Outcome, e.Code, e.Reason = "failed", string(errs.CodeOf(cause)), errs.From(cause).Message
+	env.Gov.AuditAppend(e)
+	if runtime.NothingWritten(cause) {
+		// Answered before it held its lease (harnessd began shutting
+		// down while it waited): nothing was written, so the entry is
+		// closed as never begun and the same request runs normally
+		// after the restart, not REQUEST_OUTCOME_UNKNOWN.
+		aerr := env.Ledger.Abandon(context.Background(), id, w.hash)
+		if aerr == nil {
+			return cause
+		}
+		env.Logger.Warn("ledger: close a request as never begun", zap.String("request_id", id), zap.Error(aerr))
+	}
+	if ferr := env.Ledger.Fail(context.Background(), id, cause); ferr != nil {
+		env.Logger.Warn("ledger: record failure", zap.String("request_id", id), zap.Error(ferr))
+	}
+	return cause
+}
+
+// leased runs steps 3 and 4 of Write under the lease l (lctx ends when
+// it is lost) and releases it.
+func (c *Call) leased(ctx context.Context, t Txn, w *writing, l runtime.Lease, lctx context.Context) (any, error) {
+	env := c.Env
 	c.Mark(SegPolicy)
 	info := l.Info()
 	rec := Receipt{
@@ -114,14 +169,14 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// The receipt id is known before the write runs: git_commit records it
 	// in the commit's trailers (Harnessd-Receipt).
 	rec.ReceiptID = "rcpt_" + strconv.FormatInt(env.Now().UnixNano(), 36) + "_" + strconv.FormatUint(rec.FencingToken, 10)
-	err = c.apply(lctx, ctx, t, l, &rec)
+	err := c.apply(lctx, ctx, t, l, &rec)
 	if err != nil && lctx.Err() != nil && errs.CodeOf(context.Cause(lctx)) == errs.LeaseLost {
 		err = context.Cause(lctx)
 	}
 	l.Release()
 	if err != nil {
 		env.Wrote(c.Repo.Repo.ID) // a failed write may have touched files before its rollback
-		return nil, fail(err)
+		return nil, w.fail(err)
 	}
 	c.Mark(SegExecution)
 	c.FinishIn(SegReceipt)
@@ -134,7 +189,7 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	out, kept, wrote := t.Result(&rec)
 	if !wrote {
 		// Nothing was written: the request may be retried as it is.
-		_ = fail(errs.New(errs.Internal, "no write of %s %s succeeded", t.Op, t.RequestID))
+		_ = w.fail(errs.New(errs.Internal, "no write of %s %s succeeded", t.Op, t.RequestID))
 		return out, nil
 	}
 	env.Wrote(c.Repo.Repo.ID)
@@ -146,8 +201,12 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	// audited and with its receipt, or the ledger still says executing and
 	// a retry answers REQUEST_OUTCOME_UNKNOWN (the truth). The answer waits
 	// for that commit: acknowledged means durable.
+	auditEntry := w.entry
 	auditEntry.Outcome, auditEntry.FencingToken = "succeeded", rec.FencingToken
 	auditEntry.Details = map[string]string{"receipt_id": rec.ReceiptID, "lease_id": rec.LeaseID}
+	if c.job != "" {
+		auditEntry.Details["job_id"] = c.job
+	}
 	stored, _ := json.Marshal(out)
 	var with []messages.StoreRecord
 	done, err := env.Ledger.Completion(context.Background(), t.RequestID, stored)
@@ -201,6 +260,9 @@ func (c *Call) Resolve(repoID string) error { return c.resolve(repoID) }
 // MutationTxn completes t for the operations whose result is a
 // MutationResult (apply_patch, git_stage, git_commit, proposals).
 func MutationTxn(t Txn) Txn {
+	t.Queued = func(r Receipt, q *QueuedWrite) any {
+		return &MutationResult{Receipt: r, Queued: q}
+	}
 	t.Result = func(r *Receipt) (any, *Receipt, bool) {
 		out := &MutationResult{Receipt: *r}
 		return out, &out.Receipt, true

@@ -347,4 +347,10 @@ type Txn struct {
 	Result func(r *Receipt) (out any, rec *Receipt, wrote bool)
 	// Replay decodes the result stored by an earlier success.
 	Replay func(stored json.RawMessage) (any, error)
+	// OnBusy is the caller's on_busy ("" or OnBusyFail: MUTATION_BUSY;
+	// OnBusyDurable: queue it as a write job, see queued.go), and Queued
+	// builds the answer of a queued write around its empty receipt (nil:
+	// the operation cannot be queued).
+	OnBusy string
+	Queued func(r Receipt, q *QueuedWrite) any
 }

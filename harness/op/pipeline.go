@@ -217,6 +217,7 @@ func (p *Pipeline) runCall(ctx context.Context, c *Call, in any) (any, error) {
 		}
 		return out, err
 	}
+	c.in = in
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
 		return nil, err
@@ -281,6 +282,8 @@ type Call struct {
 	receipt *Receipt
 	run     *callRun
 	lat     *Latency
+	in      any    // the decoded input (what a queued write stores, queued.go)
+	job     string // the write job this call runs ("" = none)
 }
 
 func (c *Call) resolve(repoID string) error {
@@ -422,6 +425,9 @@ func (p *Pipeline) prepareStep(ctx context.Context, parent *Call, o *Op, index i
 	plan, err := o.prepare(ctx, c, in)
 	if err != nil {
 		return nil, err
+	}
+	if plan.Write != nil && plan.Write.OnBusy != "" {
+		return nil, errs.New(errs.InvalidArgument, "%s: on_busy applies to a write on its own, not a step of a batch (the batch waits with its wait_ms); remove it", o.Name).With("field", "on_busy")
 	}
 	plan.Gate = bindInput(o, plan.Gate, in)
 	return &Step{Index: index, Kind: o.Name, Raw: raw, Call: c, Plan: plan}, nil

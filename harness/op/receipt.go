@@ -73,6 +73,10 @@ type MutationResult struct {
 	// Warnings report bookkeeping that failed beside a successful write
 	// (ledger or receipt persistence); the write itself happened.
 	Warnings []string `json:"warnings,omitempty"`
+	// Queued is set when the files were busy and the write was queued as
+	// a durable job (on_busy: "durable"): nothing is written yet, and the
+	// receipt is empty; job_status follows the job.
+	Queued *QueuedWrite `json:"queued,omitempty"`
 	Meta
 }
 

@@ -59,6 +59,8 @@ type Runners struct {
 	WorktreeSkip actors.WorktreeSkipper
 	// JobUndo keeps the undo of jobs that write their checkout.
 	JobUndo actors.JobUndo
+	// JobWrite runs the writes queued as jobs (on_busy: "durable").
+	JobWrite actors.JobWriter
 }
 
 // Runtime is a running actor system and the clients of its actors.
@@ -152,7 +154,7 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
-		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, JobUndo: run.JobUndo, Jobs: *r.cfg.Jobs,
+		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, JobUndo: run.JobUndo, JobWrite: run.JobWrite, Jobs: *r.cfg.Jobs,
 		Audit:        func(e messages.AuditEntry) { r.Audit.Append(e) },
 		AuditDurable: func(e messages.AuditEntry) func() error { return r.Audit.AppendDurable(e) },
 		AuditKeys:    r.cfg.AuditKeys,

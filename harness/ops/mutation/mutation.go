@@ -39,32 +39,32 @@ const (
 func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ApplyPatchArgs]{Name: "apply_patch", Output: op.MutationResult{}, Destructive: true, Idempotent: true,
-			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
+			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"style", "test"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms", "on_busy"},
 			Description: "Change files of the repository: replace exact text, create, write or delete files, all or nothing. Use it for every edit, never run_command. Read the file first: old_text must match exactly once (or set all). Example: {\"request_id\":\"fix-1\",\"operations\":[{\"op\":\"replace\",\"path\":\"a.go\",\"old_text\":\"n := 1\",\"new_text\":\"n := 2\"}]}",
 			Repo:        func(a ApplyPatchArgs) string { return a.RepoID },
 			Prepare: func(_ context.Context, c *op.Call, a ApplyPatchArgs) (*op.Plan, error) {
 				w, err := PlanApplyPatch(c, a)
-				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, hashedPatch(a)), err
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.OnBusy, a.IncludeLatencyBreakdown, hashedPatch(a)), err
 			}}),
 		op.Def(op.Spec[GitStageArgs]{Name: "git_stage", Output: op.MutationResult{}, Idempotent: true,
-			Route: route.IndexMutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
+			Route: route.IndexMutation, Toolset: op.Git, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms", "on_busy"},
 			Description: "Stage exactly the named paths (git add) when you build a commit in steps; git_commit with paths needs no staging. Deletions are staged too. Example: {\"request_id\":\"s1\",\"paths\":[\"src/a.go\"]}",
 			Repo:        func(a GitStageArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitStageArgs) (*op.Plan, error) {
 				w, err := PlanGitStage(ctx, c, a)
 				h := a
-				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
-				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
+				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID, h.OnBusy = 0, false, "", ""
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.OnBusy, a.IncludeLatencyBreakdown, h), err
 			}}),
 		op.Def(op.Spec[GitCommitArgs]{Name: "git_commit", Output: op.MutationResult{}, Idempotent: true,
-			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms"},
+			Route: route.Mutation, Toolset: op.Core, Roles: op.WriteRoles, Verified: true, Topics: []string{"commit", "style"}, ChangesCheckout: true, BatchStep: true, HashIgnore: []string{"wait_ms", "on_busy"},
 			Description: "Commit your change once its check passed: the named paths as they are in the work tree (or, without paths, what is staged). Hooks do not run; harnessd appends Harnessd- trailers, so write none. Example: {\"request_id\":\"c1\",\"message\":\"parser: accept empty input\",\"paths\":[\"parse.go\"]}",
 			Repo:        func(a GitCommitArgs) string { return a.RepoID },
 			Prepare: func(ctx context.Context, c *op.Call, a GitCommitArgs) (*op.Plan, error) {
 				w, err := PlanGitCommit(ctx, c, a)
 				h := a
-				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID = 0, false, ""
-				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.IncludeLatencyBreakdown, h), err
+				h.WaitMs, h.IncludeLatencyBreakdown, h.ApprovalID, h.OnBusy = 0, false, "", ""
+				return plan(c, w, a.RequestID, a.ApprovalID, a.WaitMs, a.OnBusy, a.IncludeLatencyBreakdown, h), err
 			}}),
 	}
 }
@@ -84,15 +84,16 @@ type Write struct {
 }
 
 // plan wraps a planned write as the plan of a standalone operation: gated
-// as a write of its paths, run by the mutation engine.
-func plan(c *op.Call, w Write, requestID, approvalID string, waitMs int, breakdown bool, hashed any) *op.Plan {
+// as a write of its paths, run by the mutation engine (queued as a job
+// when its files are busy and onBusy is op.OnBusyDurable).
+func plan(c *op.Call, w Write, requestID, approvalID string, waitMs int, onBusy string, breakdown bool, hashed any) *op.Plan {
 	if w.Run == nil {
 		return nil
 	}
 	return &op.Plan{
 		Gate:      govern.Input{Paths: w.Paths, Writes: true, Args: hashed, ApprovalID: approvalID, RequireVerified: w.RequireVerified},
 		Breakdown: breakdown,
-		Write:     WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run}), waitMs),
+		Write:     WithWait(op.MutationTxn(op.Txn{Op: w.Op, RequestID: requestID, Hashed: hashed, Paths: w.Paths, Keys: w.Keys, Run: w.Run, OnBusy: onBusy}), waitMs),
 	}
 }
 
@@ -109,12 +110,13 @@ type ApplyPatchArgs struct {
 	Operations              []patch.Op `json:"operations" jsonschema:"applied in order"`
 	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs every path must match, e.g. src/**"`
 	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	OnBusy                  string     `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 }
 
 func hashedPatch(a ApplyPatchArgs) ApplyPatchArgs {
-	a.WaitMs, a.IncludeLatencyBreakdown, a.ApprovalID = 0, false, ""
+	a.WaitMs, a.IncludeLatencyBreakdown, a.ApprovalID, a.OnBusy = 0, false, "", ""
 	return a
 }
 
@@ -161,6 +163,7 @@ type GitStageArgs struct {
 	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
 	Paths                   []string `json:"paths" jsonschema:"up to 200"`
 	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
@@ -342,6 +345,7 @@ type GitCommitArgs struct {
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"commit even with no changes"`
 	RequireVerified         string   `json:"require_verified,omitempty" jsonschema:"a stage of the run that must be verified (run_claim, run_verify), else VERIFICATION_REQUIRED"`
 	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
+	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
