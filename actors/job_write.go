@@ -87,6 +87,8 @@ func (a *jobActor) writeDone(ctx actor.Context, out JobWritten) {
 		return
 	}
 	if out.Err != nil && out.Requeue && !a.cancelReq {
+		// Not dispatched any more: a cancel meanwhile ends it at once.
+		a.dispatched = false
 		a.lg.Info("harnessd is stopping: the write job runs again after the restart")
 		return
 	}
