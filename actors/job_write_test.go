@@ -139,7 +139,6 @@ func memStore(t *testing.T) *persistence.Store {
 	return st
 }
 
-
 // A write job is handed to its writer at once, although the only run slot
 // is taken by a process job; it is queued until its lease is held, then
 // running, and ends with the write's receipt.
