@@ -104,6 +104,7 @@ type jobOutcome struct {
 	summary    []string
 	wtRemoved  bool
 	receiptID  string // the job's receipt (JobsConfig.Undo)
+	err        error  // why the work harnessd performs itself failed (JobsConfig.Native)
 	resources  messages.Resources
 }
 
@@ -597,6 +598,10 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 			return
 		}
 	}
+	if cfg.Native != nil && cfg.Native.Performs(job) {
+		runNative(ctx, cfg, job, undo, send) // job_native.go: no process
+		return
+	}
 	var conf JobConfinement
 	if cfg.Confiner != nil {
 		var err error
@@ -753,6 +758,8 @@ func (a *jobActor) procExited(ctx actor.Context, o jobOutcome) {
 		cause = errs.New(errs.Code(a.failErr.Code), "%s", a.failErr.Message)
 	case a.cancelReq:
 		ev = JobEvCancel
+	case o.err != nil:
+		cause = o.err
 	case r.TimedOut:
 		ev = JobEvTimeout
 		cause = errs.New(errs.Timeout, "the job ran longer than its timeout of %ds and was killed", a.job.TimeoutS)
@@ -803,6 +810,11 @@ func (a *jobActor) finishWith(ctx actor.Context, ev JobEvent, cause error, edit 
 		}
 		if edit != nil {
 			edit(j)
+		}
+		// Charged before anyone can see the job ended: the run's next
+		// call finds its cpu_seconds used (runs.Check).
+		if j.CallerRunID != "" && j.Resources != nil && a.cfg.RunUsage != nil {
+			a.cfg.RunUsage(j.CallerRunID, j.Resources.CPUMs)
 		}
 		if j.Worktree != "" && edit == nil {
 			j.WorktreeKept = true

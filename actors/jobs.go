@@ -84,6 +84,14 @@ type JobsConfig struct {
 	// Write runs the writes of write jobs (on_busy: "durable",
 	// job_write.go); nil = a write job fails.
 	Write JobWriter
+	// Native performs the jobs harnessd does itself instead of a process
+	// (git reset --hard, git branch -D, git tag -f; job_native.go); nil =
+	// every job runs its argv.
+	Native JobNative
+	// RunUsage charges the CPU time of a job that ended to the run that
+	// started it (Job.CallerRunID), a run budget's cpu_seconds; nil =
+	// none. It must not block (the runtime sends a message).
+	RunUsage func(runID string, cpuMs int64)
 
 	// childWrap wraps the producer of job actors (tests inject faults).
 	childWrap func(actor.Producer) actor.Producer

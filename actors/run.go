@@ -77,6 +77,8 @@ func (a *runActor) Receive(ctx actor.Context) {
 			runs.Apply(&a.st.Counters, d, -1)
 		}
 		a.dirty = true
+	case messages.RunUsage:
+		a.usage(ctx, m)
 	case messages.RunObserve:
 		a.observe(ctx, m)
 	case messages.RunStage:
@@ -386,6 +388,22 @@ func (a *runActor) charge(ctx actor.Context, m messages.RunCharge) {
 	}
 	a.dirty = true
 	ctx.Respond(messages.RunCharged{})
+}
+
+// usage charges CPU time the run's processes used after their call
+// answered (a job that ended): the run's own, or a child run's on this
+// run's budget (Drawn). A later call that would start processes is
+// refused once the run's cpu_seconds are used (runs.Check).
+func (a *runActor) usage(ctx actor.Context, m messages.RunUsage) {
+	if m.CPUMs <= 0 || a.st.Status != messages.RunActive {
+		return
+	}
+	if m.Child != "" {
+		a.st.Drawn.CPUMs += m.CPUMs
+	} else {
+		a.st.Counters.CPUMs += m.CPUMs
+	}
+	a.changed(ctx, a.stored)
 }
 
 // retryCheck answers RETRY_LIMIT, with the history and the recovery

@@ -49,6 +49,9 @@ type RunBudget struct {
 	Jobs        int64 `json:"jobs,omitempty" jsonschema:"jobs it may start"`
 	OutputBytes int64 `json:"output_bytes,omitempty" jsonschema:"bytes of output it may receive"`
 	Approvals   int64 `json:"approvals,omitempty" jsonschema:"approval requests it may raise"`
+	// CPUSeconds bounds the CPU time of the processes it runs (jobs,
+	// checks): once used, it may start no more commands or jobs.
+	CPUSeconds int64 `json:"cpu_seconds,omitempty" jsonschema:"CPU seconds its jobs and checks may use"`
 }
 
 // RunCounters are what a run has used and done.
@@ -63,6 +66,10 @@ type RunCounters struct {
 	Approvals    int64 `json:"approvals"`
 	Failures     int64 `json:"failures"`
 	Observations int64 `json:"observations"`
+	// CPUMs is the CPU time (user+system, ms) of the processes the run
+	// started: its checks' (counted with their spans) and its jobs'
+	// (charged when each ends, RunUsage).
+	CPUMs int64 `json:"cpu_ms,omitempty"`
 }
 
 // RunObservation is one note in a run: an agent's (run_observe) or
@@ -255,6 +262,10 @@ type RunSpan struct {
 	RepoID string `json:"repo_id,omitempty"`
 	// Verdict is a check's: pass or fail ("" for other calls).
 	Verdict string `json:"verdict,omitempty"`
+	// CPUMs is the CPU time of the process tree the call itself ran (a
+	// check that ran here, not one reused, joined or run as a job: a
+	// job's is charged when it ends).
+	CPUMs   int64  `json:"cpu_ms,omitempty"`
 	Session string `json:"session,omitempty"`
 	Client  Client `json:"client,omitzero"`
 }
@@ -321,6 +332,16 @@ type RunRefund struct {
 	Mutations int64
 	Jobs      int64
 	Approvals int64
+}
+
+// RunUsage charges CPU time a run's processes used after their call
+// answered: a job the run started, when it ends. Child is set when a
+// child run's use is charged to this one (an ancestor's Drawn). Sent
+// without waiting; a run that ended ignores it.
+type RunUsage struct {
+	RunID string
+	Child string
+	CPUMs int64
 }
 
 // RunObserve appends an observation (agent or harnessd). Sent as a request

@@ -56,6 +56,10 @@ type Deps struct {
 	JobUndo actors.JobUndo
 	// JobWrite runs the writes queued as jobs (on_busy: "durable").
 	JobWrite actors.JobWriter
+	// JobNative performs the jobs harnessd does itself (git reset --hard).
+	JobNative actors.JobNative
+	// RunUsage charges a job's CPU time to the run that started it.
+	RunUsage func(runID string, cpuMs int64)
 	// Audit records what actors do on their own (a job's start and end).
 	Audit func(messages.AuditEntry)
 	// AuditDurable records an entry and returns a wait for it to be
@@ -161,7 +165,7 @@ func Jobs(d Deps) Child {
 		Store: d.Store, Index: d.Index, Logger: d.logger(), Now: d.Now, DataDir: d.DataDir, Tasks: d.Tasks,
 		Concurrency: o.Concurrency, Cgroups: o.Cgroups, Containment: o.Containment, Limits: o.Limits,
 		Confiner: d.JobConfiner, WorktreeSkip: d.WorktreeSkip, Audit: d.Audit, AuditDurable: d.AuditDurable,
-		Undo: d.JobUndo, Write: d.JobWrite,
+		Undo: d.JobUndo, Write: d.JobWrite, Native: d.JobNative, RunUsage: d.RunUsage,
 	}
 	props := actor.PropsFromProducer(actors.NewJobs(cfg), d.recover(),
 		actor.WithSupervisor(JobPolicy().Strategy(d.logger())))

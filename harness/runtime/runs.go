@@ -94,15 +94,7 @@ func (c Runs) Charge(ctx context.Context, e RunEntry, d runs.Draw) error {
 		}
 		return nil
 	}
-	chain := []RunEntry{e}
-	for p := e.Parent; p != ""; {
-		pe, ok := c.index.Lookup(p)
-		if !ok || len(chain) > 64 {
-			break
-		}
-		chain = append(chain, pe)
-		p = pe.Parent
-	}
+	chain := c.chain(e)
 	for i, r := range chain {
 		m := messages.RunCharge{RunID: r.ID, Commands: d.Commands, Mutations: d.Mutations, Jobs: d.Jobs, Approvals: d.Approvals}
 		if i > 0 {
@@ -116,6 +108,42 @@ func (c Runs) Charge(ctx context.Context, e RunEntry, d runs.Draw) error {
 		}
 	}
 	return nil
+}
+
+// chain returns e and its live ancestors, nearest first.
+func (c Runs) chain(e RunEntry) []RunEntry {
+	chain := []RunEntry{e}
+	for p := e.Parent; p != ""; {
+		pe, ok := c.index.Lookup(p)
+		if !ok || len(chain) > 64 {
+			break
+		}
+		chain = append(chain, pe)
+		p = pe.Parent
+	}
+	return chain
+}
+
+// Use charges cpuMs of CPU time, used by a process of run id after its
+// call answered (a job that ended), to the run and to each ancestor
+// (their budgets bound their children's CPU too), without waiting. Each
+// run's mailbox has it before anyone can see the job ended, so the run's
+// next call is refused once its cpu_seconds are used. A run that is gone
+// or ended is charged nothing.
+func (c Runs) Use(id string, cpuMs int64) {
+	e, ok := c.index.Lookup(id)
+	if !ok || cpuMs <= 0 {
+		return
+	}
+	c.r.system.Root.Send(e.PID, messages.RunUsage{RunID: e.ID, CPUMs: cpuMs})
+	c.useAncestors(e, cpuMs)
+}
+
+// useAncestors charges e's cpuMs to its ancestors' budgets.
+func (c Runs) useAncestors(e RunEntry, cpuMs int64) {
+	for _, a := range c.chain(e)[1:] {
+		c.r.system.Root.Send(a.PID, messages.RunUsage{RunID: a.ID, Child: e.ID, CPUMs: cpuMs})
+	}
 }
 
 func (c Runs) ask(ctx context.Context, pid *actor.PID, m messages.RunCharge) error {
@@ -140,6 +168,9 @@ func (c Runs) Record(e RunEntry, s messages.RunSpan) {
 		e.NotePending()
 	}
 	c.r.system.Root.Send(e.PID, s)
+	if s.CPUMs > 0 && e.Parent != "" {
+		c.useAncestors(e, s.CPUMs) // the run counts its own with the span
+	}
 }
 
 // NoteContext records the token budget snapshot of a live run's last

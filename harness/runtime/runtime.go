@@ -61,6 +61,8 @@ type Runners struct {
 	JobUndo actors.JobUndo
 	// JobWrite runs the writes queued as jobs (on_busy: "durable").
 	JobWrite actors.JobWriter
+	// JobNative performs the jobs harnessd does itself (git reset --hard).
+	JobNative actors.JobNative
 }
 
 // Runtime is a running actor system and the clients of its actors.
@@ -154,10 +156,11 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, run Runners) error {
 	d := supervisors.Deps{
 		Store: r.cfg.Store, Index: r.index, Logger: r.lg, Now: r.cfg.Now, DataDir: r.dataDir, Tasks: r.tasks,
-		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, JobUndo: run.JobUndo, JobWrite: run.JobWrite, Jobs: *r.cfg.Jobs,
+		CheckRunner: run.Check, LaneRunner: run.Lane, JobConfiner: run.Job, WorktreeSkip: run.WorktreeSkip, JobUndo: run.JobUndo, JobWrite: run.JobWrite, JobNative: run.JobNative, Jobs: *r.cfg.Jobs,
 		Audit:        func(e messages.AuditEntry) { r.Audit.Append(e) },
 		AuditDurable: func(e messages.AuditEntry) func() error { return r.Audit.AppendDurable(e) },
 		AuditKeys:    r.cfg.AuditKeys,
+		RunUsage:     r.Runs.Use,
 		Runs:         r.runs,
 		JobsPID:      r.Jobs.pid, RunsOptions: r.cfg.Runs,
 		DeadlocksPID: supervisors.ChildPID(r.root, supervisors.DeadlocksName),

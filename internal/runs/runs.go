@@ -52,13 +52,16 @@ func (d Draw) Zero() bool { return d == Draw{} }
 // Exceeded reports which limit a draw would cross.
 type Exceeded struct {
 	RunID    string
-	Resource string // commands, mutations, jobs, approvals, output_bytes, wall_s
+	Resource string // commands, mutations, jobs, approvals, output_bytes, wall_s, cpu_seconds
 	Limit    int64
 	Used     int64
 	Want     int64
 }
 
 func (e *Exceeded) Error() string {
+	if e.Resource == "cpu_seconds" {
+		return fmt.Sprintf("run %s used its cpu_seconds budget: its jobs and checks used %d CPU seconds of %d, so it may start no more commands or jobs", e.RunID, e.Used, e.Limit)
+	}
 	if e.Resource == "output_bytes" || e.Resource == "wall_s" {
 		return fmt.Sprintf("run %s used its %s budget (%d of %d)", e.RunID, e.Resource, e.Used, e.Limit)
 	}
@@ -74,11 +77,14 @@ func Used(st messages.RunState) messages.RunCounters {
 	c.Jobs += d.Jobs
 	c.Approvals += d.Approvals
 	c.OutputBytes += d.OutputBytes
+	c.CPUMs += d.CPUMs
 	return c
 }
 
 // Check answers whether st's budget allows d; a run whose output budget is
-// used up refuses every call, including draws of nothing.
+// used up refuses every call, including draws of nothing, and one whose
+// CPU time reached its cpu_seconds refuses every call that would start
+// processes (commands, jobs).
 func Check(st messages.RunState, d Draw) *Exceeded {
 	b, u := st.Budget, Used(st)
 	ex := func(res string, limit, used, want int64) *Exceeded {
@@ -93,6 +99,8 @@ func Check(st messages.RunState, d Draw) *Exceeded {
 		return ex("jobs", b.Jobs, u.Jobs, d.Jobs)
 	case b.Approvals > 0 && d.Approvals > 0 && u.Approvals+d.Approvals > b.Approvals:
 		return ex("approvals", b.Approvals, u.Approvals, d.Approvals)
+	case CPUSpent(st) && (d.Commands > 0 || d.Jobs > 0):
+		return ex("cpu_seconds", b.CPUSeconds, u.CPUMs/1000, 0)
 	case OutputSpent(st):
 		return ex("output_bytes", b.OutputBytes, u.OutputBytes, 0)
 	}
@@ -106,6 +114,14 @@ func OutputSpent(st messages.RunState) bool {
 	return st.Budget.OutputBytes > 0 && Used(st).OutputBytes >= st.Budget.OutputBytes
 }
 
+// CPUSpent reports whether the CPU time of the run's processes (its own
+// and its children's) reached its cpu_seconds budget. CPU is known only
+// once it was used, so the call that crossed the limit ran; later ones
+// that would start processes are refused.
+func CPUSpent(st messages.RunState) bool {
+	return st.Budget.CPUSeconds > 0 && Used(st).CPUMs >= st.Budget.CPUSeconds*1000
+}
+
 // Apply adds a granted draw to c (negative to refund).
 func Apply(c *messages.RunCounters, d Draw, sign int64) {
 	c.Commands += sign * d.Commands
@@ -115,8 +131,8 @@ func Apply(c *messages.RunCounters, d Draw, sign int64) {
 }
 
 // Count adds what a finished span counts to c. Draws were counted when
-// they were granted; a span adds calls, reads, checks, failures and
-// output.
+// they were granted; a span adds calls, reads, checks, failures, output
+// and the CPU time of what the call itself ran.
 func Count(c *messages.RunCounters, s messages.RunSpan) {
 	c.Calls++
 	if s.ReadOnly {
@@ -129,6 +145,7 @@ func Count(c *messages.RunCounters, s messages.RunSpan) {
 		c.Failures++
 	}
 	c.OutputBytes += s.OutputBytes
+	c.CPUMs += max(s.CPUMs, 0)
 }
 
 // Persisted reports whether a span is stored: everything but a read-only

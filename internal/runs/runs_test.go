@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,15 @@ func TestCheck(t *testing.T) {
 		{"output spent refuses even reads", messages.RunBudget{OutputBytes: 100}, messages.RunCounters{OutputBytes: 100}, messages.RunCounters{}, Draw{}, "output_bytes"},
 		{"output below the limit", messages.RunBudget{OutputBytes: 100}, messages.RunCounters{OutputBytes: 99}, messages.RunCounters{}, Draw{}, ""},
 		{"child output counts", messages.RunBudget{OutputBytes: 100}, messages.RunCounters{OutputBytes: 50}, messages.RunCounters{OutputBytes: 60}, Draw{}, "output_bytes"},
+		{"cpu below the limit allows a command", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 999}, messages.RunCounters{}, Draw{Commands: 1}, ""},
+		{"cpu at the limit refuses a command", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 1000}, messages.RunCounters{}, Draw{Commands: 1}, "cpu_seconds"},
+		{"cpu over the limit refuses a job", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 2150}, messages.RunCounters{}, Draw{Jobs: 1}, "cpu_seconds"},
+		{"cpu spent still allows reads", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 5000}, messages.RunCounters{}, Draw{}, ""},
+		{"cpu spent still allows a write (it starts no process)", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 5000}, messages.RunCounters{}, Draw{Mutations: 1}, ""},
+		{"cpu spent refuses an approval-raising command too", messages.RunBudget{CPUSeconds: 2}, messages.RunCounters{CPUMs: 2000}, messages.RunCounters{}, Draw{Commands: 1, Approvals: 1}, "cpu_seconds"},
+		{"children's cpu counts", messages.RunBudget{CPUSeconds: 1}, messages.RunCounters{CPUMs: 400}, messages.RunCounters{CPUMs: 700}, Draw{Jobs: 1}, "cpu_seconds"},
+		{"no cpu budget: any cpu", messages.RunBudget{Commands: 10}, messages.RunCounters{CPUMs: 1e9}, messages.RunCounters{}, Draw{Commands: 1}, ""},
+		{"a commands limit is named before cpu", messages.RunBudget{Commands: 1, CPUSeconds: 1}, messages.RunCounters{Commands: 1, CPUMs: 1000}, messages.RunCounters{}, Draw{Commands: 1}, "commands"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,10 +55,28 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("allowed, want %s refused", c.want)
 			case c.want != "" && got.Resource != c.want:
 				t.Fatalf("refused %s, want %s", got.Resource, c.want)
-			case got != nil && got.Error() == "":
-				t.Fatal("empty message")
+			case got != nil && !strings.Contains(got.Error(), got.Resource):
+				t.Fatalf("message %q does not name %s", got.Error(), got.Resource)
 			}
 		})
+	}
+}
+
+// TestCPUCounted: a span counts the CPU of what the call ran; the
+// refusal reports whole seconds used against the limit.
+func TestCPUCounted(t *testing.T) {
+	var c messages.RunCounters
+	Count(&c, messages.RunSpan{Outcome: "ok", CPUMs: 1200})
+	Count(&c, messages.RunSpan{Outcome: "ok", CPUMs: -5}) // never lowers it
+	Count(&c, messages.RunSpan{Outcome: "ok"})
+	if c.CPUMs != 1200 || c.Calls != 3 {
+		t.Fatalf("counters = %+v, want cpu_ms 1200 over 3 calls", c)
+	}
+	st := active(messages.RunBudget{CPUSeconds: 1})
+	st.Counters = c
+	ex := Check(st, Draw{Commands: 1})
+	if ex == nil || ex.Resource != "cpu_seconds" || ex.Used != 1 || ex.Limit != 1 {
+		t.Fatalf("Check = %+v, want cpu_seconds used 1 of 1", ex)
 	}
 }
 

@@ -185,7 +185,7 @@ func start(_ context.Context, c *op.Call, args StartArgs) (*op.Plan, error) {
 		return nil, errs.New(errs.InvalidArgument, "workflow_class %q: use lower case letters, digits and . _ - (at most %d)", args.WorkflowClass, maxClass)
 	}
 	b := args.Budget
-	for name, v := range map[string]int64{"wall_s": b.WallS, "commands": b.Commands, "mutations": b.Mutations, "jobs": b.Jobs, "output_bytes": b.OutputBytes, "approvals": b.Approvals} {
+	for name, v := range map[string]int64{"wall_s": b.WallS, "commands": b.Commands, "mutations": b.Mutations, "jobs": b.Jobs, "output_bytes": b.OutputBytes, "approvals": b.Approvals, "cpu_seconds": b.CPUSeconds} {
 		if v < 0 {
 			return nil, errs.New(errs.InvalidArgument, "budget.%s is %d: limits are positive (leave it out for no limit)", name, v)
 		}
