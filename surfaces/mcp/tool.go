@@ -18,7 +18,7 @@ import (
 const Instructions = `harnessd does your repository work (reads, edits, commands, checks, commits) under policy, and records it.
 Workflow: repository_list gives the repo_id the tools take (repository_register, admin set, adds a checkout). Read with read_file and search; edit with apply_patch; verify with run_check (a named test or build); commit with git_commit. Work longer than ~15 s, or that must survive a restart: job_start, then job_status with wait_s.
 Only core tools are listed at first: call toolsets to enable more (git, jobs, runs, targets, undo, provenance, admin).
-Every tool also takes run_id (the run the call belongs to; default: this session's run) and include_latency_breakdown (true adds each segment's latency to the result). Writes take request_id (a retry with the same one replays the first result) and wait_ms (wait for a busy file instead of MUTATION_BUSY; max 30000).
+Every tool also takes run_id (the run the call belongs to; default: this session's run) and include_latency_breakdown (true adds each segment's latency to the result). Writes take request_id (a retry with the same one replays the first result) and wait_ms (wait for a busy file instead of MUTATION_BUSY; max 30000); apply_patch, git_stage and git_commit take on_busy "durable" (still busy: queued as a job, see queued.job_id).
 A failed call is isError with structuredContent.error.code (stable) and a message that names the fix. APPROVAL_REQUIRED carries an approval_id: once a person approves, repeat the call with approval_id.`
 
 // ToolOf is the MCP tool of an operation as a model and a client see it:
@@ -56,7 +56,7 @@ const commonRunID = "the run this call belongs to"
 
 // CompactInput returns s without the parameters every tool takes, which
 // the Instructions state once: include_latency_breakdown, the common
-// run_id, every write's wait_ms, and approval_id on a read-only tool (a
+// run_id, every write's wait_ms and on_busy, and approval_id on a read-only tool (a
 // person is asked to approve only work that is not read-only). Its top level stays open
 // (no additionalProperties: false), so a call that passes them is still
 // valid; the server decodes them as before. s itself is not changed.
@@ -69,7 +69,7 @@ func CompactInput(s *jsonschema.Schema, readOnly bool) *jsonschema.Schema {
 			return false
 		}
 		switch name {
-		case "include_latency_breakdown", "wait_ms":
+		case "include_latency_breakdown", "wait_ms", "on_busy":
 			return true
 		case "run_id":
 			return strings.HasPrefix(p.Description, commonRunID)

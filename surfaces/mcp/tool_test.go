@@ -142,7 +142,7 @@ func TestToolOfLeavesTheCommonParametersToTheInstructions(t *testing.T) {
 	}
 	for name, tool := range tools {
 		in := props(name)
-		for _, common := range []string{"include_latency_breakdown", "wait_ms"} {
+		for _, common := range []string{"include_latency_breakdown", "wait_ms", "on_busy"} {
 			if in[common] != nil {
 				t.Errorf("%s: the tool lists %s", name, common)
 			}

@@ -85,9 +85,9 @@ type JobResult struct {
 	Error        *JobError        `json:"error,omitempty"`
 	// Replayed is true when job_start's request_id already started this job.
 	Replayed bool `json:"replayed,omitempty"`
-	// Operation is the write a write job runs (a write queued with
-	// on_busy: "durable"); empty for a job that runs argv.
-	Operation string `json:"operation,omitempty"`
+	// PerformedBy says that harnessd did the job's work itself, with no
+	// process (git reset --hard, git branch -D, git tag -f: gitstate.go).
+	PerformedBy string `json:"performed_by,omitempty"`
 	// ReceiptID is the receipt of what a job that wrote its checkout in
 	// place changed there, once it ended: revert undoes it.
 	ReceiptID string `json:"receipt_id,omitempty"`
@@ -127,8 +127,8 @@ func Result(j messages.Job) *JobResult {
 		r.Error = &JobError{Code: j.Error.Code, Message: j.Error.Message}
 	}
 	r.Resources = j.Resources
-	if j.Write != nil {
-		r.Operation = j.Write.Operation
+	if _, ok, _ := parseGitState(j.Argv); ok && j.Write == nil {
+		r.PerformedBy = PerformedByHarnessd
 	}
 	return r
 }

@@ -110,7 +110,7 @@ type ApplyPatchArgs struct {
 	Operations              []patch.Op `json:"operations" jsonschema:"applied in order"`
 	AllowedPaths            []string   `json:"allowed_paths,omitempty" jsonschema:"globs every path must match, e.g. src/**"`
 	WaitMs                  int        `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
-	OnBusy                  string     `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
+	OnBusy                  string     `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: still busy after wait_ms, queue the write as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string     `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool       `json:"include_latency_breakdown,omitempty"`
 }
@@ -163,7 +163,7 @@ type GitStageArgs struct {
 	RequestID               string   `json:"request_id,omitempty" required:"true" jsonschema:"unique per write; a retry with it replays"`
 	Paths                   []string `json:"paths" jsonschema:"up to 200"`
 	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
-	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
+	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: still busy after wait_ms, queue the write as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
@@ -345,7 +345,7 @@ type GitCommitArgs struct {
 	AllowEmpty              bool     `json:"allow_empty,omitempty" jsonschema:"commit even with no changes"`
 	RequireVerified         string   `json:"require_verified,omitempty" jsonschema:"a stage of the run that must be verified (run_claim, run_verify), else VERIFICATION_REQUIRED"`
 	WaitMs                  int      `json:"wait_ms,omitempty" jsonschema:"wait for a busy file instead of MUTATION_BUSY (max 30000)"`
-	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: when busy, queue it as a job (job_status) instead of MUTATION_BUSY"`
+	OnBusy                  string   `json:"on_busy,omitempty" enum:"fail,durable" jsonschema:"durable: still busy after wait_ms, queue the write as a job (job_status) instead of MUTATION_BUSY"`
 	ApprovalID              string   `json:"approval_id,omitempty" jsonschema:"from APPROVAL_REQUIRED, once a person approved it"`
 	IncludeLatencyBreakdown bool     `json:"include_latency_breakdown,omitempty"`
 }
