@@ -264,7 +264,7 @@ func (e *Env) ConfineGit(ctx context.Context, dir string, writable []string) (fu
 	}
 	root := worktreeTop(dir)
 	return e.confined(sandbox.Policy{Profile: sandbox.Read, Root: root, GitDirs: gitDirsOutside(root, commonDir(root)), ReadOnly: gitx.UserConfigFiles(),
-		Writable: writable, Metadata: len(writable) > 0})
+		Writable: writable, Metadata: len(writable) > 0, OwnGit: true})
 }
 
 // confined prepares p and returns how to start a command under it and

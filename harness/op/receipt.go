@@ -41,11 +41,27 @@ type Receipt struct {
 	Reverts []string `json:"reverts,omitempty"`
 	// Push is what a git_push sent and what the remote answered.
 	Push *PushRecord `json:"push,omitempty"`
+	// Refs are the refs a job harnessd performed itself moved (git reset
+	// --hard, git branch -D, git tag -f; see gitwrite.go): revert sets each
+	// back to Old while it still is at New.
+	Refs []RefChange `json:"refs,omitempty"`
+	// GitFiles are the files of the git directory such a job replaced
+	// (the index, ORIG_HEAD, a merge's state) as they were before it:
+	// revert puts them back.
+	GitFiles []preimage.Ref `json:"git_files,omitempty"`
 	// RunID and SpanID are the run and span of the call that wrote.
 	RunID     string    `json:"run_id,omitempty"`
 	SpanID    string    `json:"span_id,omitempty"`
 	At        time.Time `json:"at"`
 	LatencyMs float64   `json:"latency_ms"`
+}
+
+// RefChange is one ref a job moved: its value before and after ("" =
+// absent).
+type RefChange struct {
+	Ref string `json:"ref"`
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
 }
 
 // PushRecord is one push of git_push: the remote and its URL (no

@@ -216,7 +216,7 @@ func buildRoot(spec launchSpec) error {
 		}
 	}
 	// .git stays read-only even in a writable checkout.
-	if p.Root != "" && p.writesRoot() {
+	if p.Root != "" && p.writesRoot() && !p.OwnGit {
 		if fi, err := os.Lstat(filepath.Join(p.Root, ".git")); err == nil && fi.IsDir() {
 			if err := mountInto(root, mountSpec{src: filepath.Join(p.Root, ".git"), dst: filepath.Join(p.Root, ".git"), ro: true}); err != nil {
 				return err

@@ -68,6 +68,10 @@ type Policy struct {
 	// not check them): harnessd's own writing git, which sets the mode of
 	// its lock files, never an agent's command.
 	Metadata bool
+	// OwnGit: the process is harnessd's own git (op.Env.ConfineGit), which
+	// writes .git on purpose: a writable Root keeps its .git writable (git
+	// reset --hard as harnessd performs it). Never an agent's command.
+	OwnGit bool
 	// NoFile and CPUSeconds are the rlimits of the command (0 = the
 	// profile's default; CPU only for the read profile).
 	NoFile     uint64

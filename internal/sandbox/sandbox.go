@@ -328,7 +328,7 @@ func (s *Sandbox) Prepare(p Policy) (*Prepared, error) {
 	if s.cfg.Mode == Require && s.kernel.LandlockABI == 0 {
 		return nil, errs.New(errs.Unavailable, "--sandbox=require and the kernel has no Landlock: commands cannot be confined")
 	}
-	if p.writesRoot() && !s.namespaces(p.Profile) {
+	if p.writesRoot() && !p.OwnGit && !s.namespaces(p.Profile) {
 		if fi, err := os.Lstat(filepath.Join(p.Root, ".git")); err == nil && fi.IsDir() {
 			return nil, errs.New(errs.Unavailable, "sandbox: writing in the checkout %s needs user namespaces here (Landlock alone cannot keep its .git "+
 				"read-only); run the job with isolation=worktree, or allow unprivileged user namespaces", p.Root)

@@ -85,6 +85,9 @@ func (u *undoer) Before(ctx context.Context, j messages.Job) error {
 	if u.env.PreImages == nil || j.LogDir == "" {
 		return nil
 	}
+	if gs, ok, _ := parseGitState(j.Argv); ok && gs.refsOnly() {
+		return nil // it changes refs only: its plan keeps them (gitstate.go)
+	}
 	root := j.Root
 	scope, ignored := undoScope(root, j.Argv, j.Cwd)
 	skip, skipped, err := u.ignoredSkip(ctx, root, ignored)
@@ -155,6 +158,9 @@ func (u *undoer) After(ctx context.Context, j messages.Job) (string, error) {
 	}
 	before, err := preimage.LoadTree(beforeFile(j))
 	if errors.Is(err, fs.ErrNotExist) {
+		if gs, ok, _ := parseGitState(j.Argv); ok && gs.refsOnly() {
+			return u.store(ctx, j, jobReceipt(j, nil), nil) // gitstate.go: its refs
+		}
 		return "", nil // the job never got to start
 	}
 	if err != nil {
@@ -187,7 +193,21 @@ func (u *undoer) After(ctx context.Context, j messages.Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := jobReceipt(j, preimage.Diff(before, after))
+	after.Skipped = before.Skipped
+	return u.store(ctx, j, jobReceipt(j, preimage.Diff(before, after)), after)
+}
+
+// store stores r, the receipt of j (with the refs a git-state job moved,
+// gitstate.go), unless it changed nothing; after is the tree it left.
+func (u *undoer) store(ctx context.Context, j messages.Job, r *op.Receipt, after *preimage.Tree) (string, error) {
+	if _, ok, _ := parseGitState(j.Argv); ok {
+		if err := u.addGitState(ctx, j, r); err != nil {
+			return "", err
+		}
+		if len(r.Changes) == 0 && len(r.Refs) == 0 {
+			return "", nil // it changed nothing (it failed before)
+		}
+	}
 	now := u.env.Now()
 	r.ReceiptID = "rcpt_" + strconv.FormatInt(now.UnixNano(), 36) + "_" + j.ID
 	r.At = now.UTC()
@@ -197,8 +217,9 @@ func (u *undoer) After(ctx context.Context, j messages.Job) (string, error) {
 	if err := os.WriteFile(receiptFile(j), []byte(r.ReceiptID), 0o600); err != nil {
 		u.env.Logger.Warn("the job's receipt is stored but its marker is not: a restart now would store it again")
 	}
-	after.Skipped = before.Skipped
-	u.remember(root, after)
+	if after != nil {
+		u.remember(j.Root, after)
+	}
 	return r.ReceiptID, nil
 }
 
@@ -274,6 +295,9 @@ func mode(m uint32) string { return fmt.Sprintf("%04o", fs.FileMode(m).Perm()) }
 // the command is destructive (git clean -x removes them) and left out
 // otherwise (build output and dependencies are made again, not undone).
 func undoScope(root string, argv []string, cwd string) ([]string, bool) {
+	if _, ok, _ := parseGitState(argv); ok {
+		return nil, false // git reset --hard changes tracked paths (an ignored one in the way is refused)
+	}
 	destructive := classify.Argv(argv).Class == classify.Destructive
 	ops, ok := operands(argv)
 	if !ok {

@@ -179,12 +179,14 @@ type slim struct {
 	RunID         string            `json:"run_id,omitempty"`
 	SpanID        string            `json:"span_id,omitempty"`
 	At            time.Time         `json:"at"`
+	Refs          []op.RefChange    `json:"refs,omitempty"`
+	GitFiles      []preimage.Ref    `json:"git_files,omitempty"`
 }
 
 func (s *slim) receipt() *op.Receipt {
 	return &op.Receipt{ReceiptID: s.ReceiptID, RequestID: s.RequestID, Operation: s.Operation, RepoID: s.RepoID, CheckoutID: s.CheckoutID,
 		FencingToken: s.FencingToken, FencingTokens: s.FencingTokens, Changes: s.Changes, Commit: s.Commit, PreImages: s.PreImages,
-		Reverts: s.Reverts, RunID: s.RunID, SpanID: s.SpanID, At: s.At}
+		Reverts: s.Reverts, RunID: s.RunID, SpanID: s.SpanID, At: s.At, Refs: s.Refs, GitFiles: s.GitFiles}
 }
 
 // planWrite plans a revert of the receipts pick chooses: the paths and
@@ -249,6 +251,11 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 		keys[i] = string(lease.PathKey(co, p))
 		leased[p] = true
 	}
+	if gs := gitStateOf(picked); len(gs.refs) > 0 || len(gs.files) > 0 {
+		// Refs and the index are set back too: under the index's key,
+		// as git_stage and git_commit write them (gitstate.go).
+		keys = append(keys, string(lease.GitIndexKey(co)))
+	}
 	t := op.MutationTxn(op.Txn{Op: name, RequestID: requestID, Hashed: hashed, Paths: paths, Keys: keys,
 		Run: func(ctx context.Context, l runtime.Lease, r *op.Receipt) error {
 			// The verification gate ran before (op.Call.Apply).
@@ -268,11 +275,20 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 			for _, t := range pl.Targets {
 				r.Reverts = append(r.Reverts, t.ReceiptID)
 			}
+			// The refs of git-state jobs (gitstate.go): checked before
+			// any file is written, set back after.
+			gs := gitStateOf(pl.Targets)
+			if err := gs.check(ctx, env, c.Root.Path()); err != nil {
+				return err
+			}
 			dirs := dirStates(pl.Targets)
 			if len(ops) == 0 {
 				// Every file already is as it was: nothing to write but
 				// the directories a job made or removed.
-				return restoreDirs(c.Root, dirs, l.Fence)
+				if err := restoreDirs(c.Root, dirs, l.Fence); err != nil {
+					return err
+				}
+				return gs.restore(ctx, env, c.Root.Path(), r)
 			}
 			res, err := patch.Apply(ctx, c.Root, ops, patch.Options{Fence: l.Fence, Expect: pl.Expect, PreImage: c.KeepPreImages(r),
 				MaxOps: len(ops) + 1, MaxBytes: size + 1})
@@ -293,7 +309,7 @@ func planWrite(c *op.Call, name, requestID, approvalID string, waitMs int, hashe
 					r.Changes = append(r.Changes, ch)
 				}
 			}
-			return nil
+			return gs.restore(ctx, env, c.Root.Path(), r)
 		}})
 	t.Wait = clampWait(waitMs)
 	return &op.Plan{
