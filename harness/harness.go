@@ -280,6 +280,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	if h.env.PreImages, err = openPreImages(cfg); err != nil {
 		return nil, err
 	}
+	h.env.JobUndoMaxBytes, h.env.JobUndoMaxFiles = cfg.JobUndoMaxBytes, cfg.JobUndoMaxFiles
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())

@@ -155,25 +155,101 @@ func TestJobUndoRefusesAChangedFile(t *testing.T) {
 	}
 }
 
-// Over the undo budget the job is refused before it runs: the marker it
-// would write never appears, and the error names the budget.
+// Over the undo budget the job is refused by job_start itself, from a
+// stat-only estimate: no job is queued and no person is asked, the marker
+// it would write never appears, and the error names the budget. An rm's
+// scope is its operands (so rm -rf pkg is refused while rm -rf of a small
+// directory runs); a script's, the whole checkout. Isolation "worktree"
+// keeps no undo and is not estimated.
 func TestJobUndoBudgetRefusesBeforeRunning(t *testing.T) {
 	h, root, repo := undoJobHarness(t, harness.Config{JobUndoMaxBytes: 16})
-	j := finishedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true, Argv: []string{"sh", "-c", "echo ran > marker.txt; " + rmPkg}})
-	if j.State != messages.JobFailed || j.Error == nil || j.Error.Code != string(errs.BudgetExceeded) {
-		t.Fatalf("job: %s %+v; want failed BUDGET_EXCEEDED", j.State, j.Error)
+	ctx := context.Background()
+	for _, argv := range [][]string{
+		{"sh", "-c", "echo ran > marker.txt; " + rmPkg},
+		{"sh", "-c", "echo ran > marker.txt"},
+		{"rm", "-rf", "pkg"},
+	} {
+		_, err := h.JobStart(ctx, harness.JobStartArgs{RepoID: repo, Writes: true, RequestID: undoID("over"), Argv: argv})
+		if errs.CodeOf(err) != errs.BudgetExceeded {
+			t.Fatalf("job_start %q over the undo budget: %v, want BUDGET_EXCEEDED from the call", argv, err)
+		}
+		if d := errs.From(err).Details; d["budget"] != "JobUndoMaxBytes" || d["estimated"] != true {
+			t.Fatalf("job_start %q: details %v, want the estimate naming JobUndoMaxBytes", argv, d)
+		}
+	}
+	if l, err := h.JobList(ctx, harness.JobListArgs{RepoID: repo}); err != nil || len(l.Jobs) != 0 {
+		t.Fatalf("jobs after the refusals: %+v, %v; want none queued", l, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "marker.txt")); !os.IsNotExist(err) {
-		t.Fatal("the job ran although its undo could not be kept")
+		t.Fatal("a job ran although its undo could not be kept")
 	}
 	if _, err := os.Stat(filepath.Join(root, "pkg/a.go")); err != nil {
 		t.Fatalf("pkg/a.go: %v", err)
 	}
-	// An rm's scope is its operands: within the budget when they are small.
-	j = finishedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true, Argv: []string{"sh", "-c", "true"}})
-	if j.State != messages.JobFailed || j.Error == nil || j.Error.Code != string(errs.BudgetExceeded) {
-		t.Fatalf("whole-checkout job: %s %+v; want BUDGET_EXCEEDED too", j.State, j.Error)
+	// Within the budget: an rm whose operands are small is asked about and
+	// runs once approved, with its receipt.
+	args := harness.JobStartArgs{RepoID: repo, Writes: true, RequestID: undoID("small"), Argv: []string{"rm", "-rf", "other"}}
+	_, err := h.JobStart(ctx, args)
+	apr, _ := errs.From(err).Details["approval_id"].(string)
+	if errs.CodeOf(err) != errs.ApprovalRequired || apr == "" {
+		t.Fatalf("rm -rf other within the budget: %v, want APPROVAL_REQUIRED", err)
 	}
+	if _, err := h.DecideApproval(ctx, apr, true, "tester", "remove other"); err != nil {
+		t.Fatal(err)
+	}
+	args.ApprovalID = apr
+	r, err := h.JobStart(ctx, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, h, r.JobID); j.State != messages.JobSucceeded || j.ReceiptID == "" {
+		t.Fatalf("rm -rf other: %s %+v receipt %q", j.State, j.Error, j.ReceiptID)
+	}
+	// In a worktree nothing of the checkout is kept: no estimate.
+	j := finishedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true, Isolation: messages.JobIsolationWorktree, Argv: []string{"sh", "-c", "echo ran > marker.txt"}})
+	if j.State != messages.JobSucceeded {
+		t.Fatalf("a worktree job: %s %+v", j.State, j.Error)
+	}
+}
+
+// An estimate within the budget queues the job; the snapshot before its
+// process still checks exactly. A job queued behind another writer, whose
+// scope that writer grows past the budget, fails BUDGET_EXCEEDED when its
+// turn comes and never runs.
+func TestJobUndoBudgetExactCheckBeforeTheProcess(t *testing.T) {
+	h, root, repo := undoJobHarness(t, harness.Config{JobUndoMaxBytes: 4096})
+	ctx := context.Background()
+	first := startedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true,
+		Argv: []string{"sh", "-c", "while [ ! -e go.flag ]; do sleep 0.05; done; printf '%08192d' 0 > grown.bin"}})
+	waitFor(t, "the first writer to run", func() bool {
+		s, err := h.JobStatus(ctx, harness.JobStatusArgs{JobID: first})
+		return err == nil && s.State == messages.JobRunning
+	})
+	second := startedJob(t, h, harness.JobStartArgs{RepoID: repo, Writes: true, Argv: []string{"sh", "-c", "echo ran > marker.txt"}})
+	testutil.WriteFile(t, root, "go.flag", "")
+	if j := waitJob(t, h, first); j.State != messages.JobSucceeded {
+		t.Fatalf("the first writer: %s %+v", j.State, j.Error)
+	}
+	j := waitJob(t, h, second)
+	if j.State != messages.JobFailed || j.Error == nil || j.Error.Code != string(errs.BudgetExceeded) {
+		t.Fatalf("the queued job after the checkout grew: %s %+v; want failed BUDGET_EXCEEDED", j.State, j.Error)
+	}
+	if _, err := os.Stat(filepath.Join(root, "marker.txt")); !os.IsNotExist(err) {
+		t.Fatal("the queued job ran although its undo could not be kept")
+	}
+}
+
+// startedJob starts a job and returns its id.
+func startedJob(t *testing.T, h *harness.Harness, args harness.JobStartArgs) string {
+	t.Helper()
+	if args.RequestID == "" {
+		args.RequestID = undoID("job")
+	}
+	r, err := h.JobStart(context.Background(), args)
+	if err != nil {
+		t.Fatalf("job_start %v: %v", args.Argv, err)
+	}
+	return r.JobID
 }
 
 // A job's receipt outlives a restart: revert after reopening the data

@@ -53,6 +53,11 @@ type Env struct {
 	// PreImages keeps the pre-images of the files writes change, for
 	// revert (nil = none kept: receipts cannot be reverted).
 	PreImages *preimage.Store
+	// JobUndoMaxBytes and JobUndoMaxFiles are the undo budget of a job
+	// that writes its checkout in place (harness.Config's; 0 = the
+	// preimage defaults): job_start estimates it before queueing one.
+	JobUndoMaxBytes int64
+	JobUndoMaxFiles int
 	// Hidden are the directories no confined process may see (the data
 	// dir, the runtime's job logs and worktrees): no checkout may hold one.
 	Hidden []string

@@ -112,6 +112,10 @@ type TreeOptions struct {
 	Prev *Tree
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
+	// StatOnly lists and sizes the paths without reading any content
+	// (their digests stay empty): the quick estimate of the budget that
+	// job_start makes before it queues a job.
+	StatOnly bool
 }
 
 // TakeTree walks the checkout under o.Scope and returns its tree, keeping
@@ -261,6 +265,13 @@ func (w *walker) entry(rel string, fi fs.FileInfo) (Entry, error) {
 	case fi.IsDir():
 		e.Kind = KindDir
 		e.Ino, e.Mtime, e.Ctime = 0, 0, 0
+	case w.o.StatOnly:
+		e.Kind, e.Size = KindFile, fi.Size()
+		if fi.Mode().IsRegular() {
+			w.t.Bytes += fi.Size()
+		} else if fi.Mode()&fs.ModeSymlink != 0 {
+			e.Kind = KindLink
+		}
 	case fi.Mode()&fs.ModeSymlink != 0:
 		e.Kind = KindLink
 		target, err := os.Readlink(abs)

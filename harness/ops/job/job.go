@@ -135,7 +135,7 @@ func startJob(ctx context.Context, c *op.Call, s op.JobSpec) (messages.Job, bool
 	return j, false, nil
 }
 
-func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
+func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
 		return nil, errs.New(errs.InvalidArgument, "argv is empty: give the command and its arguments")
 	}
@@ -192,6 +192,13 @@ func start(_ context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	gate.Writes = writes
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, c.Refuse(gate, err)
+	}
+	// A job whose undo could not be kept is refused now, before a person
+	// is asked and before it is queued (undoEstimate).
+	if writes && iso == messages.JobIsolationNone {
+		if err := undoEstimate(ctx, c.Env, c.Repo.Repo.Root, args.RequestID, args.Argv, cwd); err != nil {
+			return nil, c.Refuse(gate, err)
+		}
 	}
 	spec := op.JobSpec{Argv: args.Argv, Cwd: cwd, TimeoutS: timeout, Isolation: iso, Writes: writes, Network: network, RetryMax: retry, RequestID: args.RequestID, Hashed: hashed}
 	c.SetRoute("durable")
