@@ -285,7 +285,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())
 	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap}), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env),
-		JobUndo: job.Undo(h.env, job.UndoConfig{MaxBytes: cfg.JobUndoMaxBytes, MaxFiles: cfg.JobUndoMaxFiles}), JobWrite: h.pipe.QueuedWriter()}); err != nil {
+		JobUndo: job.Undo(h.env, job.UndoConfig{MaxBytes: cfg.JobUndoMaxBytes, MaxFiles: cfg.JobUndoMaxFiles}), JobWrite: h.pipe.QueuedWriter(), JobNative: job.GitState(h.env)}); err != nil {
 		return nil, err
 	}
 	h.afterBoot(ctx)

@@ -181,6 +181,15 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 	if d.Mode == route.Reject {
 		return &op.Plan{Gate: gate, Run: func(context.Context) (any, error) { return nil, op.RouteError(d) }}, nil
 	}
+	// git reset --hard, branch -D, tag -f: harnessd performs them itself
+	// (gitstate.go); a form it does not support is refused before anyone
+	// is asked.
+	if _, ok, err := parseGitState(args.Argv); ok && (err != nil || iso == messages.JobIsolationWorktree) {
+		if err == nil {
+			err = errs.New(errs.InvalidArgument, "%s changes the checkout's own refs: run it without isolation", args.Argv[1])
+		}
+		return nil, err
+	}
 	// A remote write (npm publish, gh pr merge, a deploy) runs with the
 	// network: for that job only, once a person approved it (the gate's
 	// remote-write rule always asks), narrowed where the sandbox can.

@@ -29,6 +29,9 @@ func undoEstimate(ctx context.Context, env *op.Env, root, requestID string, argv
 	if env.PreImages == nil {
 		return nil // no undo is kept: nothing to bound
 	}
+	if gs, ok, _ := parseGitState(argv); ok && gs.refsOnly() {
+		return nil // branch -D, tag -f keep no snapshot (gitstate.go)
+	}
 	var known ledger.Entry
 	if env.Store != nil && ledger.ValidateRequestID(requestID) == nil && env.Store.Get(persistence.LedgerKey(requestID), &known) == nil {
 		return nil
