@@ -23,11 +23,13 @@ import (
 // confined like it (ConfineGit: the read profile, writable only the
 // checkout and its git directories, no network).
 
-// GitStateFiles are the files of a work tree's git directory that git
+// GitStateFiles returns the files of a work tree's git directory that git
 // reset --hard replaces or removes: the index, ORIG_HEAD and the state of
 // a merge, cherry-pick or revert in progress.
-var GitStateFiles = []string{"index", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",
-	"CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG"}
+func GitStateFiles() []string {
+	return []string{"index", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE",
+		"CHERRY_PICK_HEAD", "REVERT_HEAD", "SQUASH_MSG"}
+}
 
 // maxGitStderr bounds the stderr quoted from one git process.
 const maxGitStderr = 4 << 10

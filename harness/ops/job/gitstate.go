@@ -50,10 +50,15 @@ type gitState struct {
 // refsOnly reports whether the command leaves the work tree alone.
 func (g gitState) refsOnly() bool { return g.Kind != gsReset }
 
-// gitGlobalWithValue are git's options before the subcommand that take
-// the next argument as their value.
-var gitGlobalWithValue = map[string]bool{"-C": true, "-c": true, "--git-dir": true, "--work-tree": true, "--namespace": true,
-	"--config-env": true, "--exec-path": true, "--super-prefix": true, "--list-cmds": true}
+// gitGlobalWithValue reports whether a is one of git's options before the
+// subcommand that take the next argument as their value.
+func gitGlobalWithValue(a string) bool {
+	switch a {
+	case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--exec-path", "--super-prefix", "--list-cmds":
+		return true
+	}
+	return false
+}
 
 // parseGitState reports whether argv is a git-state command harnessd
 // performs itself (ok), and refuses (INVALID_ARGUMENT, naming the forms)
@@ -66,7 +71,7 @@ func parseGitState(argv []string) (gitState, bool, error) {
 	}
 	i := 1
 	for i < len(argv) && strings.HasPrefix(argv[i], "-") {
-		if gitGlobalWithValue[argv[i]] {
+		if gitGlobalWithValue(argv[i]) {
 			i++
 		}
 		i++
@@ -314,7 +319,7 @@ func (g gitStateRunner) plan(ctx context.Context, root string, gs gitState) (git
 		if err != nil {
 			return p, err
 		}
-		files, err := env.KeepGitFiles(gitDir, op.GitStateFiles)
+		files, err := env.KeepGitFiles(gitDir, op.GitStateFiles())
 		if err != nil {
 			return p, err
 		}
