@@ -259,6 +259,16 @@ func TestGitStateUnsupportedFormsRefused(t *testing.T) {
 			t.Errorf("%q: %v, want INVALID_ARGUMENT naming the forms harnessd performs", argv, err)
 		}
 	}
+	// A retry after a restart would resolve HEAD~1 again from where the
+	// first attempt left HEAD: refused, like isolation.
+	for _, args := range []harness.JobStartArgs{
+		{RepoID: repo, RequestID: undoID("retry"), Argv: []string{"git", "reset", "--hard", "HEAD~1"}, Retry: &harness.RetryPolicy{Max: 1}},
+		{RepoID: repo, RequestID: undoID("iso"), Argv: []string{"git", "reset", "--hard", "HEAD~1"}, Isolation: "worktree"},
+	} {
+		if _, err := h.JobStart(context.Background(), args); errs.CodeOf(err) != errs.InvalidArgument {
+			t.Errorf("reset with retry %v isolation %q: %v, want INVALID_ARGUMENT", args.Retry, args.Isolation, err)
+		}
+	}
 	if after := snapGitState(t, root); after != before {
 		t.Fatalf("a refused command changed the checkout")
 	}

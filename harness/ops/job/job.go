@@ -184,8 +184,14 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 	// git reset --hard, branch -D, tag -f: harnessd performs them itself
 	// (gitstate.go); a form it does not support is refused before anyone
 	// is asked.
-	if _, ok, err := parseGitState(args.Argv); ok && (err != nil || iso == messages.JobIsolationWorktree) {
-		if err == nil {
+	if _, ok, err := parseGitState(args.Argv); ok && (err != nil || iso == messages.JobIsolationWorktree || retry > 0) {
+		switch {
+		case err != nil:
+		case retry > 0:
+			// A second attempt after a restart would resolve HEAD~1
+			// from where the first left HEAD: never retried.
+			err = errs.New(errs.InvalidArgument, "%s is not retried after a restart (a relative revision would move twice): leave retry out", args.Argv[1])
+		default:
 			err = errs.New(errs.InvalidArgument, "%s changes the checkout's own refs: run it without isolation", args.Argv[1])
 		}
 		return nil, err
