@@ -292,8 +292,10 @@ func StatusOf(c errs.Code) int {
 		return http.StatusServiceUnavailable
 	case errs.RepositoryMoved, errs.TargetMoved:
 		return http.StatusConflict
-	case errs.RevertConflict:
+	case errs.RevertConflict, errs.PushRejected:
 		return http.StatusConflict
+	case errs.RemoteAuthFailed:
+		return http.StatusBadGateway
 	case errs.ConcurrentModification:
 		return http.StatusConflict
 	case errs.GitIdentityRequired:
