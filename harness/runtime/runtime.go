@@ -250,7 +250,11 @@ func askLate[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any, la
 	if err := ctx.Err(); err != nil {
 		return zero, stoppedWaiting(ctx, pid, msg)
 	}
-	timeout := r.cfg.RequestTimeout
+	// grace is how long a reply the caller stopped waiting for is still
+	// handed to late: the ask's own timeout, counted from the moment the
+	// caller gave up (a deadline's remainder is nothing by then).
+	grace := r.cfg.RequestTimeout
+	timeout := grace
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
@@ -267,7 +271,6 @@ func askLate[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any, la
 	reply := &askReply{ch: make(chan any, 1)}
 	self, _ := r.system.ProcessRegistry.Add(reply, "ask"+r.system.ProcessRegistry.NextId())
 	r.system.Root.RequestWithCustomSender(pid, msg, self)
-	start := time.Now()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -278,23 +281,32 @@ func askLate[T any](ctx context.Context, r *Runtime, pid *actor.PID, msg any, la
 		}
 		return replyAs[T](pid, msg, res, nil, timeout)
 	case <-timer.C:
-		r.system.ProcessRegistry.Remove(self)
-		return replyAs[T](pid, msg, nil, actor.ErrTimeout, timeout)
+		// With a deadline, the timer and ctx end together: either way a
+		// reply still on its way goes to late.
+		_, err := replyAs[T](pid, msg, nil, actor.ErrTimeout, timeout)
+		abandonAsk(r, self, reply, late, grace)
+		return zero, err
 	case <-ctx.Done():
-		if late == nil {
-			r.system.ProcessRegistry.Remove(self)
-			return zero, stoppedWaiting(ctx, pid, msg)
-		}
-		// The reply process stays registered until the ask's own
-		// timeout (a timer, no goroutine), for a reply still on its way.
-		reply.abandon(func(m any) {
-			if v, ok := m.(T); ok {
-				late(v)
-			}
-		})
-		time.AfterFunc(max(timeout-time.Since(start), 0), func() { r.system.ProcessRegistry.Remove(self) })
+		abandonAsk(r, self, reply, late, grace)
 		return zero, stoppedWaiting(ctx, pid, msg)
 	}
+}
+
+// abandonAsk ends an ask whose caller stopped waiting: without late the
+// reply process goes at once; with it, the process stays registered for
+// grace (a timer, no goroutine) and hands a reply already kept, or one
+// still on its way, to late.
+func abandonAsk[T any](r *Runtime, self *actor.PID, reply *askReply, late func(T), grace time.Duration) {
+	if late == nil {
+		r.system.ProcessRegistry.Remove(self)
+		return
+	}
+	reply.abandon(func(m any) {
+		if v, ok := m.(T); ok {
+			late(v)
+		}
+	})
+	time.AfterFunc(grace, func() { r.system.ProcessRegistry.Remove(self) })
 }
 
 // askReply is the sender of one Ask: the first reply is kept, any later

@@ -208,3 +208,32 @@ func TestAskLateHandsALateReplyOver(t *testing.T) {
 		t.Fatal("a late reply reached the handler twice")
 	}
 }
+
+// A caller whose deadline ended its wait (a client's timeout, not a
+// cancel) is given the same late handling: the reply process outlives the
+// deadline by the ask's own timeout. Before, it was kept only for what was
+// left of the deadline (nothing), so a lease granted a moment later went
+// to dead letters and stayed held until its TTL.
+func TestAskLateAfterADeadline(t *testing.T) {
+	r, pid, got := newAskRuntime(t)
+	lates := make(chan messages.Pong, 1)
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	go func() {
+		_, err := askLate(ctx, r, pid, "held", func(p messages.Pong) { lates <- p })
+		done <- err
+	}()
+	<-got // the probe holds the request past the deadline
+	if err := <-done; err == nil {
+		t.Fatal("askLate past its deadline answered no error")
+	}
+	if _, err := r.system.Root.RequestFuture(pid, release{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lates:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply after the deadline never reached the late handler")
+	}
+}
