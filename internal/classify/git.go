@@ -48,7 +48,8 @@ func classifyGit(_ string, args []string, _ int) Result {
 			strings.HasPrefix(a, "--list-cmds="):
 			return result(Readonly, "git "+a+" only prints")
 		case a == "-c" && i+1 < len(args) && gitImplicitKey(args[i+1]):
-			return result(Destructive, "git -c "+args[i+1]+" makes git run another command, or push more than it names, without saying so")
+			key, _, _ := strings.Cut(args[i+1], "=") // the value is the agent's program: never echoed
+			return result(Destructive, "git -c "+key+"=… makes git run another command, or push more than it names, without saying so")
 		case a == "-c" || a == "-C" || a == "-p":
 			return result(Unknown, gitOptionNotAllowed(a))
 		default:
