@@ -26,6 +26,7 @@
 //	ReadFile*, Search*, GitStatus*, GitDiff*                   harness/ops/read
 //	RunCommand*, RouteExplain*                                 harness/ops/command
 //	ApplyPatchArgs, GitStageArgs, GitCommitArgs                harness/ops/mutation
+//	GitPushArgs                                                harness/ops/push
 //	Batch*, MutationStepResult, ReadLanes*, LaneResult         harness/ops/batch
 //	RunCheck*, OriginalRun                                     harness/ops/check
 //	Job*, RetryPolicy                                          harness/ops/job

@@ -577,7 +577,7 @@ func TestRetriesAndTierSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := 1
-	r, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "survive", MaxRetries: &one, Shape: &harness.RunShape{Writes: true}})
+	r, err := h.RunStart(ctx, harness.RunStartArgs{Goal: "survive", MaxRetries: &one, Shape: &harness.RunShape{Writes: true, Durable: true}})
 	if err != nil || r.Tier != "bounded_work" {
 		t.Fatalf("run_start: %+v %v", r, err)
 	}

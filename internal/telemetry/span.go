@@ -225,6 +225,7 @@ func counterAttrs(c messages.RunCounters) []attribute.KeyValue {
 		attribute.Int64(counterPrefix+"approvals", c.Approvals),
 		attribute.Int64(counterPrefix+"failures", c.Failures),
 		attribute.Int64(counterPrefix+"observations", c.Observations),
+		attribute.Int64(counterPrefix+"cpu_ms", c.CPUMs),
 	}
 }
 
