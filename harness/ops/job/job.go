@@ -44,7 +44,7 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[JobStartArgs]{Name: "job_start", Output: JobResult{}, Destructive: true, Idempotent: true, Draw: runs.Draw{Jobs: 1},
 			Route: route.Job, Toolset: op.Core, Roles: op.WriteRoles, Topics: []string{"test", "build"}, ChangesCheckout: true,
-			Description: "Start work that takes longer than ~15 s, writes, or must survive a restart (a test suite, a build, a generator): it runs in the background and answers a job_id for job_status. A one-off read: run_command; a focused test: run_check. Example: {\"request_id\":\"j1\",\"argv\":[\"make\",\"test\"]}",
+			Description: "Start work that takes longer than ~15 s, writes, or must survive a restart (suites, builds): it runs in the background; poll its job_id with job_status. A one-off read: run_command; a focused test: run_check. Example: {\"request_id\":\"j1\",\"argv\":[\"make\",\"test\"]}",
 			Repo:        func(a JobStartArgs) string { return a.RepoID }, Prepare: start}),
 		op.Def(op.Spec[JobStatusArgs]{Name: "job_status", Output: JobResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, NoRepo: true,

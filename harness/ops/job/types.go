@@ -25,9 +25,9 @@ type JobStartArgs struct {
 	Argv      []string     `json:"argv" jsonschema:"program and arguments; no shell string"`
 	Cwd       string       `json:"cwd,omitempty" jsonschema:"relative to the repository root"`
 	TimeoutS  int          `json:"timeout_s,omitempty" jsonschema:"default 600, max 86400"`
-	Isolation string       `json:"isolation,omitempty" enum:"none,worktree" jsonschema:"worktree: in a copy with your uncommitted changes (default none)"`
-	Writes    bool         `json:"writes,omitempty" jsonschema:"it writes files: other writes get MUTATION_BUSY until it ends"`
-	RequestID string       `json:"request_id,omitempty" required:"true" jsonschema:"unique per job; a retry with it returns the same job"`
+	Isolation string       `json:"isolation,omitempty" enum:"none,worktree" jsonschema:"worktree: a copy with your uncommitted changes"`
+	Writes    bool         `json:"writes,omitempty" jsonschema:"it writes files; others get MUTATION_BUSY meanwhile"`
+	RequestID string       `json:"request_id,omitempty" required:"true" jsonschema:"unique per job; a retry returns the same job"`
 	Retry     *RetryPolicy `json:"retry,omitempty" jsonschema:"re-run it when a restart interrupted it"`
 	Network   bool         `json:"network,omitempty" jsonschema:"it needs the network (a rule or approval)"`
 	op.Approval
