@@ -86,7 +86,7 @@ func TestEffects(t *testing.T) {
 		{argv: []string{"git", "push", "--tags"}, class: Destructive},
 		{argv: []string{"git", "push", "origin", ":main"}, class: Destructive},
 		{argv: []string{"git", "push", "--receive-pack=x", "origin"}, class: Destructive},
-		{argv: []string{"git", "-c", "alias.p=push", "p"}, class: Destructive, reason: "alias.p=push"},
+		{argv: []string{"git", "-c", "alias.p=push", "p"}, class: Destructive, reason: "alias.p="},
 		{argv: []string{"git", "-c", "remote.origin.mirror=true", "push"}, class: Destructive},
 		{argv: []string{"git", "config", "remote.origin.mirror", "true"}, class: Remote, reason: "implicit remote write"},
 		{argv: []string{"git", "config", "remote.origin.pushurl", "https://x"}, class: Remote},

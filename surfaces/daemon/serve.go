@@ -329,6 +329,10 @@ wait:
 	return errors.Join(runErr, closeErr)
 }
 
+// answerGrace is how long, once the harness closed, the HTTP servers
+// may take to finish writing the answers of their last calls.
+const answerGrace = time.Second
+
 // shutdown runs the shutdown's steps in order, each marked in steps, and
 // returns the harness's close error:
 //  1. stop accepting; idle connections close, busy ones finish in 2;
@@ -354,6 +358,14 @@ func shutdown(wait time.Duration, steps *shutdownSteps, mcpLn *mcpSocket, server
 	endMCP := steps.begin("MCP sessions and streams")
 	mcpLn.close()
 	cancelBase()
+	// The harness answered every call it had (lease waiters: UNAVAILABLE,
+	// nothing written) and the streams ended; the handlers may still be
+	// writing those answers: the servers' Shutdown waits for them a
+	// moment before it is cut short (a cut answer is an EOF to its client).
+	select {
+	case <-shutdownDone:
+	case <-time.After(answerGrace):
+	}
 	cancelShutdown()
 	<-shutdownDone
 	for _, srv := range servers {
