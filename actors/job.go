@@ -615,15 +615,9 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	if red == nil {
 		red = redact.Default()
 	}
-	stdout, err := joblog.CreateWith(job.LogDir, JobStdoutLog, 0, red)
+	stdout, stderr, err := createJobLogs(job.LogDir, red)
 	if err != nil {
-		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
-		return
-	}
-	stderr, err := joblog.CreateWith(job.LogDir, JobStderrLog, 0, red)
-	if err != nil {
-		_ = stdout.Close()
-		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
+		send(jobProcStarted{err: err})
 		return
 	}
 	var group *cgroup.Group

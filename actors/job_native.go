@@ -29,15 +29,9 @@ type JobNative interface {
 // logs, its work, its receipt, its exit (0, or 1 with the error).
 func runNative(ctx context.Context, cfg *JobsConfig, job messages.Job, undo bool, send func(any)) {
 	red := redact.Default()
-	stdout, err := joblog.CreateWith(job.LogDir, JobStdoutLog, 0, red)
+	stdout, stderr, err := createJobLogs(job.LogDir, red)
 	if err != nil {
-		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
-		return
-	}
-	stderr, err := joblog.CreateWith(job.LogDir, JobStderrLog, 0, red)
-	if err != nil {
-		_ = stdout.Close()
-		send(jobProcStarted{err: errs.Wrap(errs.Internal, err, "create job logs: %v", err)})
+		send(jobProcStarted{err: err})
 		return
 	}
 	tail := &tailBuffer{n: JobTailBytes}
@@ -63,4 +57,19 @@ func runNative(ctx context.Context, cfg *JobsConfig, job messages.Job, undo bool
 		}
 	}
 	send(jobProcExited{out: out})
+}
+
+// createJobLogs creates a job's stdout and stderr logs in dir, both
+// redacted by red: neither when one fails.
+func createJobLogs(dir string, red *redact.Redactor) (stdout, stderr *joblog.Writer, err error) {
+	stdout, err = joblog.CreateWith(dir, JobStdoutLog, 0, red)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Internal, err, "create job logs: %v", err)
+	}
+	stderr, err = joblog.CreateWith(dir, JobStderrLog, 0, red)
+	if err != nil {
+		_ = stdout.Close()
+		return nil, nil, errs.Wrap(errs.Internal, err, "create job logs: %v", err)
+	}
+	return stdout, stderr, nil
 }

@@ -439,27 +439,33 @@ func sameEntry(x, y Entry) bool {
 
 // SaveTree writes t to file (0600, fsynced, renamed into place).
 func SaveTree(file string, t *Tree) error {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return errs.Wrap(errs.Internal, err, "encode the job's tree: %v", err)
-	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return errs.Wrap(errs.Internal, err, "save the job's tree: %v", err)
+	}
+	return SaveJSON(file, t, "the job's tree")
+}
+
+// SaveJSON writes v as JSON to file, all or nothing: 0600, fsynced,
+// renamed into place. what names it in errors ("the job's tree").
+func SaveJSON(file string, v any, what string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return errs.Wrap(errs.Internal, err, "encode %s: %v", what, err)
 	}
 	tmp := file + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return errs.Wrap(errs.Internal, err, "save the job's tree: %v", err)
+		return errs.Wrap(errs.Internal, err, "save %s: %v", what, err)
 	}
 	_, werr := f.Write(b)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		_ = os.Remove(tmp)
-		return errs.Wrap(errs.StorageFull, err, "save the job's tree: %v", err)
+		return errs.Wrap(errs.StorageFull, err, "save %s: %v", what, err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
-		return errs.Wrap(errs.Internal, err, "save the job's tree: %v", err)
+		return errs.Wrap(errs.Internal, err, "save %s: %v", what, err)
 	}
 	return nil
 }

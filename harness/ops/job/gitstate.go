@@ -441,26 +441,7 @@ func nextSlash(s string, i int) int {
 }
 
 func savePlan(file string, p gitStatePlan) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return errs.Wrap(errs.Internal, err, "encode the job's git plan: %v", err)
-	}
-	tmp := file + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return errs.Wrap(errs.Internal, err, "save the job's git plan: %v", err)
-	}
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return errs.Wrap(errs.StorageFull, err, "save the job's git plan: %v", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return errs.Wrap(errs.Internal, err, "save the job's git plan: %v", err)
-	}
-	return nil
+	return preimage.SaveJSON(file, p, "the job's git plan")
 }
 
 // addGitState adds to r what the git-state job j changed in .git: the
