@@ -253,6 +253,15 @@ func TestGitStateUnsupportedFormsRefused(t *testing.T) {
 		{"git", "-C", ".", "reset", "--hard"},
 		{"git", "branch", "-D", "-r", "origin/main"},
 		{"git", "tag", "-f", "-a", "v1", "-m", "x"},
+		{"git", "checkout", "--", "../outside.txt"},
+		{"git", "checkout", "--", "/etc/passwd"},
+		{"git", "checkout", "HEAD~1", "--", "a.txt"},
+		{"git", "checkout", "-p", "--", "a.txt"},
+		{"git", "restore", "--staged", "a.txt"},
+		{"git", "restore", "--source=HEAD~1", "a.txt"},
+		{"git", "restore", ":(glob)*.txt"},
+		{"git", "restore", "*.txt"},
+		{"git", "restore"},
 	} {
 		_, err := h.JobStart(context.Background(), harness.JobStartArgs{RepoID: repo, RequestID: undoID("bad"), Argv: argv})
 		if code := errs.CodeOf(err); code != errs.InvalidArgument || !strings.Contains(errs.From(err).Message, "git reset --hard [<rev>]") {
@@ -275,5 +284,57 @@ func TestGitStateUnsupportedFormsRefused(t *testing.T) {
 	list, err := h.JobList(context.Background(), harness.JobListArgs{RepoID: repo})
 	if err != nil || len(list.Jobs) != 0 {
 		t.Fatalf("jobs after refusals: %v %v, want none", list, err)
+	}
+}
+
+// `git checkout -- .` and `git restore a.txt` take the index's lock, which
+// a job's processes never may (.git is read-only to them): harnessd sets
+// the files back with its own confined git. An approved `git checkout --
+// .` discards every uncommitted change of the work tree (staged content
+// stays staged), and revert of its receipt brings the changes back byte
+// for byte; a restore of one path touches that path only.
+func TestGitCheckoutPathsApprovedThenReverted(t *testing.T) {
+	h, repo, root := gitStateRepo(t)
+	testutil.WriteFile(t, root, "a.txt", "a dirty\n")
+	testutil.WriteFile(t, root, "b.txt", "b staged\n")
+	testutil.Git(t, root, "add", "b.txt")
+	testutil.WriteFile(t, root, "b.txt", "b staged+dirty\n")
+	testutil.WriteFile(t, root, "new.txt", "untracked\n")
+	before := snapGitState(t, root)
+
+	j := approvedJob(t, h, repo, []string{"git", "checkout", "--", "."}, func() {
+		if now := snapGitState(t, root); now != before {
+			t.Fatalf("an unapproved checkout changed the checkout")
+		}
+	})
+	if j.State != messages.JobSucceeded || j.ReceiptID == "" || j.PerformedBy == "" || j.Pid != 0 {
+		t.Fatalf("approved checkout: %s %+v receipt %q performed_by %q pid %d; want succeeded by harnessd with a receipt", j.State, j.Error, j.ReceiptID, j.PerformedBy, j.Pid)
+	}
+	for name, want := range map[string]string{"a.txt": "a2\n", "b.txt": "b staged\n", "new.txt": "untracked\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != want {
+			t.Fatalf("%s after the checkout: %q %v, want %q", name, b, err, want)
+		}
+	}
+	if _, err := gsRevert(h, repo, j.ReceiptID); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapGitState(t, root); after != before {
+		t.Fatalf("after the revert:\n%+v\nwant\n%+v", after, before)
+	}
+
+	// One path, as a plain workspace write (no person needed for it).
+	testutil.WriteFile(t, root, "a.txt", "a dirty again\n")
+	r, err := h.JobStart(context.Background(), harness.JobStartArgs{RepoID: repo, RequestID: undoID("rs"), Argv: []string{"git", "restore", "a.txt"}})
+	if err != nil {
+		t.Fatalf("git restore a.txt: %v", err)
+	}
+	if j := waitJob(t, h, r.JobID); j.State != messages.JobSucceeded {
+		t.Fatalf("git restore a.txt: %s %+v", j.State, j.Error)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "a2\n" {
+		t.Fatalf("a.txt after git restore: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "b.txt")); string(b) != "b staged+dirty\n" {
+		t.Fatalf("b.txt, not named, after git restore a.txt: %q", b)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,8 +21,9 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-// Git-state jobs: git reset --hard, git branch -D and git tag -f change
-// .git, which a job's processes never may write (hooks, config, filters:
+// Git-state jobs: git reset --hard, git branch -D, git tag -f and the
+// path forms of git checkout and git restore (they take the index's lock)
+// change .git, which a job's processes never may write (hooks, config, filters:
 // docs/authority.md). An approved job of one of them runs no process:
 // harnessd performs it with its own confined git (op.Env.GitWrite), the
 // refs moved by compare-and-swap (git update-ref), and its receipt holds
@@ -32,10 +35,11 @@ const (
 	gsReset        = "reset --hard"
 	gsBranchDelete = "branch -D"
 	gsTagForce     = "tag -f"
+	gsCheckout     = "checkout -- <paths>"
 )
 
 // gitStateForms names what harnessd performs itself, for error messages.
-const gitStateForms = "git reset --hard [<rev>], git branch -D <branch>..., git tag -f <tag> [<rev>]"
+const gitStateForms = "git reset --hard [<rev>], git branch -D <branch>..., git tag -f <tag> [<rev>], git checkout [-f] -- <path>..., git restore [-W] <path>..."
 
 // PerformedByHarnessd is job_status's performed_by of a git-state job.
 const PerformedByHarnessd = "harnessd: its own confined git (a job's processes never write .git)"
@@ -45,10 +49,11 @@ type gitState struct {
 	Kind  string
 	Rev   string   // reset's and tag's revision ("" = HEAD)
 	Names []string // branch -D's branches, tag -f's tag
+	Paths []string // checkout's and restore's paths, relative to the job's cwd
 }
 
 // refsOnly reports whether the command leaves the work tree alone.
-func (g gitState) refsOnly() bool { return g.Kind != gsReset }
+func (g gitState) refsOnly() bool { return g.Kind == gsBranchDelete || g.Kind == gsTagForce }
 
 // gitGlobalWithValue reports whether a is one of git's options before the
 // subcommand that take the next argument as their value.
@@ -88,6 +93,9 @@ func parseGitState(argv []string) (gitState, bool, error) {
 		kind = gsBranchDelete
 	case sub == "tag" && (hasFlag(rest, "-f", 'f') || hasFlag(rest, "--force", 0)):
 		kind = gsTagForce
+	case sub == "checkout" && slices.Contains(rest, "--"), sub == "restore":
+		// Only the path forms: git checkout <branch> stays a process.
+		return parsePathsForm(argv, i, sub, rest)
 	default:
 		return gitState{}, false, nil
 	}
@@ -142,6 +150,71 @@ func parseGitState(argv []string) (gitState, bool, error) {
 		}
 	}
 	return g, true, nil
+}
+
+// parsePathsForm parses git checkout [-f] [-q] -- <path>... and git
+// restore [-W] [-q] <path>...: the work tree's files set back from the
+// index. A source, --staged, patches and pathspec magic are refused.
+func parsePathsForm(argv []string, i int, sub string, rest []string) (gitState, bool, error) {
+	g := gitState{Kind: gsCheckout}
+	refuse := func(format string, a ...any) (gitState, bool, error) {
+		return g, true, errs.New(errs.InvalidArgument, "git %s: %s. harnessd performs %s itself (a job's processes never write .git); nothing ran",
+			sub, fmt.Sprintf(format, a...), gitStateForms).With("argv", argv)
+	}
+	if i != 1 {
+		return refuse("git's options before the subcommand (%s) are not supported: give the command without them", strings.Join(argv[1:i], " "))
+	}
+	dashes := false
+	for _, a := range rest {
+		switch {
+		case a == "--" && !dashes:
+			dashes = true
+		case !dashes && strings.HasPrefix(a, "-"):
+			if !pathsFormFlag(sub, a) {
+				return refuse("option %q is not supported", a)
+			}
+		case sub == "checkout" && !dashes:
+			return refuse("%q before --: only paths after -- are supported (a branch switch is not performed here)", a)
+		default:
+			if !validPathspec(a) {
+				return refuse("%q is not a plain relative path (no .., no leading /, no pathspec magic or wildcards)", a)
+			}
+			g.Paths = append(g.Paths, a)
+		}
+	}
+	if len(g.Paths) == 0 {
+		return refuse("name the paths to set back")
+	}
+	return g, true, nil
+}
+
+// pathsFormFlag reports whether a is an option of checkout's or restore's
+// path form harnessd performs.
+func pathsFormFlag(sub, a string) bool {
+	switch a {
+	case "-q", "--quiet":
+		return true
+	case "-f", "--force":
+		return sub == "checkout"
+	case "-W", "--worktree":
+		return sub == "restore"
+	}
+	return false
+}
+
+// validPathspec reports whether p is a plain path relative to the job's
+// directory: "." or names without .., a leading / or ~, pathspec magic
+// (:) or wildcards.
+func validPathspec(p string) bool {
+	if p == "" || len(p) > 4096 || p[0] == '/' || p[0] == '~' || p[0] == ':' || p[0] == '-' || strings.ContainsAny(p, "*?[\\\x00") {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // hasFlag reports whether args hold flag, or short in a cluster of short
@@ -274,6 +347,15 @@ func (g gitStateRunner) Perform(ctx context.Context, j messages.Job, out io.Writ
 		for _, r := range p.Refs {
 			_, _ = fmt.Fprintf(out, "Deleted branch %s (was %s).\n", strings.TrimPrefix(r.Ref, "refs/heads/"), r.Old)
 		}
+	case gsCheckout:
+		args := []string{"checkout", "-q", "--"}
+		for _, p := range gs.Paths {
+			args = append(args, path.Join(".", j.Cwd, p)) // relative to the root: "." is the cwd
+		}
+		if _, err := env.GitWrite(ctx, root, "", "", args...); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(out, "Set %s back from the index\n", strings.Join(gs.Paths, ", "))
 	case gsTagForce:
 		r := p.Refs[0]
 		if r.Old == "" {
@@ -343,6 +425,18 @@ func (g gitStateRunner) plan(ctx context.Context, root string, gs gitState) (git
 			}
 			p.Refs = append(p.Refs, op.RefChange{Ref: ref, Old: old})
 		}
+	case gsCheckout:
+		// No ref moves; git rewrites the index (its stat data) as it sets
+		// the files back: the index is kept for the revert.
+		gitDir, err := env.GitDir(ctx, root)
+		if err != nil {
+			return p, err
+		}
+		files, err := env.KeepGitFiles(gitDir, op.GitStateFiles())
+		if err != nil {
+			return p, err
+		}
+		p.GitFiles = files
 	case gsTagForce:
 		ref := "refs/tags/" + gs.Names[0]
 		old, err := env.RefValue(ctx, root, ref)

@@ -50,6 +50,26 @@ func TestParseGitState(t *testing.T) {
 		{argv: []string{"git", "tag", "-f", "-a", "v1", "-m", "msg"}, ok: true, bad: `"-a"`},
 		{argv: []string{"git", "tag", "-f", "v1", "HEAD", "extra"}, ok: true, bad: "at most one revision"},
 		{argv: []string{"git", "tag", "-f", "HEAD"}, ok: true, bad: "not a valid"},
+		// The path forms of checkout and restore (they take the index's lock).
+		{argv: []string{"git", "checkout", "--", "."}, ok: true, want: gitState{Kind: gsCheckout, Paths: []string{"."}}},
+		{argv: []string{"git", "checkout", "-f", "-q", "--", "a.txt", "sub/b.txt"}, ok: true, want: gitState{Kind: gsCheckout, Paths: []string{"a.txt", "sub/b.txt"}}},
+		{argv: []string{"git", "restore", "a.txt"}, ok: true, want: gitState{Kind: gsCheckout, Paths: []string{"a.txt"}}},
+		{argv: []string{"git", "restore", "-W", "--", "-odd-name"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "restore", "--worktree", "--", "sub"}, ok: true, want: gitState{Kind: gsCheckout, Paths: []string{"sub"}}},
+		{argv: []string{"git", "checkout", "main"}},    // a branch switch: a process, as before
+		{argv: []string{"git", "checkout", "-b", "x"}}, // likewise
+		{argv: []string{"git", "checkout", "HEAD~1", "--", "a.txt"}, ok: true, bad: "before --"},
+		{argv: []string{"git", "checkout", "-p", "--", "a.txt"}, ok: true, bad: `"-p"`},
+		{argv: []string{"git", "checkout", "--", "../x"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "checkout", "--", "/etc/passwd"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "checkout", "--", "a/../../x"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "restore", ":(top)a.txt"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "restore", "*.go"}, ok: true, bad: "plain relative path"},
+		{argv: []string{"git", "restore", "--staged", "a.txt"}, ok: true, bad: `"--staged"`},
+		{argv: []string{"git", "restore", "--source=HEAD~1", "a.txt"}, ok: true, bad: `"--source=HEAD~1"`},
+		{argv: []string{"git", "restore", "-f", "a.txt"}, ok: true, bad: `"-f"`},
+		{argv: []string{"git", "restore"}, ok: true, bad: "name the paths"},
+		{argv: []string{"git", "-C", "x", "restore", "a.txt"}, ok: true, bad: "options before the subcommand"},
 	} {
 		got, ok, err := parseGitState(tc.argv)
 		if ok != tc.ok {
@@ -73,7 +93,7 @@ func TestParseGitState(t *testing.T) {
 }
 
 func TestGitStateRefsOnly(t *testing.T) {
-	for kind, want := range map[string]bool{gsReset: false, gsBranchDelete: true, gsTagForce: true} {
+	for kind, want := range map[string]bool{gsReset: false, gsBranchDelete: true, gsTagForce: true, gsCheckout: false} {
 		if got := (gitState{Kind: kind}).refsOnly(); got != want {
 			t.Errorf("%s: refsOnly %v, want %v", kind, got, want)
 		}
@@ -106,4 +126,41 @@ func TestCheckedOut(t *testing.T) {
 			t.Errorf("checkedOut(%s) = %q, want %q", ref, got, want)
 		}
 	}
+}
+
+// Whatever the argv, the parser never panics, and a form it accepts names
+// only plain relative paths and plain revisions: nothing that leaves the
+// checkout, reaches git's pathspec magic or reads as an option.
+func FuzzParseGitState(f *testing.F) {
+	for _, seed := range [][]string{
+		{"git", "checkout", "--", "."}, {"git", "restore", "a.txt"}, {"git", "reset", "--hard", "HEAD~1"},
+		{"git", "branch", "-D", "x"}, {"git", "tag", "-f", "v1", "HEAD"}, {"git", "checkout", "--", "../x"},
+	} {
+		f.Add(strings.Join(seed, "\x00"))
+	}
+	f.Fuzz(func(t *testing.T, joined string) {
+		argv := strings.Split(joined, "\x00")
+		g, ok, err := parseGitState(argv)
+		if !ok || err != nil {
+			return
+		}
+		for _, p := range g.Paths {
+			if !validPathspec(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, ":") || strings.HasPrefix(p, "-") {
+				t.Fatalf("%q accepted path %q", argv, p)
+			}
+			for _, part := range strings.Split(p, "/") {
+				if part == ".." {
+					t.Fatalf("%q accepted path %q", argv, p)
+				}
+			}
+		}
+		if g.Rev != "" && (!validRev(g.Rev) || strings.HasPrefix(g.Rev, "-")) {
+			t.Fatalf("%q accepted revision %q", argv, g.Rev)
+		}
+		for _, n := range g.Names {
+			if !validRefName(n) {
+				t.Fatalf("%q accepted name %q", argv, n)
+			}
+		}
+	})
 }

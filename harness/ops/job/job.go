@@ -192,7 +192,7 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 			// from where the first left HEAD: never retried.
 			err = errs.New(errs.InvalidArgument, "%s is not retried after a restart (a relative revision would move twice): leave retry out", args.Argv[1])
 		default:
-			err = errs.New(errs.InvalidArgument, "%s changes the checkout's own refs: run it without isolation", args.Argv[1])
+			err = errs.New(errs.InvalidArgument, "%s changes the checkout's own git state: run it without isolation", args.Argv[1])
 		}
 		return nil, err
 	}
@@ -203,7 +203,10 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 	gate.Network = network
 	// Destructive work in the checkout writes it: under the durable lease,
 	// never in a copy-on-write layer that would drop what it removed.
-	writes := args.Writes || (d.Effect != nil && d.Effect.Kind == classify.WorkspaceDelete)
+	// So does git-state work harnessd performs itself (gitstate.go: the
+	// path forms of git checkout and restore are workspace writes too).
+	_, native, _ := parseGitState(args.Argv)
+	writes := args.Writes || native || (d.Effect != nil && d.Effect.Kind == classify.WorkspaceDelete)
 	gate.Writes = writes
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
 		return nil, c.Refuse(gate, err)
