@@ -10,11 +10,12 @@ import (
 	"github.com/harnessd/harnessd/messages"
 )
 
-// burnScript holds 64 MiB (a string doubled 26 times) and spins for about
-// three seconds; short-lived processes before it count through the
+// burnScript holds 64 MiB (a string doubled 26 times) and does a fixed
+// amount of work (about 3.4 s of CPU here: its CPU time does not shrink
+// when a loaded machine gives it less of the wall clock); short-lived processes before it count through the
 // shell's reaped children.
 const burnScript = `for i in 1 2 3; do /bin/true; done
-awk 'BEGIN{s="x"; for(i=0;i<26;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 3) n++; print length(s)}'
+awk 'BEGIN{s="x"; for(i=0;i<26;i++) s=s s; for(i=0;i<2.5e8;i++) n+=i; print length(s)}'
 `
 
 const minPeak = 50 << 20
@@ -86,10 +87,10 @@ func TestJobResourcesWhileRunningAndAfter(t *testing.T) {
 
 // TestCheckResources: a check's figures come back in run_check's
 // original_run, on the Fast Path (one process) as on the Durable Path
-// (the job's record). The check is a go test whose "go" spins for a
-// second holding 16 MiB.
+// (the job's record). The check is a go test whose "go" does about 0.7 s
+// of CPU work holding 16 MiB.
 func TestCheckResources(t *testing.T) {
-	fakeGoScript(t, `awk 'BEGIN{s="x"; for(i=0;i<24;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 1) n++; print length(s)}'`)
+	fakeGoScript(t, `awk 'BEGIN{s="x"; for(i=0;i<24;i++) s=s s; for(i=0;i<5e7;i++) n+=i; print length(s)}'`)
 	h := openAllowing(t, "")
 	_, id := checkFixture(t, h)
 	for _, tc := range []struct {

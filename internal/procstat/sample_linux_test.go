@@ -39,11 +39,11 @@ func TestParseReapedMs(t *testing.T) {
 	}
 }
 
-// burnScript allocates 64 MiB (a string doubled 26 times) and spins for
-// about two seconds, in a child of a shell that also starts short-lived
+// burnScript allocates 64 MiB (a string doubled 26 times) and does a
+// fixed amount of work (about 1.6 s of CPU here, however loaded the machine), in a child of a shell that also starts short-lived
 // processes (their CPU reaches the shell when it reaps them).
 const burnScript = `for i in 1 2 3; do /bin/true; done
-awk 'BEGIN{s="x"; for(i=0;i<26;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 2) n++; print length(s)}'
+awk 'BEGIN{s="x"; for(i=0;i<26;i++) s=s s; for(i=0;i<1.2e8;i++) n+=i; print length(s)}'
 `
 
 // TestSamplerFollowsABurningTree starts a shell whose child burns CPU and
