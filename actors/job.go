@@ -671,6 +671,7 @@ func runJobProcess(ctx context.Context, cfg *JobsConfig, job messages.Job, spec 
 	}
 	if undo {
 		var failed string
+		job.Resources = &out.resources // the receipt carries the final figures
 		if out.receiptID, failed = jobReceipt(cfg.Undo, cfg.Logger, job); failed != "" {
 			out.summary = append(out.summary, failed)
 		}

@@ -110,6 +110,9 @@ func TestJobUndoRestoresByteForByte(t *testing.T) {
 	if i < 0 || !list.Receipts[i].Revertable || list.Receipts[i].Operation != "job_start" {
 		t.Fatalf("receipt_list: %+v; want the job's receipt, revertable", list.Receipts)
 	}
+	if rs := list.Receipts[i].Resources; rs == nil || rs.Processes < 1 || j.Resources == nil || *rs != *j.Resources {
+		t.Fatalf("the receipt's resources %+v, want the job's final figures %+v", rs, j.Resources)
+	}
 	want := []string{"README.md", "new.txt", "other/keep.txt", "pkg/a.go", "pkg/bin.dat", "pkg/link", "pkg/run.sh", "pkg/sub/b.txt", "pkg/sub/deep/c.c"}
 	if got := list.Receipts[i].Paths; !slices.Equal(got, want) {
 		t.Fatalf("receipt paths %v, want %v", got, want)

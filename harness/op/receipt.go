@@ -6,6 +6,7 @@ import (
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/internal/verify"
+	"github.com/harnessd/harnessd/messages"
 )
 
 // Receipt records one mutation: who wrote what under which fencing token.
@@ -41,6 +42,10 @@ type Receipt struct {
 	Reverts []string `json:"reverts,omitempty"`
 	// Push is what a git_push sent and what the remote answered.
 	Push *PushRecord `json:"push,omitempty"`
+	// Resources are the figures of the process tree of the job whose
+	// receipt this is (a job that wrote its checkout in place): CPU time,
+	// peak RSS, storage I/O, processes.
+	Resources *messages.Resources `json:"resources,omitempty"`
 	// Refs are the refs a job harnessd performed itself moved (git reset
 	// --hard, git branch -D, git tag -f; see gitwrite.go): revert sets each
 	// back to Old while it still is at New.

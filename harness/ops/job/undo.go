@@ -228,7 +228,7 @@ func (u *undoer) store(ctx context.Context, j messages.Job, r *op.Receipt, after
 // job created).
 func jobReceipt(j messages.Job, deltas []preimage.Delta) *op.Receipt {
 	r := &op.Receipt{RequestID: j.RequestID, Operation: "job_start", RepoID: j.RepoID, CheckoutID: j.CheckoutID,
-		LeaseID: j.LeaseID, RunID: j.CallerRunID, Changes: []patch.Change{}}
+		LeaseID: j.LeaseID, RunID: j.CallerRunID, Changes: []patch.Change{}, Resources: j.Resources}
 	for _, d := range deltas {
 		ch, refs := deltaChange(d)
 		r.Changes = append(r.Changes, ch)

@@ -6,6 +6,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
 	"github.com/harnessd/harnessd/internal/preimage"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -44,6 +45,9 @@ type Item struct {
 	Revertable    bool     `json:"revertable"`
 	NotRevertable string   `json:"not_revertable,omitempty"`
 	LaterReceipts []string `json:"later_receipts,omitempty"`
+	// Resources are a job's figures (CPU, peak RSS, I/O, processes), on
+	// the receipt of a job that wrote its checkout in place.
+	Resources *messages.Resources `json:"resources,omitempty"`
 }
 
 func list(c *op.Call, a ListArgs) (*ListResult, error) {
@@ -94,7 +98,7 @@ func list(c *op.Call, a ListArgs) (*ListResult, error) {
 	out := &ListResult{Receipts: make([]Item, 0, len(picked))}
 	hists := map[string]*history{}
 	for _, r := range picked {
-		it := Item{ReceiptID: r.ReceiptID, RequestID: r.RequestID, Operation: r.Operation, RepoID: r.RepoID, RunID: r.RunID, SpanID: r.SpanID,
+		it := Item{Resources: r.Resources, ReceiptID: r.ReceiptID, RequestID: r.RequestID, Operation: r.Operation, RepoID: r.RepoID, RunID: r.RunID, SpanID: r.SpanID,
 			At: r.At, FencingToken: r.FencingToken, Tokens: r.FencingTokens, PreImages: r.PreImages, Reverts: r.Reverts, Commit: r.Commit, Paths: []string{}}
 		files := touched(r)
 		for p := range files {

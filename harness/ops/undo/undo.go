@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/internal/patch"
 	"github.com/harnessd/harnessd/internal/preimage"
 	"github.com/harnessd/harnessd/internal/route"
+	"github.com/harnessd/harnessd/messages"
 	"github.com/harnessd/harnessd/persistence"
 )
 
@@ -165,28 +166,29 @@ func pathNeedles(rs []*op.Receipt) [][]byte {
 // fields (the rest is skipped) keeps a revert's scan of up to 1000
 // receipts cheap.
 type slim struct {
-	ReceiptID     string            `json:"receipt_id"`
-	RequestID     string            `json:"request_id"`
-	Operation     string            `json:"operation"`
-	RepoID        string            `json:"repo_id"`
-	CheckoutID    string            `json:"checkout_id"`
-	FencingToken  uint64            `json:"fencing_token"`
-	FencingTokens map[string]uint64 `json:"fencing_tokens"`
-	Changes       []patch.Change    `json:"changes"`
-	Commit        string            `json:"commit,omitempty"`
-	PreImages     []preimage.Ref    `json:"pre_images,omitempty"`
-	Reverts       []string          `json:"reverts,omitempty"`
-	RunID         string            `json:"run_id,omitempty"`
-	SpanID        string            `json:"span_id,omitempty"`
-	At            time.Time         `json:"at"`
-	Refs          []op.RefChange    `json:"refs,omitempty"`
-	GitFiles      []preimage.Ref    `json:"git_files,omitempty"`
+	ReceiptID     string              `json:"receipt_id"`
+	RequestID     string              `json:"request_id"`
+	Operation     string              `json:"operation"`
+	RepoID        string              `json:"repo_id"`
+	CheckoutID    string              `json:"checkout_id"`
+	FencingToken  uint64              `json:"fencing_token"`
+	FencingTokens map[string]uint64   `json:"fencing_tokens"`
+	Changes       []patch.Change      `json:"changes"`
+	Commit        string              `json:"commit,omitempty"`
+	PreImages     []preimage.Ref      `json:"pre_images,omitempty"`
+	Reverts       []string            `json:"reverts,omitempty"`
+	RunID         string              `json:"run_id,omitempty"`
+	SpanID        string              `json:"span_id,omitempty"`
+	At            time.Time           `json:"at"`
+	Refs          []op.RefChange      `json:"refs,omitempty"`
+	GitFiles      []preimage.Ref      `json:"git_files,omitempty"`
+	Resources     *messages.Resources `json:"resources,omitempty"`
 }
 
 func (s *slim) receipt() *op.Receipt {
 	return &op.Receipt{ReceiptID: s.ReceiptID, RequestID: s.RequestID, Operation: s.Operation, RepoID: s.RepoID, CheckoutID: s.CheckoutID,
 		FencingToken: s.FencingToken, FencingTokens: s.FencingTokens, Changes: s.Changes, Commit: s.Commit, PreImages: s.PreImages,
-		Reverts: s.Reverts, RunID: s.RunID, SpanID: s.SpanID, At: s.At, Refs: s.Refs, GitFiles: s.GitFiles}
+		Reverts: s.Reverts, RunID: s.RunID, SpanID: s.SpanID, At: s.At, Refs: s.Refs, GitFiles: s.GitFiles, Resources: s.Resources}
 }
 
 // planWrite plans a revert of the receipts pick chooses: the paths and
