@@ -544,3 +544,19 @@ func TestCallUnknownOpSuggests(t *testing.T) {
 		t.Errorf("a NOT_FOUND file got an operation suggestion: exit %d %q", code, errOut)
 	}
 }
+
+// An ended job that wrote its checkout shows what it used and the receipt
+// a person reverts it by; one harnessd performed itself says so.
+func TestJobStatusShowsUsageAndReceipt(t *testing.T) {
+	body := `{"job_id":"j-1","repo_id":"repo_1","argv":["rm","-rf","pkg"],"state":"succeeded","attempt":1,` +
+		`"resources":{"cpu_ms":1500,"peak_rss_bytes":67108864,"io_read_bytes":0,"io_write_bytes":4096,"processes":2},` +
+		`"receipt_id":"rcpt_1","performed_by":"harnessd: its own confined git"}`
+	f := newAPIFake(t, map[string]string{"POST /v1/job_status": body})
+	code, out, errOut := cliRun(t, f.dataDir, "job", "status", "j-1")
+	for _, want := range []string{"usage     1.5s CPU, 64.0 MiB peak RSS, 0 B read, 4.0 KiB written, 2 process(es)",
+		"receipt   rcpt_1 (undo: harness revert rcpt_1)", "by        harnessd: its own confined git"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want a line %q in\n%s%s", code, want, out, errOut)
+		}
+	}
+}

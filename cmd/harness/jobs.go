@@ -316,6 +316,16 @@ func (c *cli) printJob(raw json.RawMessage) {
 	}
 	fmt.Fprintf(w, "duration  %s\n", jobDur(time.Duration(j.DurationMs*float64(time.Millisecond))))
 	fmt.Fprintf(w, "output    %d B stdout, %d B stderr, %d redaction(s)\n", j.StdoutBytes, j.StderrBytes, j.Redactions)
+	if r := j.Resources; r != nil {
+		fmt.Fprintf(w, "usage     %s CPU, %s peak RSS, %s read, %s written, %d process(es)\n",
+			jobDur(time.Duration(r.CPUMs)*time.Millisecond), humanBytes(r.PeakRSSBytes), humanBytes(r.IOReadBytes), humanBytes(r.IOWriteBytes), r.Processes)
+	}
+	if j.PerformedBy != "" {
+		fmt.Fprintf(w, "by        %s\n", esc(j.PerformedBy))
+	}
+	if j.ReceiptID != "" {
+		fmt.Fprintf(w, "receipt   %s (undo: harness revert %s)\n", esc(j.ReceiptID), esc(j.ReceiptID))
+	}
 	if j.Worktree != "" {
 		fmt.Fprintf(w, "worktree  %s (kept: %v)\n", esc(j.Worktree), j.WorktreeKept)
 	}
