@@ -134,6 +134,10 @@ func prepare(ctx context.Context, c *op.Call, a Args) (*op.Plan, error) {
 	}
 	ap := Approved{RepoID: c.Repo.Repo.ID, Remote: a.Remote, URL: rem.URL, LocalRef: localRef, RemoteRef: remoteRef, Commit: commit, Force: a.Force}
 	p := pusher{c: c, ap: ap, rem: rem, common: filepath.Clean(common), format: format}
+	// The router's remote_write route is Durable: a person's approval, the
+	// ledger's entry before the push, a receipt. The push itself runs
+	// within the call (bounded), not as a background job.
+	c.SetRoute("durable")
 	return &op.Plan{
 		// A person approves exactly ap: mediate's Grant asks whatever a
 		// policy allows, and the approval's hash is ap's.
