@@ -9,57 +9,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/harnessd/harnessd/internal/testutil"
 )
-
-// pushServer is git-http-backend behind net/http/cgi, wanting basic auth
-// alice:token; receives counts the pushes that reached it.
-type pushServer struct {
-	url, root string
-	receives  atomic.Int64
-}
-
-func newPushServer(t *testing.T, token string) *pushServer {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skipf("git --exec-path: %v", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("no git-http-backend: %v", err)
-	}
-	s := &pushServer{root: t.TempDir()}
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != "alice" || p != token {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
-			s.receives.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	testutil.Git(t, s.root, "init", "-q", "--bare", filepath.Join(s.root, "app.git"))
-	testutil.Git(t, filepath.Join(s.root, "app.git"), "config", "http.receivepack", "true")
-	return s
-}
 
 // refs lists the refs of a remote repository directory, as git sees them.
 func refs(t *testing.T, gitDir string) string {
@@ -70,9 +27,9 @@ func refs(t *testing.T, gitDir string) string {
 func TestGitPushBehindAPerson(t *testing.T) {
 	need(t, "git", "sh")
 	token := newSecret(t)
-	srv := newPushServer(t, token)
-	remoteDir := filepath.Join(srv.root, "app.git")
-	url := srv.url + "/app.git"
+	srv := testutil.NewGitHTTPServer(t, "alice", token)
+	url := srv.Bare(t, "app.git")
+	remoteDir := filepath.Join(srv.Root, "app.git")
 
 	// The user's HOME: a global config naming the store helper, the
 	// credential in the store.
@@ -145,8 +102,8 @@ func TestGitPushBehindAPerson(t *testing.T) {
 			t.Errorf("the approval request does not name %q: %s", want, msg)
 		}
 	}
-	if got := refs(t, remoteDir); got != "" || srv.receives.Load() != 0 {
-		t.Fatalf("without approval the remote got %q (%d pushes)", got, srv.receives.Load())
+	if got := refs(t, remoteDir); got != "" || srv.Receives.Load() != 0 {
+		t.Fatalf("without approval the remote got %q (%d pushes)", got, srv.Receives.Load())
 	}
 	apr := approve(o)
 
@@ -175,10 +132,10 @@ func TestGitPushBehindAPerson(t *testing.T) {
 		t.Fatalf("the remote holds %q, want exactly main at %s", got, c1)
 	}
 	// A retry by request_id replays and never pushes twice.
-	before := srv.receives.Load()
+	before := srv.Receives.Load()
 	r := a.tool(t, "git_push", map[string]any{"repo_id": id, "request_id": rid, "remote": "origin", "refspec": "main", "approval_id": apr})
-	if r.isErr || r.m["replayed"] != true || srv.receives.Load() != before {
-		t.Fatalf("replay: %s (pushes %d -> %d)", r, before, srv.receives.Load())
+	if r.isErr || r.m["replayed"] != true || srv.Receives.Load() != before {
+		t.Fatalf("replay: %s (pushes %d -> %d)", r, before, srv.Receives.Load())
 	}
 
 	// A fast-forward (benign case 2), with its own approval.
@@ -222,7 +179,7 @@ func TestGitPushBehindAPerson(t *testing.T) {
 	for _, tc := range []struct{ key, value string }{
 		{"remote.origin.pushurl", "http://127.0.0.1:" + trap.port() + "/x.git"},
 		{"remote.origin.mirror", "true"},
-		{"url.http://127.0.0.1:" + trap.port() + "/.pushInsteadOf", srv.url},
+		{"url.http://127.0.0.1:" + trap.port() + "/.pushInsteadOf", srv.URL},
 	} {
 		testutil.Git(t, repo, "config", tc.key, tc.value)
 		newRun("planted " + tc.key)
@@ -263,7 +220,7 @@ func TestGitPushBehindAPerson(t *testing.T) {
 		`sort -u $TMPDIR/seen | head -c 200000`,
 		`env`,
 		`git config -l`,
-		`printf 'protocol=http\nhost=` + strings.TrimPrefix(srv.url, "http://") + `\n\n' | GIT_TERMINAL_PROMPT=0 git credential fill`,
+		`printf 'protocol=http\nhost=` + strings.TrimPrefix(srv.URL, "http://") + `\n\n' | GIT_TERMINAL_PROMPT=0 git credential fill`,
 		`g=.git-cred; cat ` + dyn(home) + `/${g}entials ` + dyn(filepath.Join(home, ".gitconfig")) + ` $HOME/${g}entials`,
 		`ls -la ${s}tmp ${s}tmp/harnessd-push-* 2>&1; cat ${s}tmp/harnessd-push-*/config 2>&1`,
 		`find ${s} -xdev \( -name '*askpass*' -o -name '*.sock' -o -name 'git-credential*' \) 2>/dev/null | head -50`,

@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,47 +13,6 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
-
-// gitServer is a loopback git HTTP server (git-http-backend behind
-// net/http/cgi) that wants basic auth user:token for everything.
-type gitServer struct {
-	url, root string
-}
-
-func newGitServer(t *testing.T, user, token string) *gitServer {
-	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Skipf("git --exec-path: %v", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("no git-http-backend: %v", err)
-	}
-	root := t.TempDir()
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || u != user || p != token {
-			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		r.Header.Set("Remote-User", u)
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return &gitServer{url: srv.URL, root: root}
-}
-
-// bare makes a bare repository name on the server that takes pushes.
-func (s *gitServer) bare(t *testing.T, name string) string {
-	t.Helper()
-	dir := filepath.Join(s.root, name)
-	testutil.Git(t, s.root, "init", "-q", "--bare", dir)
-	testutil.Git(t, dir, "config", "http.receivepack", "true")
-	return s.url + "/" + name
-}
 
 func secretToken(t *testing.T) string {
 	b := make([]byte, 16)
@@ -141,8 +97,8 @@ func TestPushLocal(t *testing.T) {
 // naming git credential, never the token.
 func TestPushHTTPWithTheUsersCredential(t *testing.T) {
 	token := secretToken(t)
-	srv := newGitServer(t, "alice", token)
-	url := srv.bare(t, "app.git")
+	srv := testutil.NewGitHTTPServer(t, "alice", token)
+	url := srv.Bare(t, "app.git")
 	dir, objects, _, second := work(t)
 	home := t.TempDir()
 	store := filepath.Join(home, ".git-credentials")

@@ -184,7 +184,8 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 	// git reset --hard, branch -D, tag -f: harnessd performs them itself
 	// (gitstate.go); a form it does not support is refused before anyone
 	// is asked.
-	if _, ok, err := parseGitState(args.Argv); ok && (err != nil || iso == messages.JobIsolationWorktree || retry > 0) {
+	_, native, gsErr := parseGitState(args.Argv)
+	if err := gsErr; native && (err != nil || iso == messages.JobIsolationWorktree || retry > 0) {
 		switch {
 		case err != nil:
 		case retry > 0:
@@ -205,7 +206,6 @@ func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error)
 	// never in a copy-on-write layer that would drop what it removed.
 	// So does git-state work harnessd performs itself (gitstate.go: the
 	// path forms of git checkout and restore are workspace writes too).
-	_, native, _ := parseGitState(args.Argv)
 	writes := args.Writes || native || (d.Effect != nil && d.Effect.Kind == classify.WorkspaceDelete)
 	gate.Writes = writes
 	if err := c.Root.CheckArgv(args.Argv); err != nil {
