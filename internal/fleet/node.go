@@ -91,7 +91,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		n.cache, n.etcdc = ec, ec
 	}
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
-	jctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+cfg.TTL+time.Second)
+	jctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+2*cfg.TTL+2*time.Second)
 	defer cancel()
 	if n.secret, err = n.ensureSecret(jctx); err != nil {
 		n.stop()
@@ -134,30 +134,40 @@ func (n *Node) ensureSecret(ctx context.Context) (string, error) {
 
 // establish grants a lease and registers the member key bound to it.
 // prev is the lease of this node's previous session (0 on Join): a
-// member key still bound to it is revoked first.
+// member key still bound to it is revoked first. A key held by another
+// lease is waited out (awaitGone), then a fresh lease is granted.
 func (n *Node) establish(ctx context.Context, prev clientv3.LeaseID) (*session, error) {
 	ttl := n.cfg.TTL
-	sent := time.Now()
-	gctx, gcancel := context.WithTimeout(ctx, n.cfg.DialTimeout)
-	lr, err := n.cli.Grant(gctx, int64(ttl/time.Second))
-	gcancel()
-	if err != nil {
-		return nil, etcdError(err, "grant the session lease")
-	}
-	s := &session{lease: lr.ID, deadline: sent.Add(ttl)}
-	if err := n.register(ctx, s, prev); err != nil {
+	for {
+		sent := time.Now()
+		gctx, gcancel := context.WithTimeout(ctx, n.cfg.DialTimeout)
+		lr, err := n.cli.Grant(gctx, int64(ttl/time.Second))
+		gcancel()
+		if err != nil {
+			return nil, etcdError(err, "grant the session lease")
+		}
+		s := &session{lease: lr.ID, deadline: sent.Add(ttl)}
+		holder, rev, err := n.register(ctx, s, prev)
+		if err == nil && holder == 0 {
+			s.ctx, s.cancel = context.WithCancel(context.Background())
+			return s, nil
+		}
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_, _ = n.cli.Revoke(rctx, lr.ID)
 		rcancel()
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		if err := n.awaitGone(ctx, n.keys.member(n.cfg.Node), holder, rev); err != nil {
+			return nil, err
+		}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
 }
 
 // register creates members/<node> bound to s.lease; its create revision
-// is s.epoch.
-func (n *Node) register(ctx context.Context, s *session, prev clientv3.LeaseID) error {
+// is s.epoch. A key bound to another lease than prev is answered as its
+// holder and the revision it was seen at.
+func (n *Node) register(ctx context.Context, s *session, prev clientv3.LeaseID) (clientv3.LeaseID, int64, error) {
 	k := n.keys.member(n.cfg.Node)
 	mv := memberValue{Name: n.cfg.Node, Advertise: n.cfg.Advertise, Started: time.Now().UTC()}
 	for {
@@ -167,7 +177,7 @@ func (n *Node) register(ctx context.Context, s *session, prev clientv3.LeaseID) 
 			Then(clientv3.OpPut(k, string(b), clientv3.WithLease(s.lease))).
 			Else(clientv3.OpGet(k)).Commit()
 		if err != nil {
-			return etcdError(err, "register this node")
+			return 0, 0, etcdError(err, "register this node")
 		}
 		if resp.Succeeded {
 			s.epoch = resp.Header.Revision
@@ -176,9 +186,9 @@ func (n *Node) register(ctx context.Context, s *session, prev clientv3.LeaseID) 
 			if _, err := n.cli.Txn(ctx).
 				If(clientv3.Compare(clientv3.CreateRevision(k), "=", s.epoch)).
 				Then(clientv3.OpPut(k, string(b), clientv3.WithLease(s.lease))).Commit(); err != nil {
-				return etcdError(err, "register this node")
+				return 0, 0, etcdError(err, "register this node")
 			}
-			return nil
+			return 0, 0, nil
 		}
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
@@ -187,16 +197,14 @@ func (n *Node) register(ctx context.Context, s *session, prev clientv3.LeaseID) 
 		holder := clientv3.LeaseID(kvs[0].Lease)
 		if holder == prev && prev != 0 {
 			if _, err := n.cli.Revoke(ctx, prev); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-				return etcdError(err, "revoke this node's previous session")
+				return 0, 0, etcdError(err, "revoke this node's previous session")
 			}
 			continue
 		}
 		// Another session holds the name: a previous process of this
 		// node (its lease runs out within its TTL) or a live other node
-		// (it keeps renewing). Wait one remaining TTL for the key to go.
-		if err := n.awaitGone(ctx, k, holder, resp.Header.Revision); err != nil {
-			return err
-		}
+		// (it keeps renewing).
+		return holder, resp.Header.Revision, nil
 	}
 }
 
