@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/audit"
 	"github.com/harnessd/harnessd/internal/checkid"
+	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/gitx"
 	"github.com/harnessd/harnessd/internal/pathsafe"
 	"github.com/harnessd/harnessd/internal/redact"
@@ -114,6 +115,9 @@ type Config struct {
 	// agent's registration needs a person's approval; the never-grantable
 	// paths (DESIGN §13) are refused everywhere.
 	AllowRoots []string
+	// Fleet joins a fleet of harnessd nodes on etcd (docs/fleet.md); the
+	// zero value is no fleet.
+	Fleet FleetConfig
 	// CheckFastCap is the longest a focused check runs on the Fast Path
 	// before it is handed over to a durable job (0 = 15 s; tests shorten
 	// it).
@@ -186,6 +190,8 @@ type Harness struct {
 	pipe    *op.Pipeline
 	handles *handles // the typed operations of the methods (methods.go)
 	started time.Time
+	fleet   *fleet.Node     // this node's membership of a fleet (nil = none; fleet.go)
+	etcd    *fleet.Embedded // the etcd member it runs (--embed-etcd), or nil
 
 	closeOnce sync.Once
 	closeErr  error
@@ -284,7 +290,15 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(reg, h.env)
 	h.handles = newHandles(h.pipe.Registry())
-	if err = h.rt.Start(ctx, runtime.Runners{Check: check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap}), Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env),
+	checkRunner := check.Runner(h.pipe, check.RunnerConfig{FastCap: cfg.CheckFastCap})
+	if err := h.joinFleet(ctx, dataDir); err != nil {
+		return nil, err
+	}
+	if h.fleet != nil {
+		checkRunner = check.FleetRunner(h.fleet, checkRunner)
+		h.env.Fence = h.fleet.Live
+	}
+	if err = h.rt.Start(ctx, runtime.Runners{Check: checkRunner, Lane: batch.LaneRunner(h.pipe), Job: job.Confiner(h.env), WorktreeSkip: job.WorktreeSkip(h.env),
 		JobUndo: job.Undo(h.env, job.UndoConfig{MaxBytes: cfg.JobUndoMaxBytes, MaxFiles: cfg.JobUndoMaxFiles}), JobWrite: h.pipe.QueuedWriter(), JobNative: job.GitState(h.env)}); err != nil {
 		return nil, err
 	}
@@ -311,6 +325,7 @@ func (h *Harness) Close(ctx context.Context) error {
 		if _, err := h.rt.DrainLeaseWaits(ctx); err != nil {
 			h.lg.Warn("shutdown: lease waiters not all answered", zap.Error(err))
 		}
+		h.leaveFleet(ctx) // no new claims; the runs in flight publish first
 		if !h.pipe.Close(ctx) {
 			h.lg.Warn("closing with operations still running")
 		}
@@ -329,6 +344,7 @@ func (h *Harness) teardown() error {
 	if h.secrets != nil {
 		_ = h.secrets.Close()
 	}
+	h.closeFleet()
 	if h.env != nil {
 		h.env.CloseViews()
 	}

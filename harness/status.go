@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/harness/runtime"
+	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/sandbox"
 )
 
@@ -63,6 +64,9 @@ type StatusResult struct {
 	// what a missing one weakens.
 	Sandbox []sandbox.Layers `json:"sandbox"`
 	Notes   []string         `json:"notes,omitempty"`
+	// Fleet is this node's view of its fleet (members, its session,
+	// the checks claimed now); absent outside a fleet.
+	Fleet *fleet.Status `json:"fleet,omitempty"`
 	// Extra holds component sections (jobs, durable leases, checks, ...).
 	Extra map[string]any `json:"extra,omitempty"`
 }
@@ -96,6 +100,14 @@ func (h *Harness) Status(ctx context.Context) (*StatusResult, error) {
 	}
 	if rs.Checks != nil {
 		st.Extra["checks"] = *rs.Checks
+	}
+	if h.fleet != nil {
+		fs, err := h.fleet.Status(ctx)
+		if err != nil {
+			// etcd unreachable: the node's own view, and why.
+			st.Notes = append(st.Notes, "fleet: "+err.Error())
+		}
+		st.Fleet = &fs
 	}
 	if rs.Jobs != nil {
 		st.Extra["jobs"] = *rs.Jobs

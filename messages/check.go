@@ -40,6 +40,23 @@ type CheckOutcome struct {
 	// still runs, so ExitCode and Passed mean nothing yet. Its final
 	// outcome (the job's) has no Escalated and is what becomes evidence.
 	Escalated *CheckEscalation `json:"escalated,omitempty"`
+	// Fleet names the fleet-wide run this outcome is (set only when the
+	// daemon is in a fleet and the check's evidence is shared).
+	Fleet *FleetRun `json:"fleet,omitempty"`
+}
+
+// FleetRun names the one run of a check fleet-wide: the node that ran it,
+// its run id and its token (the etcd revision of its claim), and where
+// this answer came from: "ran" (this node ran it), "joined" (this node
+// waited for another node's run) or "reused" (the fleet's action cache).
+// Refused lists evidence the fleet refused on the way (a blob whose
+// digest did not match), so the check ran again.
+type FleetRun struct {
+	RunID   string   `json:"run_id"`
+	Node    string   `json:"node"`
+	Token   int64    `json:"token"`
+	Source  string   `json:"source"`
+	Refused []string `json:"refused,omitempty"`
 }
 
 // CheckEscalation says a focused check outgrew the Fast Path: its Fast

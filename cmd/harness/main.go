@@ -581,6 +581,9 @@ func (c *cli) status(ctx context.Context) error {
 	for _, l := range st.Notes {
 		fmt.Fprintf(tw, "note\t%s\n", esc(l))
 	}
+	if f := st.Fleet; f != nil {
+		printFleet(tw, f)
+	}
 	var extra struct {
 		Jobs *struct {
 			Queued      int `json:"queued"`

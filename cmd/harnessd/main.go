@@ -180,6 +180,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	watchInstances := fs.Int("watch-instances", 0, "checkouts the live index watches at once, each with one of your inotify instances (0 = a quarter of fs.inotify.max_user_instances; -1 = no cap); the least recently used beyond it is answered by git until used again")
 	noClientApprovals := fs.Bool("no-client-approvals", false, "never ask an MCP client's person to decide an approval (elicitation); approvals only through harness approve, the HTTP API and the console")
 	reserveText := fs.String("store-reserve", "auto", "free space kept on the data dir's file system; writes that would leave less answer STORAGE_FULL (auto = 1/16 of it, 1-64 MiB; e.g. 256MiB; off)")
+	var fl fleetFlags
+	fl.register(fs)
 	allowRoots := fs.StringArray("allow-root", nil, "an allowed area `DIR` (repeatable): agents may register repositories and targets inside it without asking a person; elsewhere a person approves each (see docs/authority.md)")
 	if err := parse(fs, args); err != nil {
 		return helpedOK(err)
@@ -200,6 +202,10 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if _, err := sandbox.ParseMode(*sbMode); err != nil {
 		return usageError{error: err, cmd: "serve"}
 	}
+	fleetCfg, err := fl.config(cf.dataDir, *listen)
+	if err != nil {
+		return usageError{error: err, cmd: "serve"}
+	}
 	lg, err := logx.New(cf.logLevel, cf.logFormat, stderr)
 	if err != nil {
 		return usageError{error: err, cmd: "serve"}
@@ -207,7 +213,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	defer lg.Sync()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemon.Serve(ctx, daemon.Config{DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
+	return daemon.Serve(ctx, daemon.Config{Fleet: fleetCfg, DataDir: cf.dataDir, Listen: *listen, ShutdownWait: *wait, LoopThreshold: *loops, PolicyPath: *policyPath, Sandbox: *sbMode, OTLPEndpoint: *otlp,
 		StoreReserve: reserve, NoClientApprovals: *noClientApprovals, NoLiveIndex: *noLiveIndex, AllowRoots: *allowRoots, SessionIdle: *sessionIdle, WatchInstances: *watchInstances}, lg)
 }
 

@@ -84,6 +84,11 @@ type Env struct {
 	// diffs run git or rg every time (Source "exec").
 	NoLiveIndex bool
 
+	// Fence, if set, is asked before every write begins: an error (a
+	// fleet node that lost its session answers LEASE_LOST) refuses the
+	// write before anything is recorded or changed.
+	Fence func() error
+
 	mu    sync.Mutex // protects roots and views
 	roots map[string]*pathsafe.Root
 	views map[string]*liveview.View

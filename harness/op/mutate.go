@@ -50,6 +50,11 @@ func (c *Call) Write(ctx context.Context, t Txn) (any, error) {
 	}
 	c.Mark(SegRouting)
 	env := c.Env
+	if env.Fence != nil {
+		if err := env.Fence(); err != nil {
+			return nil, err
+		}
+	}
 	out, replayed, err := c.begin(ctx, t, hash)
 	if err != nil || replayed {
 		return out, err

@@ -61,6 +61,8 @@ type Config struct {
 	WatchInstances int
 	// AllowRoots are allowed areas (harness.Config.AllowRoots).
 	AllowRoots []string
+	// Fleet joins the daemon to a fleet on etcd (harness.Config.Fleet).
+	Fleet harness.FleetConfig
 	// SessionIdle closes a streamable-HTTP MCP session after this long
 	// without a request (0 = DefaultSessionIdle).
 	SessionIdle time.Duration
@@ -169,7 +171,7 @@ func Serve(ctx context.Context, cfg Config, lg *zap.Logger) (err error) {
 	}
 	h, err := harness.Open(ctx, harness.Config{DataDir: p.DataDir, Logger: lg, LoopThreshold: loops, PolicyPath: cfg.PolicyPath, Sandbox: cfg.Sandbox, RunEvents: onEvent,
 		StoreReserve: cfg.StoreReserve, NoClientApprovals: cfg.NoClientApprovals, NoLiveIndex: cfg.NoLiveIndex, WatchInstances: cfg.WatchInstances, AllowRoots: cfg.AllowRoots,
-		StoreFaults: cfg.StoreFaults})
+		StoreFaults: cfg.StoreFaults, Fleet: cfg.Fleet})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
+	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/jsonx"
 )
 
@@ -152,6 +153,11 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 		}
 		a.call(w, r, r.PathValue("op"), body)
 	})
+	if n := h.Fleet(); n != nil {
+		// Evidence blobs for the other nodes of the fleet: their own
+		// credential (the fleet secret), not the human token.
+		mux.Handle("GET /v1/fleet/blobs/", fleet.BlobHandler(n))
+	}
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)
 	}

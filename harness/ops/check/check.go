@@ -129,6 +129,12 @@ type RunCheckResult struct {
 	// its exit code and output once it ends); exit_code is then -1 (none
 	// yet) and passed false. Absent otherwise.
 	Escalated *Escalated `json:"escalated,omitempty"`
+	// Fleet names the one fleet-wide run of a shared check when the
+	// daemon is in a fleet (harnessd serve --cluster-store): the node
+	// that ran it, its run id and token, and source "ran", "joined"
+	// (another node's run) or "reused" (evidence by digest). Absent
+	// outside a fleet and for checks whose evidence is not shared.
+	Fleet *messages.FleetRun `json:"fleet,omitempty"`
 	op.Meta
 }
 
@@ -393,6 +399,18 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 	if o.Path != "" {
 		out.Path = o.Path
 	}
+	if o.Fleet != nil {
+		fr := *o.Fleet
+		switch {
+		case res.Reused: // this node's own copy of the fleet's evidence
+			fr.Source = "reused"
+		case fr.Source == "reused":
+			out.Reused = true
+		case fr.Source == "joined":
+			out.Joined = true
+		}
+		out.Fleet = &fr
+	}
 	if o.Escalated != nil {
 		// Handed over to a durable job: nothing has ended yet.
 		out.Escalated = &Escalated{JobID: o.Escalated.JobID, Reason: o.Escalated.Reason}
@@ -400,11 +418,15 @@ func run(ctx context.Context, c *op.Call, args RunCheckArgs, d Defined, durable 
 		out.SandboxHints = walls(ctx, env, e, args.Cwd, d, out.Path, o)
 	}
 	switch {
-	case res.Reused:
+	case out.Reused:
 	case args.Rerun:
 		out.MissReasons = []string{"rerun: run again as asked; earlier evidence was not looked at"}
 	default:
 		out.MissReasons = explainMiss(ctx, c, root.Path(), res.Previous, cur)
+	}
+	if out.Fleet != nil && !out.Reused {
+		// Fleet evidence refused on the way (a blob failing its digest).
+		out.MissReasons = append(out.MissReasons, out.Fleet.Refused...)
 	}
 	c.SetRoute(out.Path)
 	c.FinishIn(op.SegReceipt)

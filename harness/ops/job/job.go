@@ -97,6 +97,11 @@ func startJob(ctx context.Context, c *op.Call, s op.JobSpec) (messages.Job, bool
 	}
 	env := c.Env
 	c.SetRoute("durable")
+	if env.Fence != nil {
+		if err := env.Fence(); err != nil { // a fleet node without its session starts nothing
+			return messages.Job{}, false, err
+		}
+	}
 	begun, err := env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: s.RequestID, Operation: "job_start", InputHash: hash})
 	if err != nil {
 		return messages.Job{}, false, err
