@@ -28,11 +28,16 @@ type EmbedConfig struct {
 	Logger         *zap.Logger // nil = silent; etcd's own logs are raised to Error
 	// UnsafeNoFsync turns fsync off (tests only: a crash loses data).
 	UnsafeNoFsync bool
+	// TickMs and ElectionMs are raft's heartbeat interval and election
+	// timeout (0 = etcd's 100 ms and 1000 ms). The shortest lease etcd
+	// grants is 1.5 election timeouts.
+	TickMs, ElectionMs uint
 }
 
 // Embedded is an etcd member running in this process.
 type Embedded struct {
 	e         *embed.Etcd
+	name      string
 	clientURL string
 	peerURL   string
 	once      sync.Once
@@ -41,8 +46,21 @@ type Embedded struct {
 // StartEmbedded starts one etcd member and waits (until ctx ends) for it
 // to be ready, which for a member of a multi-member cluster means its
 // cluster has a quorum: start the members of a new cluster concurrently
-// (StartCluster does).
+// (or use StartCluster).
 func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
+	m, err := startMember(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.ready(ctx); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// startMember starts a member without waiting for it to be ready.
+func startMember(cfg EmbedConfig) (*Embedded, error) {
 	if cfg.Name == "" || cfg.Dir == "" {
 		return nil, errs.New(errs.InvalidArgument, "embedded etcd: a member needs a name and a data dir")
 	}
@@ -91,21 +109,31 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	if cfg.TickMs > 0 {
+		ec.TickMs = cfg.TickMs
+	}
+	if cfg.ElectionMs > 0 {
+		ec.ElectionMs = cfg.ElectionMs
+	}
 	ec.Metrics = "basic"
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "embedded etcd: start member %s: %v", cfg.Name, err)
 	}
+	return &Embedded{e: e, name: cfg.Name, clientURL: cfg.ClientURL, peerURL: cfg.PeerURL}, nil
+}
+
+// ready waits until the member serves (its cluster has a leader and it
+// published itself), it fails, or ctx ends.
+func (m *Embedded) ready(ctx context.Context) error {
 	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return nil, errs.Wrap(errs.Unavailable, err, "embedded etcd: member %s failed: %v", cfg.Name, err)
+	case <-m.e.Server.ReadyNotify():
+		return nil
+	case err := <-m.e.Err():
+		return errs.Wrap(errs.Unavailable, err, "embedded etcd: member %s failed: %v", m.name, err)
 	case <-ctx.Done():
-		e.Close()
-		return nil, errs.Wrap(errs.CodeOf(ctx.Err()), ctx.Err(), "embedded etcd: member %s not ready (is a quorum of its cluster started?)", cfg.Name)
+		return errs.Wrap(errs.CodeOf(ctx.Err()), ctx.Err(), "embedded etcd: member %s not ready (is a quorum of its cluster started?)", m.name)
 	}
-	return &Embedded{e: e, clientURL: cfg.ClientURL, peerURL: cfg.PeerURL}, nil
 }
 
 // ClientURL answers the member's client URL.
@@ -123,11 +151,15 @@ func (m *Embedded) Close() {
 }
 
 // StartCluster starts a new cluster of size members in this process on
-// free loopback ports, data under dir, concurrently, and answers them
-// when all are ready.
-func StartCluster(ctx context.Context, dir string, size int, lg *zap.Logger, unsafeNoFsync bool) ([]*Embedded, error) {
+// free loopback ports, concurrently, and answers them when all are
+// ready. Each member is configured as tmpl (Dir, Logger, UnsafeNoFsync,
+// TickMs, ElectionMs, Token) with its own name (etcd1, etcd2, …) and URLs.
+func StartCluster(ctx context.Context, size int, tmpl EmbedConfig) ([]*Embedded, error) {
 	if size < 1 {
 		return nil, errs.New(errs.InvalidArgument, "embedded etcd: a cluster needs at least one member")
+	}
+	if tmpl.Dir == "" {
+		return nil, errs.New(errs.InvalidArgument, "embedded etcd: a cluster needs a data dir")
 	}
 	cfgs := make([]EmbedConfig, size)
 	var peers []string
@@ -140,28 +172,32 @@ func StartCluster(ctx context.Context, dir string, size int, lg *zap.Logger, uns
 		if err != nil {
 			return nil, err
 		}
-		cfgs[i] = EmbedConfig{Name: fmt.Sprintf("etcd%d", i+1), Dir: dir, ClientURL: cu, PeerURL: pu, Logger: lg, UnsafeNoFsync: unsafeNoFsync}
+		cfgs[i] = tmpl
+		cfgs[i].Name, cfgs[i].ClientURL, cfgs[i].PeerURL, cfgs[i].ClusterState = fmt.Sprintf("etcd%d", i+1), cu, pu, ""
 		peers = append(peers, cfgs[i].Name+"="+pu)
 	}
-	out := make([]*Embedded, size)
-	errc := make([]error, size)
-	var wg sync.WaitGroup
+	// Start the members one after the other, then wait for all: a new
+	// member first asks its peers whether it was bootstrapped already,
+	// and a peer that listens but does not serve yet costs that question
+	// a 1 s timeout, where one not listening yet refuses at once.
+	out := make([]*Embedded, 0, size)
+	closeAll := func() {
+		for _, m := range out {
+			m.Close()
+		}
+	}
 	for i := range cfgs {
 		cfgs[i].InitialCluster = strings.Join(peers, ",")
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errc[i] = StartEmbedded(ctx, cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errc {
+		m, err := startMember(cfgs[i])
 		if err != nil {
-			for _, m := range out {
-				if m != nil {
-					m.Close()
-				}
-			}
+			closeAll()
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	for _, m := range out {
+		if err := m.ready(ctx); err != nil {
+			closeAll()
 			return nil, err
 		}
 	}

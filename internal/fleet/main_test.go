@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	shared, err = StartCluster(ctx, dir, 3, nil, true)
+	shared, err = StartCluster(ctx, 3, EmbedConfig{Dir: dir, UnsafeNoFsync: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start etcd:", err)
