@@ -1,0 +1,686 @@
+package main
+
+// The fleet's must-show tests (issue #34): harnessd processes joined to a
+// 3-member etcd cluster on 127.0.0.1, each with its own clone of one
+// fixture repository, whose check runs are counted (and held) by the run
+// log and whose results go to a fenced sink, the fleet's remote cache
+// (fleet_helpers_test.go). The session TTL is fleetTTL (2 s).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/harnessd/harnessd/contract/client"
+	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/internal/fleet"
+	"github.com/harnessd/harnessd/surfaces/daemon"
+)
+
+// callResult is one caller's run_check answer and when it came.
+type callResult struct {
+	node  string
+	who   string
+	a     checkAnswer
+	err   error
+	start time.Time
+	end   time.Time
+	done  chan struct{} // closed once answered
+}
+
+// asker starts run_check calls in goroutines and collects their answers.
+type asker struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex // protects calls
+	calls []*callResult
+}
+
+// ask calls run_check for who on n through call (n's API when nil).
+func (k *asker) ask(n *fleetNode, call caller, who string) *callResult {
+	c := &callResult{node: n.name, who: who, start: time.Now(), done: make(chan struct{})}
+	k.mu.Lock()
+	k.calls = append(k.calls, c)
+	k.mu.Unlock()
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		c.a, c.err = n.runCheck(ctx, call, who)
+		c.end = time.Now()
+		close(c.done)
+	}()
+	return c
+}
+
+// answered waits (at most timeout) for c's answer.
+func (c *callResult) answered(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(timeout):
+		t.Fatalf("run_check %s on %s not answered within %s", c.who, c.node, timeout)
+	}
+}
+
+// wait waits for every call (at most timeout) and returns them.
+func (k *asker) wait(t *testing.T, timeout time.Duration) []*callResult {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { k.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatalf("%d run_check calls not all answered within %s", len(k.calls), timeout)
+	}
+	return k.calls
+}
+
+// totalCalls is how many run_check calls reached the check actors of ns.
+func totalCalls(t *testing.T, ns []*fleetNode) int {
+	total := 0
+	for _, n := range ns {
+		total += n.checkCalls(t)
+	}
+	return total
+}
+
+// oneRun fails t unless the run log saw exactly one run of who, and
+// returns it.
+func oneRun(t *testing.T, l *runLog, who string) runEntry {
+	t.Helper()
+	runs := l.of(who)
+	if len(runs) != 1 {
+		t.Fatalf("the run log saw %d runs of %s: %v; want exactly one fleet-wide", len(runs), who, runs)
+	}
+	return runs[0]
+}
+
+// onePut fails t unless the sink saw exactly one PUT of an action record
+// with token tok among all, accepted, and no other accepted one for its
+// action.
+func onePut(t *testing.T, s *sink, tok int64) cacheReq {
+	t.Helper()
+	put, ok := s.putOf(tok)
+	if !ok || put.Status != 200 {
+		t.Fatalf("the sink's PUTs of action records: %v; want the one with token %d accepted", s.acPuts(), tok)
+	}
+	for _, r := range s.acPuts() {
+		if r.Hex == put.Hex && r.Token != tok {
+			t.Fatalf("the sink saw another PUT of the same action record: %v (the run's token %d)", r, tok)
+		}
+	}
+	return put
+}
+
+// 1. Twenty agents on three nodes (three of them through MCP, the rest
+// through the HTTP API on TCP) ask for one check while its one run is
+// held: exactly one run fleet-wide, twenty answers naming it, one action
+// record in the fleet's cache (with the run's token); a later call on a
+// node that did not run it answers reused, with the same output.
+func TestFleetSingleFlight(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "n", 3, f.direct)
+	const who, agents = "TestOnce", 20
+	f.runs.holdRuns(who)
+
+	var k asker
+	for i := range agents {
+		n := ns[i%3]
+		var call caller
+		if i < 3 {
+			call = mcpCaller(mcpSession(t, n.dataDir))
+		} else {
+			tok, err := daemon.ReadToken(daemon.PathsOf(n.dataDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := client.TCP(n.listen, tok)
+			t.Cleanup(c.Close)
+			call = apiCaller(c)
+		}
+		k.ask(n, call, who)
+	}
+	waitFor(t, 30*time.Second, "the one run to start and all 20 calls to reach the nodes' check actors", func() bool {
+		return len(f.runs.held(who)) > 0 && totalCalls(t, ns) >= agents
+	}, func() string {
+		return fmt.Sprintf("runs %v, calls at the check actors %d", f.runs.of(""), totalCalls(t, ns))
+	})
+	if held := f.runs.held(who); len(held) != 1 {
+		t.Fatalf("%d runs of %s in flight while 20 callers wait: %v; want 1", len(held), who, held)
+	}
+	f.runs.release(t, f.runs.held(who)[0].Seq)
+	calls := k.wait(t, 60*time.Second)
+	run := oneRun(t, f.runs, who)
+
+	var ran fleetRun
+	sources := map[string]int{}
+	for i, c := range calls {
+		if c.err != nil {
+			t.Fatalf("agent %d on %s: %v", i, c.node, errorOf(c.err))
+		}
+		if !c.a.Passed || c.a.Fleet == nil {
+			t.Fatalf("agent %d on %s: %s; want a pass with a fleet section", i, c.node, c.a)
+		}
+		if ran.RunID == "" {
+			ran = *c.a.Fleet
+		}
+		if c.a.Fleet.RunID != ran.RunID || c.a.Fleet.Node != ran.Node || c.a.Fleet.Token != ran.Token {
+			t.Errorf("agent %d on %s names run %s of %s with token %d; agent 0 run %s of %s with token %d",
+				i, c.node, c.a.Fleet.RunID, c.a.Fleet.Node, c.a.Fleet.Token, ran.RunID, ran.Node, ran.Token)
+		}
+		want := "ran"
+		if c.node != ran.Node {
+			want = "joined"
+		}
+		if c.a.Fleet.Source != want {
+			t.Errorf("agent %d on %s: source %q; want %q (run on %s)", i, c.node, c.a.Fleet.Source, want, ran.Node)
+		}
+		if c.a.Stdout != stdoutOf(who, run.Seq) {
+			t.Errorf("agent %d on %s: stdout %q; want the run's %q", i, c.node, c.a.Stdout, stdoutOf(who, run.Seq))
+		}
+		sources[c.node+" "+c.a.Fleet.Source]++
+	}
+	onePut(t, f.sink, ran.Token)
+	t.Logf("20 agents, 1 run (%s on %s, token %d); answers by node and source: %v", ran.RunID, ran.Node, ran.Token, sources)
+
+	// A later call on a node that did not run it.
+	var other *fleetNode
+	for _, n := range ns {
+		if n.name != ran.Node {
+			other = n
+		}
+	}
+	a := other.mustCheck(t, who)
+	if !a.Reused || a.Fleet.Source != "reused" || a.Fleet.RunID != ran.RunID || a.Stdout != stdoutOf(who, run.Seq) {
+		t.Fatalf("a later call on %s: %s; want reused, naming run %s, with its output", other.name, a, ran.RunID)
+	}
+	oneRun(t, f.runs, who)
+	onePut(t, f.sink, ran.Token)
+}
+
+// 2. Churn: 30 distinct checks in flight on three nodes; a fourth node
+// joins (and asks for all 30) and one of the three leaves with `harnessd
+// stop` while they run: exactly 30 runs, one action record each, and
+// every caller is answered within its run's time plus 2×TTL.
+func TestFleetChurn(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "c", 3, f.direct)
+	const checks = 30
+	names := make([]string, checks)
+	for i := range names {
+		names[i] = fmt.Sprintf("TestChurn%02d", i)
+	}
+	f.runs.holdRuns(names...)
+	var k asker
+	for _, who := range names {
+		for _, n := range ns {
+			k.ask(n, nil, who)
+		}
+	}
+	waitFor(t, 30*time.Second, "the 30 runs to start", func() bool { return f.runs.heldCount() >= checks }, func() string {
+		return fmt.Sprintf("%d runs held: %v", f.runs.heldCount(), f.runs.of(""))
+	})
+	released := map[string]time.Time{}
+	release := func(from, to int) {
+		for _, who := range names[from:to] {
+			held := f.runs.held(who)
+			if len(held) != 1 {
+				t.Fatalf("%s has %d runs in flight: %v; want 1", who, len(held), held)
+			}
+			released[who] = f.runs.release(t, held[0].Seq)
+		}
+	}
+	// A third finish before the churn.
+	release(0, 10)
+
+	joinStart := time.Now()
+	n4 := f.node(t, "c4")
+	for _, who := range names {
+		k.ask(n4, nil, who)
+	}
+	waitFor(t, 30*time.Second, "the 30 calls on the joining node to reach its check actors", func() bool {
+		return n4.checkCalls(t) >= checks
+	}, nil)
+	joined := time.Since(joinStart)
+
+	leaver := ns[2]
+	stopped := make(chan error, 1)
+	go func() { stopped <- leaver.stop() }()
+	release(10, checks)
+	calls := k.wait(t, 90*time.Second)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+
+	if runs := f.runs.of(""); len(runs) != checks {
+		t.Fatalf("the run log saw %d runs for 30 checks: %v", len(runs), runs)
+	}
+	for _, who := range names {
+		oneRun(t, f.runs, who)
+	}
+	runOf := map[string]fleetRun{}
+	bound := 2 * fleetTTL
+	var worst time.Duration
+	for _, c := range calls {
+		if c.err != nil {
+			t.Errorf("%s on %s: %v", c.who, c.node, errorOf(c.err))
+			continue
+		}
+		if !c.a.Passed || c.a.Fleet == nil {
+			t.Errorf("%s on %s: %s; want a pass with a fleet section", c.who, c.node, c.a)
+			continue
+		}
+		if r, ok := runOf[c.who]; ok && r.RunID != c.a.Fleet.RunID {
+			t.Errorf("%s on %s names run %s; another caller got run %s", c.who, c.node, c.a.Fleet.RunID, r.RunID)
+		}
+		runOf[c.who] = *c.a.Fleet
+		// The run ended when the run log let it finish; the caller is
+		// answered within 2×TTL of that (or of its call, if later).
+		from := released[c.who]
+		if c.start.After(from) {
+			from = c.start
+		}
+		late := c.end.Sub(from)
+		worst = max(worst, late)
+		if late > bound {
+			t.Errorf("%s on %s answered %s after its run ended (called %s, run released %s); want within 2×TTL = %s",
+				c.who, c.node, late.Round(time.Millisecond), c.start.Format("15:04:05.000"), released[c.who].Format("15:04:05.000"), bound)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, r := range runOf {
+		onePut(t, f.sink, r.Token)
+	}
+	t.Logf("30 checks, %d callers on 4 nodes (c4 joined in %s, c3 left mid-flight), 30 runs, 30 action records; slowest answer %s after its run ended (bound %s)",
+		len(calls), joined.Round(time.Millisecond), worst.Round(time.Millisecond), bound)
+}
+
+// 3. A pause: the node running a claimed check is stopped (SIGSTOP) for
+// at least 2×TTL right after its run started; the run's process finishes
+// during the pause. A waiter on another node retakes the claim with a
+// larger token, runs the check and publishes. After SIGCONT the stale
+// node's record is refused by the sink (409) and by etcd (its caller gets
+// LEASE_LOST; the fleet's result names the new run), and its next
+// mutation answers LEASE_LOST, until it rejoins.
+func TestFleetPause(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "p", 3, f.direct)
+	stale, taker := ns[0], ns[1]
+	const who = "TestPause"
+	f.runs.holdRuns(who)
+	var k asker
+	cs := k.ask(stale, nil, who)
+	waitFor(t, 20*time.Second, "p1's run to start", func() bool { return len(f.runs.held(who)) == 1 }, nil)
+	first := f.runs.held(who)[0]
+	claims := f.etcd.claims(t)
+	if len(claims) != 1 || claims[0].Node != stale.name {
+		t.Fatalf("claims while p1 runs %s: %+v; want one, p1's", who, claims)
+	}
+	tA := claims[0].Token
+
+	if err := syscall.Kill(stale.d.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	// Its check process is not stopped: it finishes during the pause.
+	f.runs.release(t, first.Seq)
+	ct := k.ask(taker, nil, who)
+	ct.answered(t, 4*fleetTTL+30*time.Second)
+	retook := time.Since(paused)
+	if ct.err != nil || !ct.a.Passed || ct.a.Fleet == nil || ct.a.Fleet.Node != taker.name || ct.a.Fleet.Source != "ran" {
+		t.Fatalf("the waiter on p2: %s / %s; want a pass it ran itself", errorOf(ct.err), ct.a)
+	}
+	tB := ct.a.Fleet.Token
+	if tB <= tA {
+		t.Fatalf("the retaken claim's token %d is not above the stale one's %d", tB, tA)
+	}
+	if runs := f.runs.of(who); len(runs) != 2 || ct.a.Stdout != stdoutOf(who, runs[1].Seq) {
+		t.Fatalf("runs of %s: %v; p2 printed %q; want p1's and then p2's", who, runs, ct.a.Stdout)
+	}
+	onePut(t, f.sink, tB)
+
+	if d := 2*fleetTTL - time.Since(paused); d > 0 {
+		time.Sleep(d) // the pause lasts at least 2×TTL: its length is the scenario, not a condition
+	}
+	if err := syscall.Kill(stale.d.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	pausedFor := time.Since(paused)
+	cs.answered(t, 60*time.Second)
+	if !codeIs(cs.err, errs.LeaseLost) {
+		t.Fatalf("the stale holder's caller got %s / %s; want LEASE_LOST (its publish refused)", errorOf(cs.err), cs.a)
+	}
+	// Its next mutation.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stale.write(ctx, "after-pause-0"); !codeIs(err, errs.LeaseLost) {
+		t.Fatalf("p1's first mutation after the pause: %s; want LEASE_LOST", errorOf(err))
+	}
+	// The sink refused the stale record; the fleet's result names the new run.
+	if put, ok := f.sink.putOf(tA); !ok || put.Status != 409 {
+		t.Fatalf("the stale holder's action record (token %d) at the sink: %v (found %v); want refused with 409 after %d was accepted (PUTs: %v)",
+			tA, put, ok, tB, f.sink.acPuts())
+	}
+	h, _ := fleet.ValidIdentity(ct.a.Identity)
+	raw, _ := f.etcd.get(t, fleetPrefix+"check/"+h+"/result")
+	rec, err := fleet.UnmarshalActionRecord(raw)
+	if err != nil {
+		t.Fatalf("the fleet's result of %s: %v (%q)", who, err, raw)
+	}
+	if rec.RunID != ct.a.Fleet.RunID || rec.Token != tB || rec.Node != taker.name {
+		t.Fatalf("the fleet's result names run %s of %s with token %d; want the new run %s of %s with %d", rec.RunID, rec.Node, rec.Token, ct.a.Fleet.RunID, taker.name, tB)
+	}
+	// It rejoins: mutations work again.
+	i := 0
+	waitFor(t, 4*fleetTTL+20*time.Second, "p1 to rejoin and accept a mutation", func() bool {
+		i++
+		return stale.write(ctx, fmt.Sprintf("after-pause-%d", i)) == nil
+	}, nil)
+	if st := stale.fleetOf(t); st.State != "live" {
+		t.Fatalf("p1 accepts mutations but its fleet session is %q", st.State)
+	}
+	t.Logf("paused %s; p2 retook and answered %s after the pause (token %d > %d); the stale record refused by the sink and etcd (LEASE_LOST); p1 rejoined after %d refused mutations",
+		pausedFor.Round(time.Millisecond), retook.Round(time.Millisecond), tB, tA, i)
+}
+
+// 4. A partition without root tools: each node reaches the etcd members
+// through its own TCP proxies; cutting a node's proxies cuts it off.
+// After its session deadline it refuses claims (run_check answers
+// LEASE_LOST or UNAVAILABLE and runs nothing) and writes (LEASE_LOST);
+// another node runs the check meanwhile; after healing, the cut node's
+// next claim token is above every token issued meanwhile.
+func TestFleetPartition(t *testing.T) {
+	f := newFleetEnv(t, true)
+	proxies := make([][]*tcpProxy, 3)
+	ns := f.nodes(t, "q", 3, func(i int, name, listen string) []string {
+		var addrs []string
+		for _, a := range f.etcd.clientAddrs {
+			p := newProxy(t, a)
+			proxies[i] = append(proxies[i], p)
+			addrs = append(addrs, p.addr())
+		}
+		return f.cached(nodeFlags(name, listen, addrs))
+	})
+	cut, other, third := ns[0], ns[1], ns[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cut.write(ctx, "before-cut"); err != nil {
+		t.Fatalf("q1 before the cut: %s", errorOf(err))
+	}
+
+	for _, p := range proxies[0] {
+		p.setCut(true)
+	}
+	cutAt := time.Now()
+	i := 0
+	var lastErr error
+	waitFor(t, 4*fleetTTL+10*time.Second, "q1 to refuse writes with LEASE_LOST", func() bool {
+		i++
+		lastErr = cut.write(ctx, fmt.Sprintf("cut-%d", i))
+		return codeIs(lastErr, errs.LeaseLost)
+	}, func() string { return "last answer: " + errorOf(lastErr) })
+	refusedAfter := time.Since(cutAt)
+	if refusedAfter > 2*fleetTTL+2*time.Second {
+		t.Errorf("q1 refused writes %s after the cut; want within its session deadline (TTL %s) and a margin", refusedAfter.Round(time.Millisecond), fleetTTL)
+	}
+
+	const who = "TestPartition"
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	start := time.Now()
+	_, err := cut.runCheck(cctx, nil, who)
+	ccancel()
+	if !codeIs(err, errs.LeaseLost, errs.Unavailable) {
+		t.Fatalf("run_check on the cut node: %s; want LEASE_LOST or UNAVAILABLE", errorOf(err))
+	}
+	refusedIn := time.Since(start)
+	if runs := f.runs.of(who); len(runs) != 0 {
+		t.Fatalf("the cut node ran %s: %v", who, runs)
+	}
+	a := other.mustCheck(t, who)
+	b := third.mustCheck(t, "TestPartitionB")
+	if a.Fleet.Source != "ran" || a.Fleet.Node != other.name || b.Fleet.Source != "ran" {
+		t.Fatalf("checks on the other side: %s; %s; want both run there", a, b)
+	}
+	oneRun(t, f.runs, who)
+	_, meanwhile := f.etcd.get(t, fleetPrefix+"members/"+cut.name)
+	select {
+	case <-cut.d.done:
+		t.Fatalf("q1 exited during the partition: %v", cut.d.err)
+	default:
+	}
+
+	for _, p := range proxies[0] {
+		p.setCut(false)
+	}
+	healed := time.Now()
+	j := 0
+	waitFor(t, 4*fleetTTL+30*time.Second, "q1 to rejoin and accept a write", func() bool {
+		j++
+		lastErr = cut.write(ctx, fmt.Sprintf("healed-%d", j))
+		return lastErr == nil
+	}, func() string { return "last answer: " + errorOf(lastErr) })
+	rejoined := time.Since(healed)
+	c := cut.mustCheck(t, "TestAfterHeal")
+	if c.Fleet.Source != "ran" || c.Fleet.Node != cut.name {
+		t.Fatalf("the first check on q1 after healing: %s; want run there", c)
+	}
+	for _, tok := range []int64{a.Fleet.Token, b.Fleet.Token, meanwhile} {
+		if c.Fleet.Token <= tok {
+			t.Fatalf("q1's token after healing %d is not above %d (issued during the partition: %d, %d; etcd's revision then %d)",
+				c.Fleet.Token, tok, a.Fleet.Token, b.Fleet.Token, meanwhile)
+		}
+	}
+	onePut(t, f.sink, c.Fleet.Token)
+	r := cut.mustCheck(t, who)
+	if !r.Reused || r.Fleet.RunID != a.Fleet.RunID {
+		t.Fatalf("%s on q1 after healing: %s; want reused from %s's run %s", who, r, other.name, a.Fleet.RunID)
+	}
+	oneRun(t, f.runs, who)
+	t.Logf("cut q1: writes refused %s after the cut (TTL %s), run_check refused in %s; healed: a write accepted after %s (%d tries); its token %d > %d (the revision during the partition)",
+		refusedAfter.Round(time.Millisecond), fleetTTL, refusedIn.Round(time.Millisecond), rejoined.Round(time.Millisecond), j, c.Fleet.Token, meanwhile)
+}
+
+// 5. Evidence by digest, with the evidence in etcd and in the remote
+// cache: node B answers reused with the output of the run on A (fetched
+// by its digest); once the output's blob is corrupted where the fleet
+// keeps it, node C does not serve it: its answer never carries the
+// corrupted bytes and says a digest check failed.
+func TestFleetEvidenceByDigest(t *testing.T) {
+	for _, mode := range []string{"etcd", "remote cache"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFleetEnv(t, true)
+			flags, corrupt := f.etcdCached, func(hex string, b []byte) { f.etcd.put(t, fleetPrefix+"cas/"+hex, b) }
+			stored := func(hex string) []byte { b, _ := f.etcd.get(t, fleetPrefix+"cas/"+hex); return b }
+			if mode == "remote cache" {
+				flags, corrupt, stored = f.direct, f.sink.corrupt, f.sink.blob
+			}
+			ns := f.nodes(t, "d", 3, flags)
+			const who = "TestDigest"
+			a := ns[0].mustCheck(t, who)
+			run := oneRun(t, f.runs, who)
+			if a.Fleet.Source != "ran" || a.Fleet.Node != ns[0].name || a.Stdout != stdoutOf(who, run.Seq) {
+				t.Fatalf("the first run on d1: %s", a)
+			}
+			b := ns[1].mustCheck(t, who)
+			if !b.Reused || b.Fleet.Source != "reused" || b.Fleet.RunID != a.Fleet.RunID || b.Stdout != a.Stdout || b.ExitCode != a.ExitCode {
+				t.Fatalf("d2: %s; want reused with d1's output %q", b, a.Stdout)
+			}
+			oneRun(t, f.runs, who)
+
+			sum := sha256.Sum256([]byte(a.Stdout))
+			h := hex.EncodeToString(sum[:])
+			if got := stored(h); string(got) != a.Stdout {
+				t.Fatalf("the stdout blob %s holds %q in the %s; want %q", h, got, mode, a.Stdout)
+			}
+			corrupted := []byte(fmt.Sprintf("ran who=%s n=999 (corrupted)\n", who))
+			corrupt(h, corrupted)
+
+			c, err := ns[2].runCheck(context.Background(), nil, who)
+			if err != nil {
+				t.Fatalf("d3 after the corruption: %s", errorOf(err))
+			}
+			if strings.Contains(c.Stdout, "corrupted") || !c.Passed || c.Fleet == nil {
+				t.Fatalf("d3 after the corruption: %s; want a pass without the corrupted output", c)
+			}
+			said := strings.Join(append(append([]string{}, c.MissReasons...), c.Fleet.Refused...), "; ")
+			logged := ns[2].logContains("digest")
+			if !strings.Contains(said, "digest") && !logged {
+				t.Fatalf("d3 after the corruption: %s; want its miss_reasons, fleet.refused or log to say the digest check failed", c)
+			}
+			switch {
+			case c.Reused:
+				// A good copy by digest from the node that produced it.
+				if c.Stdout != a.Stdout {
+					t.Fatalf("d3 reused %q; want d1's output %q", c.Stdout, a.Stdout)
+				}
+				oneRun(t, f.runs, who)
+			default:
+				runs := f.runs.of(who)
+				if len(runs) != 2 || c.Stdout != stdoutOf(who, runs[1].Seq) || c.Fleet.Source != "ran" {
+					t.Fatalf("d3 ran the check again (%s); runs %v", c, runs)
+				}
+			}
+			t.Logf("%s: d2 reused d1's run %s by digest; after corrupting blob %.12s, d3: reused %v, source %s, said %q (its log mentions the digest: %v)",
+				mode, a.Fleet.RunID, h, c.Reused, c.Fleet.Source, said, logged)
+		})
+	}
+}
+
+// 6. --embed-etcd: three harnessd processes, each running a member of the
+// fleet's etcd (--cluster-peers), form a fleet and single-flight a check
+// six agents ask for.
+func TestFleetEmbeddedEtcd(t *testing.T) {
+	f := newFleetEnv(t, false)
+	type urls struct{ client, peer string }
+	us := make([]urls, 3)
+	var peers []string
+	for i := range us {
+		us[i] = urls{fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		peers = append(peers, fmt.Sprintf("m%d=%s", i+1, us[i].peer))
+	}
+	start := time.Now()
+	ns := f.nodes(t, "m", 3, func(i int, name, listen string) []string {
+		return []string{"--listen", listen, "--node-name", name, "--cluster-ttl", fleetTTL.String(), "--embed-etcd",
+			"--etcd-client-url", us[i].client, "--etcd-peer-url", us[i].peer, "--cluster-peers", strings.Join(peers, ",")}
+	})
+	up := time.Since(start)
+	waitFor(t, 20*time.Second, "every node to see 3 live members", func() bool {
+		for _, n := range ns {
+			live := 0
+			for _, m := range n.fleetOf(t).Members {
+				if m.Live {
+					live++
+				}
+			}
+			if live != 3 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("m1 sees %+v", ns[0].fleetOf(t).Members) })
+
+	const who, agents = "TestEmbedded", 6
+	f.runs.holdRuns(who)
+	var k asker
+	for i := range agents {
+		k.ask(ns[i%3], nil, who)
+	}
+	waitFor(t, 30*time.Second, "the one run to start and all 6 calls to reach the check actors", func() bool {
+		return len(f.runs.held(who)) > 0 && totalCalls(t, ns) >= agents
+	}, nil)
+	if held := f.runs.held(who); len(held) != 1 {
+		t.Fatalf("%d runs of %s in flight: %v; want 1", len(held), who, held)
+	}
+	f.runs.release(t, f.runs.held(who)[0].Seq)
+	calls := k.wait(t, 60*time.Second)
+	run := oneRun(t, f.runs, who)
+	for _, c := range calls {
+		if c.err != nil || !c.a.Passed || c.a.Fleet == nil || c.a.Fleet.RunID != calls[0].a.Fleet.RunID || c.a.Stdout != stdoutOf(who, run.Seq) {
+			t.Fatalf("%s on %s: %s / %s; want a pass naming the one run", who, c.node, errorOf(c.err), c.a)
+		}
+	}
+	// The fleet's keys are in the embedded cluster itself.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{us[0].client}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cli.Get(ctx, fleetPrefix+"members/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil || len(r.Kvs) != 3 {
+		t.Fatalf("members in the embedded etcd: %v (%v); want 3", r, err)
+	}
+	t.Logf("3 nodes with embedded etcd members up in %s; 6 agents, 1 run (%s, token %d)", up.Round(time.Millisecond), calls[0].a.Fleet.RunID, calls[0].a.Fleet.Token)
+}
+
+// 7. Report only: the same 12-check workload (each check asked on each of
+// three nodes, one node after another) on a fleet of 3 and on 3
+// independent daemons: runs executed (12 against 36) and the latency a
+// fleet call adds over a local one.
+func TestFleetVsIndependent(t *testing.T) {
+	f := newFleetEnv(t, true)
+	fl := f.nodes(t, "v", 3, f.direct)
+	solo := f.nodes(t, "s", 3, func(_ int, _, listen string) []string { return []string{"--listen", listen} })
+	const checks = 12
+	type lat struct{ first, later []time.Duration }
+	work := func(ns []*fleetNode, prefix string) lat {
+		var l lat
+		for i := range checks {
+			who := fmt.Sprintf("%s%02d", prefix, i)
+			for j := range ns {
+				n := ns[(i+j)%3]
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				a, err := n.runCheck(ctx, nil, who)
+				cancel()
+				took := time.Since(start)
+				if err != nil || !a.Passed {
+					t.Fatalf("%s on %s: %s / %s", who, n.name, errorOf(err), a)
+				}
+				if j == 0 {
+					l.first = append(l.first, took)
+				} else {
+					l.later = append(l.later, took)
+				}
+			}
+		}
+		return l
+	}
+	fleetLat := work(fl, "TestCmpFleet")
+	soloLat := work(solo, "TestCmpSolo")
+	count := func(prefix string) int {
+		n := 0
+		for _, r := range f.runs.of("") {
+			if strings.HasPrefix(r.Who, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	fleetRuns, soloRuns := count("TestCmpFleet"), count("TestCmpSolo")
+	if fleetRuns != checks || soloRuns != 3*checks {
+		t.Fatalf("runs: fleet %d, independent %d; want %d and %d", fleetRuns, soloRuns, checks, 3*checks)
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	t.Logf("12 checks, each asked on 3 nodes: runs executed: fleet of 3: %d, 3 independent daemons: %d", fleetRuns, soloRuns)
+	t.Logf("first call (runs the check): median fleet %s, independent %s: the claim and the publish add %s",
+		ms(durMedian(fleetLat.first)), ms(durMedian(soloLat.first)), ms(durMedian(fleetLat.first)-durMedian(soloLat.first)))
+	t.Logf("later calls on the other nodes: median fleet %s (evidence by digest), independent %s (runs again)",
+		ms(durMedian(fleetLat.later)), ms(durMedian(soloLat.later)))
+	all := append(append([]time.Duration{}, fleetLat.first...), fleetLat.later...)
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	t.Logf("fleet calls: min %s, max %s; remote cache GETs served: %d records, %d blobs", ms(all[0]), ms(all[len(all)-1]), f.sink.gets("ac"), f.sink.gets("cas"))
+}
