@@ -160,6 +160,9 @@ func ParseStore(s string) ([]string, error) {
 			return nil, errs.New(errs.InvalidArgument, "cluster store %q: port %q of %q is not a number in 1..65535", s, port, hp)
 		}
 		u := scheme + "://" + net.JoinHostPort(host, port)
+		if pu, err := url.Parse(u); err != nil || pu.Host != net.JoinHostPort(host, port) {
+			return nil, errs.New(errs.InvalidArgument, "cluster store %q: %q is not a valid host:port", s, hp)
+		}
 		if seen[u] {
 			return nil, errs.New(errs.InvalidArgument, "cluster store %q names %s twice", s, hp)
 		}

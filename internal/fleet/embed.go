@@ -163,15 +163,12 @@ func StartCluster(ctx context.Context, size int, tmpl EmbedConfig) ([]*Embedded,
 	}
 	cfgs := make([]EmbedConfig, size)
 	var peers []string
+	urls, err := freeLoopbackURLs(2 * size)
+	if err != nil {
+		return nil, err
+	}
 	for i := range cfgs {
-		cu, err := FreeLoopbackURL()
-		if err != nil {
-			return nil, err
-		}
-		pu, err := FreeLoopbackURL()
-		if err != nil {
-			return nil, err
-		}
+		cu, pu := urls[2*i], urls[2*i+1]
 		cfgs[i] = tmpl
 		cfgs[i].Name, cfgs[i].ClientURL, cfgs[i].PeerURL, cfgs[i].ClusterState = fmt.Sprintf("etcd%d", i+1), cu, pu, ""
 		peers = append(peers, cfgs[i].Name+"="+pu)
@@ -215,11 +212,30 @@ func ClientURLs(ms []*Embedded) []string {
 
 // FreeLoopbackURL answers http://127.0.0.1:<a port free just now>.
 func FreeLoopbackURL() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	u, err := freeLoopbackURLs(1)
 	if err != nil {
-		return "", errs.Wrap(errs.Unavailable, err, "embedded etcd: find a free loopback port: %v", err)
+		return "", err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return "http://" + addr, nil
+	return u[0], nil
+}
+
+// freeLoopbackURLs answers n distinct loopback URLs on ports free just
+// now (all held open until all are chosen, so none repeats).
+func freeLoopbackURLs(n int) ([]string, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "embedded etcd: find a free loopback port: %v", err)
+		}
+		ls = append(ls, l)
+		out = append(out, "http://"+l.Addr().String())
+	}
+	return out, nil
 }
