@@ -109,6 +109,9 @@ func startMember(cfg EmbedConfig) (*Embedded, error) {
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg.Named("etcd").WithOptions(zap.IncreaseLevel(zap.ErrorLevel)))
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	// Keep an hour of history (waiters watch from a revision; one that
+	// falls behind a compaction reads the keys again).
+	ec.AutoCompactionMode, ec.AutoCompactionRetention = "periodic", "1h"
 	if cfg.TickMs > 0 {
 		ec.TickMs = cfg.TickMs
 	}

@@ -93,9 +93,15 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
 	jctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+2*cfg.TTL+2*time.Second)
 	defer cancel()
-	if n.secret, err = n.ensureSecret(jctx); err != nil {
+	sctx, scancel := context.WithTimeout(jctx, cfg.DialTimeout)
+	n.secret, err = n.ensureSecret(sctx)
+	scancel()
+	if err != nil {
 		n.stop()
 		_ = cli.Close()
+		if ctx.Err() == nil && errs.CodeOf(err) == errs.Timeout {
+			return nil, errs.Wrap(errs.Unavailable, err, "fleet: etcd at %v did not answer within %s; check --cluster-store and that etcd has a quorum", cfg.Endpoints, cfg.DialTimeout)
+		}
 		return nil, err
 	}
 	s, err := n.establish(jctx, 0)

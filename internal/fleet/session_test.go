@@ -145,3 +145,18 @@ func TestJoinWaitsOutAPreviousProcessesKey(t *testing.T) {
 		t.Fatalf("Join took %s, want about the old lease's TTL", d)
 	}
 }
+
+func TestJoinWithoutEtcdAnswersUnavailable(t *testing.T) {
+	dead, err := FreeLoopbackURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Join(context.Background(), Config{Endpoints: []string{dead}, Node: "n", DialTimeout: time.Second})
+	if errs.CodeOf(err) != errs.Unavailable || !strings.Contains(err.Error(), "check --cluster-store") {
+		t.Fatalf("Join without etcd = %v, want UNAVAILABLE naming --cluster-store", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Join without etcd took %s, want about the dial timeout (1s)", d)
+	}
+}
