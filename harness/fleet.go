@@ -76,6 +76,7 @@ func (h *Harness) leaveFleet(ctx context.Context) {
 	if h.fleet == nil {
 		return
 	}
+	h.stopFleetJobs() // its attempts go with the lease, for other nodes to take over
 	if err := h.fleet.Close(ctx); err != nil {
 		h.lg.Warn("leave the fleet", zap.Error(err))
 	}

@@ -302,6 +302,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		JobUndo: job.Undo(h.env, job.UndoConfig{MaxBytes: cfg.JobUndoMaxBytes, MaxFiles: cfg.JobUndoMaxFiles}), JobWrite: h.pipe.QueuedWriter(), JobNative: job.GitState(h.env)}); err != nil {
 		return nil, err
 	}
+	h.startFleetJobs() // jobs that outlive their node (fleetjobs.go)
 	h.afterBoot(ctx)
 	return h, nil
 }

@@ -88,6 +88,9 @@ type Env struct {
 	// fleet node that lost its session answers LEASE_LOST) refuses the
 	// write before anything is recorded or changed.
 	Fence func() error
+	// FleetJobs, if set, lets job_start's jobs outlive their node in a
+	// fleet (harness/fleetjobs.go).
+	FleetJobs FleetJobs
 
 	mu    sync.Mutex // protects roots and views
 	roots map[string]*pathsafe.Root

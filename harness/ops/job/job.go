@@ -79,6 +79,9 @@ func Start(ctx context.Context, c *op.Call, s op.JobSpec) (*JobResult, error) {
 	}
 	r := Result(j)
 	r.Replayed = replayed
+	if f := c.Env.FleetJobs; f != nil {
+		_, r.Fleet, _ = f.Status(ctx, j.ID, j, nil, 0)
+	}
 	return r, nil
 }
 
@@ -121,12 +124,27 @@ func startJob(ctx context.Context, c *op.Call, s op.JobSpec) (messages.Job, bool
 		return j, true, nil
 	}
 	id := newJobID(env.Now())
+	if env.FleetJobs != nil { // a fleet: the request may have started a job on another node
+		fs, err := env.FleetJobs.Start(ctx, c, s, hash, id)
+		if err != nil || fs.Existing != nil {
+			if aerr := env.Ledger.Abandon(context.Background(), s.RequestID, hash); aerr != nil {
+				env.Logger.Warn("ledger: abandon a fleet job's local entry")
+			}
+			if err != nil {
+				return messages.Job{}, false, err
+			}
+			return *fs.Existing, true, nil
+		}
+	}
 	e := c.Repo
 	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
 		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
 		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
 		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax, CallerRunID: c.Caller.RunID,
 	})
+	if env.FleetJobs != nil {
+		env.FleetJobs.Submitted(id, j, err)
+	}
 	if err != nil {
 		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
 			env.Logger.Warn("ledger: record failure")
@@ -303,10 +321,15 @@ func status(_ context.Context, c *op.Call, args JobStatusArgs) (*op.Plan, error)
 	}
 	return &op.Plan{Gate: op.GateArgs(args), Run: func(ctx context.Context) (any, error) {
 		j, err := Wait(ctx, c, args.JobID, time.Duration(args.WaitS)*time.Second)
+		var fj *op.FleetJob
+		if f := c.Env.FleetJobs; f != nil { // a fleet job another node runs: the fleet's record
+			j, fj, err = f.Status(ctx, args.JobID, j, err, time.Duration(args.WaitS)*time.Second)
+		}
 		if err != nil {
 			return nil, err
 		}
 		r := Result(j)
+		r.Fleet = fj
 		r.Stdout, r.Stderr = Streams(j, StreamBytes)
 		r.SandboxHints = jobWalls(ctx, c.Env, j, r.Stdout, r.Stderr)
 		return r, nil

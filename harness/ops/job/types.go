@@ -85,6 +85,10 @@ type JobResult struct {
 	Error        *JobError        `json:"error,omitempty"`
 	// Replayed is true when job_start's request_id already started this job.
 	Replayed bool `json:"replayed,omitempty"`
+	// Fleet is, in a fleet, where the job runs (its attempt, node and
+	// token: any node answers it) or why it runs on this node only
+	// (docs/fleet.md).
+	Fleet *op.FleetJob `json:"fleet,omitempty"`
 	// PerformedBy says that harnessd did the job's work itself, with no
 	// process (git reset --hard, git branch -D, git tag -f: gitstate.go).
 	PerformedBy string `json:"performed_by,omitempty"`
