@@ -52,6 +52,7 @@ import (
 	"github.com/harnessd/harnessd/contract/client"
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/internal/fleet"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/surfaces/daemon"
 )
@@ -706,6 +707,12 @@ func newFleetEnv(t *testing.T, withEtcd bool) *fleetEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the fleet tests start an etcd cluster and several harnessd processes")
+	}
+	// A check's evidence is shared (so it runs once fleet-wide) only when
+	// the sandbox gives it a temp dir of its own: Landlock or namespaces.
+	if k := sandbox.Probe(); k.LandlockABI == 0 && !k.UserNS {
+		testutil.NeedSandbox(t, testutil.Landlock, false, "neither Landlock nor user namespaces ("+k.UserNSReason+
+			"): a check gets no temp dir of its own, so its evidence is not shared and it never runs fleet-wide")
 	}
 	f := &fleetEnv{t: t}
 	fake := buildFakeGo(t)
