@@ -160,3 +160,32 @@ func TestJoinWithoutEtcdAnswersUnavailable(t *testing.T) {
 		t.Fatalf("Join without etcd took %s, want about the dial timeout (1s)", d)
 	}
 }
+
+func TestStatusShowsMembersAndClaims(t *testing.T) {
+	nodes := joinN(t, ClientURLs(shared), testPrefix(t), 2, 0)
+	id := identity(t.Name())
+	started := make(chan claimed, 1)
+	release := make(chan struct{})
+	ans := goFlight(nodes[1], id, blocking(started, release, "x"))
+	c := <-started
+	st, err := nodes[0].Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "live" || st.Node != "n1" || st.Epoch != nodes[0].Epoch() || !st.Deadline.After(time.Now()) {
+		t.Fatalf("status = %+v", st)
+	}
+	if len(st.Members) != 2 || st.Members[0].Name != "n1" || st.Members[1].Name != "n2" || st.Members[1].Epoch != nodes[1].Epoch() || !st.Members[1].Live {
+		t.Fatalf("members = %+v", st.Members)
+	}
+	if len(st.Claims) != 1 || st.Claims[0] != (ClaimInfo{Identity: id, Node: "n2", Token: c.c.Token, RunID: c.c.RunID}) {
+		t.Fatalf("claims = %+v, want %s on n2 token %d", st.Claims, id, c.c.Token)
+	}
+	close(release)
+	if a := <-ans; a.err != nil {
+		t.Fatal(a.err)
+	}
+	if st, err := nodes[0].Status(context.Background()); err != nil || len(st.Claims) != 0 {
+		t.Fatalf("claims after the run = %+v, %v", st.Claims, err)
+	}
+}

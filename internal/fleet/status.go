@@ -67,9 +67,11 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		st.LostAt = n.lostAt.UTC()
 	}
 	n.mu.Unlock()
+	// Members, and the check keys without their values (results and
+	// records pile up; only the claims' values are read).
 	resp, err := n.cli.Txn(ctx).Then(
 		clientv3.OpGet(n.keys.members(), clientv3.WithPrefix()),
-		clientv3.OpGet(n.keys.checks(), clientv3.WithPrefix()),
+		clientv3.OpGet(n.keys.checks(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return st, etcdError(err, "read the fleet's members and claims")
@@ -81,14 +83,26 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		}
 		st.Members = append(st.Members, Member{Name: mv.Name, Advertise: mv.Advertise, Epoch: kv.CreateRevision, Started: mv.Started, Live: true})
 	}
+	var runKeys []clientv3.Op
 	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-		id := n.keys.identityOfRun(string(kv.Key))
-		if id == "" {
-			continue
+		if n.keys.identityOfRun(string(kv.Key)) != "" {
+			runKeys = append(runKeys, clientv3.OpGet(string(kv.Key)))
 		}
-		var cv claimValue
-		_ = json.Unmarshal(kv.Value, &cv)
-		st.Claims = append(st.Claims, ClaimInfo{Identity: id, Node: cv.Node, Token: kv.CreateRevision, RunID: cv.RunID})
+	}
+	for len(runKeys) > 0 {
+		chunk := runKeys[:min(len(runKeys), 100)] // etcd's --max-txn-ops is 128
+		runKeys = runKeys[len(chunk):]
+		cr, err := n.cli.Txn(ctx).Then(chunk...).Commit()
+		if err != nil {
+			return st, etcdError(err, "read the fleet's claims")
+		}
+		for _, r := range cr.Responses {
+			for _, kv := range r.GetResponseRange().GetKvs() {
+				var cv claimValue
+				_ = json.Unmarshal(kv.Value, &cv)
+				st.Claims = append(st.Claims, ClaimInfo{Identity: n.keys.identityOfRun(string(kv.Key)), Node: cv.Node, Token: kv.CreateRevision, RunID: cv.RunID})
+			}
+		}
 	}
 	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].Name < st.Members[j].Name })
 	sort.Slice(st.Claims, func(i, j int) bool { return st.Claims[i].Identity < st.Claims[j].Identity })
