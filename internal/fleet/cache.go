@@ -35,19 +35,7 @@ type EtcdCache struct {
 	cli       *clientv3.Client
 	keys      keys
 	inlineMax int
-}
-
-// NewEtcdCache answers the etcd cache under prefix ("" = /harnessd/),
-// keeping blobs of at most inlineMax bytes (0 = 256 KiB) in etcd.
-func NewEtcdCache(cli *clientv3.Client, prefix string, inlineMax int) (*EtcdCache, error) {
-	p, err := normPrefix(prefix)
-	if err != nil {
-		return nil, err
-	}
-	if inlineMax == 0 {
-		inlineMax = DefaultInlineBlobMax
-	}
-	return &EtcdCache{cli: cli, keys: keys{p}, inlineMax: inlineMax}, nil
+	ret       *retention // every record and blob is put with its lease
 }
 
 // GetActionResult reads <prefix>ac/<hex>.
@@ -68,7 +56,11 @@ func (c *EtcdCache) UpdateActionResult(ctx context.Context, d Digest, r *ActionR
 	if err != nil {
 		return err
 	}
-	if _, err := c.cli.Put(ctx, c.keys.ac(d.Hash), string(b)); err != nil {
+	rl, err := c.ret.lease(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.cli.Put(ctx, c.keys.ac(d.Hash), string(b), clientv3.WithLease(rl)); err != nil {
 		return etcdError(err, "write the action cache")
 	}
 	return nil
@@ -92,23 +84,28 @@ func (c *EtcdCache) PutBlob(ctx context.Context, d Digest, b []byte) error {
 	if len(b) > c.inlineMax {
 		return nil
 	}
-	if _, err := c.cli.Put(ctx, c.keys.cas(d.Hash), string(b)); err != nil {
+	rl, err := c.ret.lease(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.cli.Put(ctx, c.keys.cas(d.Hash), string(b), clientv3.WithLease(rl)); err != nil {
 		return etcdError(err, "write a blob")
 	}
 	return nil
 }
 
 // ops answers the Txn operations that record a completion: the blobs
-// small enough for etcd, and the action record if there is one.
-func (c *EtcdCache) ops(ad Digest, rec *ActionRecord, recBytes []byte, blobs [][]byte) []clientv3.Op {
+// small enough for etcd, and the action record if there is one, put
+// with the retention lease rl.
+func (c *EtcdCache) ops(ad Digest, rec *ActionRecord, recBytes []byte, blobs [][]byte, rl clientv3.LeaseID) []clientv3.Op {
 	var ops []clientv3.Op
 	for _, b := range blobs {
 		if len(b) > 0 && len(b) <= c.inlineMax {
-			ops = append(ops, clientv3.OpPut(c.keys.cas(DigestOf(b).Hash), string(b)))
+			ops = append(ops, clientv3.OpPut(c.keys.cas(DigestOf(b).Hash), string(b), clientv3.WithLease(rl)))
 		}
 	}
 	if rec != nil {
-		ops = append(ops, clientv3.OpPut(c.keys.ac(ad.Hash), string(recBytes)))
+		ops = append(ops, clientv3.OpPut(c.keys.ac(ad.Hash), string(recBytes), clientv3.WithLease(rl)))
 	}
 	return ops
 }

@@ -24,6 +24,8 @@ const (
 	// DefaultInlineBlobMax is the largest blob the etcd cache keeps in
 	// etcd; larger blobs stay in the producing node's BlobDir.
 	DefaultInlineBlobMax = 256 << 10
+	// DefaultRetention is how long evidence stays in etcd.
+	DefaultRetention = 7 * 24 * time.Hour
 	// maxInlineBlobMax bounds InlineBlobMax: a completion puts up to two
 	// blobs and two records in one Txn, under etcd's 1.5 MiB request limit.
 	maxInlineBlobMax = 512 << 10
@@ -40,6 +42,10 @@ type Config struct {
 	Logger      *zap.Logger   // nil = zap.NewNop()
 	Cache       Cache         // nil = the etcd-backed cache (EtcdCache); else e.g. NewHTTPCache(url)
 	BlobDir     string        // where this node keeps the blobs it produced, served to others (data dir/fleet-blobs)
+	// Retention is how long evidence (result and action-cache records,
+	// blobs) stays in etcd and in BlobDir after it was recorded (0 = 7
+	// days; at least 4s): between Retention and 1.25 × Retention.
+	Retention time.Duration
 	// InlineBlobMax is the largest blob the etcd cache stores in etcd
 	// (0 = 256 KiB, at most 512 KiB); every blob this node produced is
 	// also kept in BlobDir.
@@ -87,6 +93,12 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	switch {
+	case cfg.Retention == 0:
+		cfg.Retention = DefaultRetention
+	case cfg.Retention < 4*time.Second:
+		return errs.New(errs.InvalidArgument, "fleet: evidence retention %s is below 4s", cfg.Retention)
 	}
 	switch {
 	case cfg.InlineBlobMax == 0:

@@ -127,6 +127,7 @@ func TestConfigValidate(t *testing.T) {
 		{"prefix no slash", func(c *Config) { c.Prefix = "/team" }, ""},
 		{"advertise bad", func(c *Config) { c.Advertise = "node1:8080" }, "advertise URL"},
 		{"advertise ok", func(c *Config) { c.Advertise = "http://node1:8080/" }, ""},
+		{"retention 1s", func(c *Config) { c.Retention = time.Second }, "retention 1s is below 4s"},
 		{"inline too big", func(c *Config) { c.InlineBlobMax = 1 << 20 }, "inline blob max"},
 		{"inline negative", func(c *Config) { c.InlineBlobMax = -1 }, "inline blob max"},
 	}
@@ -139,7 +140,7 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("validate = %v", err)
 				}
-				if c.TTL < MinTTL || c.DialTimeout <= 0 || c.Logger == nil || !strings.HasSuffix(c.Prefix, "/") || c.InlineBlobMax <= 0 || strings.HasSuffix(c.Advertise, "/") {
+				if c.TTL < MinTTL || c.DialTimeout <= 0 || c.Logger == nil || !strings.HasSuffix(c.Prefix, "/") || c.InlineBlobMax <= 0 || c.Retention != DefaultRetention || strings.HasSuffix(c.Advertise, "/") {
 					t.Fatalf("defaults not filled: %+v", c)
 				}
 				return

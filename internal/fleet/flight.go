@@ -3,11 +3,13 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -430,14 +432,28 @@ func (f *flight) publish(c Claim, cv string, out Outcome) error {
 		}
 	}
 	runKey := n.keys.run(f.id)
-	ops := []clientv3.Op{clientv3.OpPut(n.keys.result(f.id), string(recBytes)), clientv3.OpDelete(runKey)}
-	if n.etcdc != nil {
-		var ac *ActionRecord
-		if out.Passed {
-			ac = rec
+	lctx, lcancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
+	rl, err := n.ret.lease(lctx)
+	lcancel()
+	if err != nil {
+		f.release(c)
+		if f.s.ctx.Err() != nil {
+			return f.lostClaim(c)
 		}
-		ops = append(ops, n.etcdc.ops(f.ad, ac, recBytes, blobs)...)
+		return err
 	}
+	build := func(rl clientv3.LeaseID) []clientv3.Op {
+		ops := []clientv3.Op{clientv3.OpPut(n.keys.result(f.id), string(recBytes), clientv3.WithLease(rl)), clientv3.OpDelete(runKey)}
+		if n.etcdc != nil {
+			var ac *ActionRecord
+			if out.Passed {
+				ac = rec
+			}
+			ops = append(ops, n.etcdc.ops(f.ad, ac, recBytes, blobs, rl)...)
+		}
+		return ops
+	}
+	ops := build(rl)
 	// Retry etcd's unavailability until the session ends: the claim goes
 	// with it, so no claim is left behind.
 	backoff := 50 * time.Millisecond
@@ -456,6 +472,16 @@ func (f *flight) publish(c Claim, cv string, out Outcome) error {
 				return f.lostClaim(c)
 			}
 			break
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			// The retention lease went (revoked, or etcd restored from an
+			// older snapshot): take the current one.
+			n.ret.forget(rl)
+			lctx, lcancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
+			if nl, lerr := n.ret.lease(lctx); lerr == nil {
+				rl, ops = nl, build(nl)
+			}
+			lcancel()
 		}
 		n.lg.Warn("fleet: recording a result failed; retrying", zap.String("identity", f.id), zap.Error(err))
 		t := time.NewTimer(backoff)

@@ -33,6 +33,10 @@ func (k keys) ac(hex string) string { return k.prefix + "ac/" + hex }
 // cas is <prefix>cas/<hex>: a blob of at most InlineBlobMax bytes.
 func (k keys) cas(hex string) string { return k.prefix + "cas/" + hex }
 
+// retention is <prefix>retention/<period>: the evidence retention lease
+// of a period, bound to that lease.
+func (k keys) retention(period int64) string { return k.prefix + "retention/" + itoa(period) }
+
 // identityOfRun answers the identity of a claim key, or "" if key is not
 // one.
 func (k keys) identityOfRun(key string) string {

@@ -26,6 +26,7 @@ type Node struct {
 	cli    *clientv3.Client
 	cache  Cache
 	etcdc  *EtcdCache // cache, when it is the etcd one (its writes join the completion Txn)
+	ret    *retention // the evidence retention lease
 	blobs  blobDir
 	secret string
 	hc     *http.Client // node-to-node blob fetch
@@ -33,6 +34,7 @@ type Node struct {
 	stopCtx  context.Context // cancelled by Close once the flights are done: stops the session loop
 	stop     context.CancelFunc
 	donec    chan struct{} // closed when the session loop returns
+	sweptc   chan struct{} // closed when the blob sweep loop returns
 	leavingc chan struct{} // closed when Close starts
 	flights  sync.WaitGroup
 	close    sync.Once
@@ -81,14 +83,11 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, keys: keys{cfg.Prefix}, lg: lg, cli: cli, cache: cfg.Cache,
 		blobs: blobDir{cfg.BlobDir}, hc: &http.Client{Timeout: 60 * time.Second},
-		donec: make(chan struct{}), leavingc: make(chan struct{})}
+		donec: make(chan struct{}), sweptc: make(chan struct{}), leavingc: make(chan struct{})}
+	n.ret = newRetention(cli, n.keys, cfg.Retention)
 	if n.cache == nil {
-		ec, err := NewEtcdCache(cli, cfg.Prefix, cfg.InlineBlobMax)
-		if err != nil {
-			_ = cli.Close()
-			return nil, err
-		}
-		n.cache, n.etcdc = ec, ec
+		n.etcdc = &EtcdCache{cli: cli, keys: n.keys, inlineMax: cfg.InlineBlobMax, ret: n.ret}
+		n.cache = n.etcdc
 	}
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
 	jctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+2*cfg.TTL+2*time.Second)
@@ -112,6 +111,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n.sess = s
 	go n.loop(s)
+	go n.ret.sweepLoop(n.stopCtx, cfg.BlobDir, lg, n.sweptc)
 	lg.Info("fleet: joined", zap.Int64("epoch", s.epoch), zap.Duration("ttl", cfg.TTL))
 	return n, nil
 }
@@ -447,6 +447,7 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.stop()
 		<-n.donec
+		<-n.sweptc
 		n.mu.Lock()
 		s := n.sess
 		s.cancel()
