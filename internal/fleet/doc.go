@@ -11,6 +11,11 @@
 //	check/<identity>/result  the record of the claim's run, pass or fail (a serialized ActionRecord)
 //	ac/<hex>                 the action-cache record of a passed run (a REAPI ActionResult)
 //	cas/<hex>                a blob of at most InlineBlobMax bytes (sha256 <hex>)
+//	retention/<period>       the evidence retention lease of a period (bound to itself)
+//
+// result, ac and cas keys are bound to the retention lease of the period
+// they were written in (TTL: Retention plus a quarter of it), so evidence
+// leaves etcd after 1 to 1.25 × Retention (7 days by default).
 //
 // Larger blobs stay in the producing node's BlobDir and are fetched from
 // it (BlobHandler, with the fleet secret as bearer token). Every blob,

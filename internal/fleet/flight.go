@@ -128,11 +128,19 @@ func (f *flight) do(ctx context.Context) (Result, error) {
 			c := Claim{Identity: f.id, Token: resp.Header.Revision, RunID: runID, Node: n.cfg.Node, Epoch: f.s.epoch}
 			return f.runClaimed(ctx, c, string(cv))
 		}
-		// A result recorded since this call began: join it.
-		if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 && kvs[0].ModRevision != resultRev {
-			resultRev = kvs[0].ModRevision
-			if r, ok := f.joined(octx, kvs[0].Value); ok {
-				return r, nil
+		// A result recorded since this call began: join it. (A result
+		// gone with its retention lease only moves the compare on.)
+		var cur int64
+		rkvs := resp.Responses[1].GetResponseRange().GetKvs()
+		if len(rkvs) > 0 {
+			cur = rkvs[0].ModRevision
+		}
+		if cur != resultRev {
+			resultRev = cur
+			if cur != 0 {
+				if r, ok := f.joined(octx, rkvs[0].Value); ok {
+					return r, nil
+				}
 			}
 			continue
 		}
@@ -316,7 +324,7 @@ func (f *flight) wait(octx, ctx context.Context, token, rev int64) ([]byte, int6
 			return nil, 0, errs.New(errs.Unavailable, "fleet: node %s is leaving the fleet; ask another node", n.cfg.Node)
 		}
 		if octx.Err() != nil {
-			return nil, 0, f.fail(ctx, octx.Err(), "waited for node's run")
+			return nil, 0, f.fail(ctx, octx.Err(), "waited for another node's run")
 		}
 		// The watch ended (compacted, no leader, reconnect): read the
 		// keys again and watch on from there.
