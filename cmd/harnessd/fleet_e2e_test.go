@@ -157,6 +157,24 @@ func TestFleetSingleFlight(t *testing.T) {
 	if held := f.runs.held(who); len(held) != 1 {
 		t.Fatalf("%d runs of %s in flight while 20 callers wait: %v; want 1", len(held), who, held)
 	}
+	// Every node's status shows the fleet: 3 live members, its session
+	// live, and the one claim (as etcd has it).
+	claims := f.etcd.claims(t)
+	if len(claims) != 1 {
+		t.Fatalf("claims in etcd while the run is held: %+v; want 1", claims)
+	}
+	for _, n := range ns {
+		st := n.fleetOf(t)
+		live := 0
+		for _, m := range st.Members {
+			if m.Live {
+				live++
+			}
+		}
+		if st.State != "live" || live != 3 || len(st.Claims) != 1 || st.Claims[0].Node != claims[0].Node || st.Claims[0].Token != claims[0].Token {
+			t.Fatalf("%s's status: %+v; want its session live, 3 live members and the claim %+v", n.name, st, claims[0])
+		}
+	}
 	f.runs.release(t, f.runs.held(who)[0].Seq)
 	calls := k.wait(t, 60*time.Second)
 	run := oneRun(t, f.runs, who)
@@ -188,6 +206,9 @@ func TestFleetSingleFlight(t *testing.T) {
 			t.Errorf("agent %d on %s: stdout %q; want the run's %q", i, c.node, c.a.Stdout, stdoutOf(who, run.Seq))
 		}
 		sources[c.node+" "+c.a.Fleet.Source]++
+	}
+	if ran.Node != claims[0].Node || ran.Token != claims[0].Token {
+		t.Fatalf("the answers name run %s of %s with token %d; the claim was %s's with token %d", ran.RunID, ran.Node, ran.Token, claims[0].Node, claims[0].Token)
 	}
 	onePut(t, f.sink, ran.Token)
 	t.Logf("20 agents, 1 run (%s on %s, token %d); answers by node and source: %v", ran.RunID, ran.Node, ran.Token, sources)

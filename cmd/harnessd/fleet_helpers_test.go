@@ -769,9 +769,6 @@ type fleetNode struct {
 	// scratchID is a second clone the tests write to (a write makes a
 	// checkout dirty, and a dirty checkout's checks are its own).
 	scratchID string
-	// proxies are its own proxies in front of the etcd members (nil when
-	// it reaches etcd directly).
-	proxies []*tcpProxy
 }
 
 // nodeFlags are the flags of a node joining through addrs.
