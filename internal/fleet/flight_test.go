@@ -301,3 +301,33 @@ func TestRunErrorReleasesTheClaim(t *testing.T) {
 		t.Fatalf("B = %+v, %v; want B ran it", rb.r, rb.err)
 	}
 }
+
+// TestCallerGivingUpReleasesTheClaim: the caller of the running node
+// cancels; its run is cancelled, nothing is recorded, and a waiter on
+// another node retakes the claim and runs the check itself.
+func TestCallerGivingUpReleasesTheClaim(t *testing.T) {
+	nodes := joinN(t, ClientURLs(shared), testPrefix(t), 2, 0)
+	id := identity(t.Name())
+	var aCalls, bCalls atomic.Int64
+	actx, acancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	ansA := make(chan answer, 1)
+	go func() {
+		r, err := nodes[0].SingleFlight(actx, id, func(ctx context.Context, c Claim) (Outcome, error) {
+			close(started)
+			return passing(&aCalls, time.Minute, "A")(ctx, c)
+		})
+		ansA <- answer{r, err}
+	}()
+	<-started
+	ansB := goFlight(nodes[1], id, passing(&bCalls, 0, "B"))
+	acancel()
+	ra := <-ansA
+	if errs.CodeOf(ra.err) != errs.Cancelled {
+		t.Fatalf("A = %+v, %v; want CANCELLED", ra.r, ra.err)
+	}
+	rb := <-ansB
+	if rb.err != nil || rb.r.Source != SourceRan || rb.r.Outcome.Stdout != "B" || bCalls.Load() != 1 {
+		t.Fatalf("B = %+v, %v; want B ran it", rb.r, rb.err)
+	}
+}

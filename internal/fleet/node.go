@@ -82,7 +82,10 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, errs.Wrap(errs.Unavailable, err, "fleet: connect to etcd %v: %v", cfg.Endpoints, err)
 	}
 	n := &Node{cfg: cfg, keys: keys{cfg.Prefix}, lg: lg, cli: cli, cache: cfg.Cache,
-		blobs: blobDir{cfg.BlobDir}, hc: &http.Client{Timeout: 60 * time.Second},
+		blobs: blobDir{cfg.BlobDir}, hc: &http.Client{Timeout: 60 * time.Second,
+			// A node answers a blob itself; a redirect is not followed
+			// (the bearer token stays with the node it was meant for).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		donec: make(chan struct{}), sweptc: make(chan struct{}), leavingc: make(chan struct{})}
 	n.ret = newRetention(cli, n.keys, cfg.Retention)
 	if n.cache == nil {
