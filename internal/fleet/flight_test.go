@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,5 +330,56 @@ func TestCallerGivingUpReleasesTheClaim(t *testing.T) {
 	rb := <-ansB
 	if rb.err != nil || rb.r.Source != SourceRan || rb.r.Outcome.Stdout != "B" || bCalls.Load() != 1 {
 		t.Fatalf("B = %+v, %v; want B ran it", rb.r, rb.err)
+	}
+}
+
+// TestWaiterSurvivesCompaction: a waiter whose watch starts below
+// etcd's compacted revision reads the keys again and keeps waiting for
+// the claim's result.
+func TestWaiterSurvivesCompaction(t *testing.T) {
+	nodes := joinN(t, ClientURLs(shared), testPrefix(t), 2, 0)
+	a, b := nodes[0], nodes[1]
+	id := identity(t.Name())
+	started := make(chan claimed, 1)
+	release := make(chan struct{})
+	ansA := goFlight(a, id, blocking(started, release, "A"))
+	ca := <-started
+	ctx := context.Background()
+	for i := range 3 { // history to compact away
+		if _, err := b.cli.Put(ctx, b.keys.prefix+"filler", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := b.cli.Get(ctx, b.keys.prefix+"filler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.cli.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	ad, _ := ActionDigest(id)
+	b.mu.Lock()
+	f := &flight{n: b, s: b.sess, id: id, ad: ad}
+	b.mu.Unlock()
+	type waited struct {
+		rec []byte
+		err error
+	}
+	got := make(chan waited, 1)
+	go func() {
+		rec, _, err := f.wait(ctx, ctx, ca.c.Token, ca.c.Token+1) // below the compaction
+		got <- waited{rec, err}
+	}()
+	close(release)
+	w := <-got
+	if w.err != nil || w.rec == nil {
+		t.Fatalf("wait across a compaction = %v, %v; want A's result", w.rec, w.err)
+	}
+	rec, err := UnmarshalActionRecord(w.rec)
+	if err != nil || rec.Token != ca.c.Token || rec.Node != "n1" {
+		t.Fatalf("record = %+v, %v; want A's run, token %d", rec, err, ca.c.Token)
+	}
+	if ra := <-ansA; ra.err != nil {
+		t.Fatal(ra.err)
 	}
 }
