@@ -120,38 +120,20 @@ func main() {
 }
 `
 
-var (
-	fakeGoOnce sync.Once
-	fakeGoBin  string
-	fakeGoErr  error
-)
-
-// buildFakeGo builds fakeGoSource once per test binary.
-func buildFakeGo(t *testing.T) string {
+// buildFakeGo builds fakeGoSource as dir/go (a build of a few hundred
+// milliseconds with a warm build cache).
+func buildFakeGo(t *testing.T, dir string) {
 	t.Helper()
-	fakeGoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fleet-fakego")
-		if err != nil {
-			fakeGoErr = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(fakeGoSource), 0o644); err != nil {
-			fakeGoErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", "go", "main.go")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GO111MODULE=off", "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeGoErr = fmt.Errorf("build the fake go: %v\n%s", err, out)
-			return
-		}
-		fakeGoBin = filepath.Join(dir, "go")
-	})
-	if fakeGoErr != nil {
-		t.Fatal(fakeGoErr)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(fakeGoSource), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return fakeGoBin
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "go"), "main.go")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GO111MODULE=off", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the fake go: %v\n%s", err, out)
+	}
 }
 
 // runEntry is one run of a check process as the run log saw it.
@@ -715,17 +697,8 @@ func newFleetEnv(t *testing.T, withEtcd bool) *fleetEnv {
 			"): a check gets no temp dir of its own, so its evidence is not shared and it never runs fleet-wide")
 	}
 	f := &fleetEnv{t: t}
-	fake := buildFakeGo(t)
 	f.bin = shortDir(t)
-	if err := os.Link(fake, filepath.Join(f.bin, "go")); err != nil {
-		b, rerr := os.ReadFile(fake)
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if err := os.WriteFile(filepath.Join(f.bin, "go"), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	buildFakeGo(t, f.bin)
 	f.runs = newRunLog(t, filepath.Join(f.bin, "runlog.sock"))
 	f.sink = newSink(t)
 	f.env = []string{"PATH=" + f.bin + string(os.PathListSeparator) + os.Getenv("PATH"), "GOCACHE=" + t.TempDir()}
