@@ -213,29 +213,30 @@ func (fj *fleetJobs) Submitted(id string, _ messages.Job, err error) {
 	fj.follow(claim)
 }
 
-// follow waits for the local job of claim to end and records its end;
-// if the attempt's session ends first, the local job is cancelled (its
-// result could not be recorded; another node takes the job over).
+// follow waits for the local job of claim to end and records its end.
+// If the attempt's session ends first, the local job is cancelled
+// (another node takes the job over) and its end is still offered to
+// FinishJob, which refuses it: the fence is etcd's, not this node's view.
 func (fj *fleetJobs) follow(claim fleet.JobClaim) {
 	fj.wg.Add(1)
 	go func() {
 		defer fj.wg.Done()
 		tick := time.NewTicker(fleetJobPoll)
 		defer tick.Stop()
+		lost := claim.Lost
 		for {
 			select {
 			case <-fj.ctx.Done():
 				return // stopping: the attempt goes with the lease
-			case <-claim.Lost:
+			case <-lost:
+				lost = nil
 				fj.lg.Warn("fleet: this node's session ended while it ran a fleet job; cancelling it (another node takes it over)",
 					zap.String("job_id", claim.JobID), zap.Int("attempt", claim.Attempt), zap.Int64("token", claim.Token))
-				fj.forget(claim.JobID)
 				ctx, cancel := context.WithTimeout(fj.ctx, time.Minute)
 				if _, err := fj.env.RT.Jobs.Cancel(ctx, claim.JobID); err != nil {
 					fj.lg.Warn("fleet: cancelling a stale attempt failed", zap.String("job_id", claim.JobID), zap.Error(err))
 				}
 				cancel()
-				return
 			case <-tick.C:
 			}
 			j, err := fj.env.RT.Jobs.Get(fj.ctx, claim.JobID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ func finalPuts(t *testing.T, cli *clientv3.Client, key string) []map[string]any 
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	for wr := range cli.Watch(wctx, key, clientv3.WithRev(cur.Kvs[0].CreateRevision)) {
+		if err := wr.Err(); err != nil && wctx.Err() == nil {
+			t.Fatalf("etcd: the history of %s: %v", key, err)
+		}
 		for _, ev := range wr.Events {
 			var r map[string]any
 			if ev.Type == clientv3.EventTypePut && json.Unmarshal(ev.Kv.Value, &r) == nil && r["state"] != "running" {
@@ -188,5 +192,53 @@ func TestFleetJobOutlivesItsNode(t *testing.T) {
 	}
 	if keys := f.etcd.keys(t, "/harnessd/jobs/"+local.JobID); len(keys) != 0 {
 		t.Fatalf("a local job has fleet keys %v", keys)
+	}
+}
+
+// TestFleetJobStaleAttemptRefused: the node running a fleet job is
+// paused (SIGSTOP) past its session deadline; another node takes the
+// job over and records its end; the paused node, resumed, offers its
+// stale attempt's end and etcd refuses it (LEASE_LOST): still exactly one
+// completion, and every node answers the new attempt's.
+func TestFleetJobStaleAttemptRefused(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "s", 3, f.etcdCached)
+	a, b := ns[0], ns[1]
+	started := a.jobCall(t, "job_start", map[string]any{"repo_id": a.repoID, "request_id": "stale-1", "isolation": "worktree",
+		"timeout_s": 120, "argv": []string{"sh", "-c", "sleep 3; echo done"}})
+	if started.Fleet == nil || started.Fleet.Node != a.name {
+		t.Fatalf("job_start on %s = %s; want a fleet job there", a.name, started)
+	}
+	id := started.JobID
+	waitFor(t, 30*time.Second, "the job runs on "+a.name, func() bool { return a.jobStatus(t, id, 0).State == "running" },
+		func() string { return a.jobStatus(t, id, 0).String() })
+
+	if err := a.d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var end fleetJobAnswer
+	waitFor(t, 60*time.Second, "another node runs the job to its end", func() bool {
+		end = b.jobStatus(t, id, 1)
+		return end.State == "succeeded" && end.Fleet != nil && end.Fleet.Attempt == 2
+	}, func() string { return end.String() })
+	if err := a.d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, a.name+" offers its stale attempt's end and is refused", func() bool {
+		return a.logContains(id, "was not recorded", "LEASE_LOST")
+	}, func() string { return tail(a.d.stderr.String(), 2048) })
+
+	finals := finalPuts(t, f.etcd.cli, "/harnessd/jobs/"+id)
+	if len(finals) != 1 || finals[0]["attempt"] != float64(2) || finals[0]["node"] != end.Fleet.Node {
+		t.Fatalf("final records %v; want exactly one, attempt 2's on %s", finals, end.Fleet.Node)
+	}
+	// Every node agrees (the resumed one once its etcd client answers
+	// again: until then it answers its own record).
+	for _, n := range ns {
+		var got fleetJobAnswer
+		waitFor(t, 10*time.Second, "job_status on "+n.name+" names attempt 2's success", func() bool {
+			got = n.jobStatus(t, id, 0)
+			return got.State == "succeeded" && got.Fleet != nil && got.Fleet.Attempt == 2 && got.Fleet.Node == end.Fleet.Node && got.Fleet.Token == end.Fleet.Token
+		}, func() string { return got.String() })
 	}
 }
