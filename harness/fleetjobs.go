@@ -155,6 +155,8 @@ func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (w
 	switch {
 	case fleetLocalWrites(s):
 		why = "it writes its checkout in place: it runs on the node whose disk holds the checkout and waits for that node (a fleet job is a worktree job or a read-only one)"
+	case s.RetryMax > 0:
+		why = "it asks for retry after a restart, which this node does itself; leave retry out and the fleet runs it on another node if this one dies"
 	case !st.Clean:
 		why = "the checkout has changes beyond HEAD: another node could not rebuild its inputs (uncommitted state is not shipped); it runs on this node only"
 	}

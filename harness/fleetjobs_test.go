@@ -16,8 +16,8 @@ import (
 
 // TestFleetJobsAcrossNodes: two nodes of one fleet, each with a clone of
 // one repository. A read-only job started on a is answered on b from
-// the fleet's record; a job of a dirty checkout stays on its node and
-// says why; when a leaves the fleet while a worktree job runs, b takes
+// the fleet's record; a job of a dirty checkout, or one asking for
+// retry, stays on its node and says why; when a leaves the fleet while a worktree job runs, b takes
 // it over (attempt 2, a higher token) and runs it to its end; the
 // request replayed on b answers the same job.
 func TestFleetJobsAcrossNodes(t *testing.T) {
@@ -83,6 +83,16 @@ func TestFleetJobsAcrossNodes(t *testing.T) {
 	}
 	if err := os.Remove(filepath.Join(aPath, "scratch.txt")); err != nil {
 		t.Fatal(err)
+	}
+	// A job that asks for retry after a restart: its node retries it, so
+	// it stays there (a takeover as well would run it twice).
+	retried, err := a.JobStart(ctx, harness.JobStartArgs{RepoID: aRepo, RequestID: "retry-1", Isolation: "worktree", Argv: []string{"true"},
+		Retry: &harness.RetryPolicy{Max: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retried.Fleet == nil || retried.Fleet.Node != "" || !strings.Contains(retried.Fleet.Local, "retry") {
+		t.Fatalf("a job with retry: fleet field %+v, want it kept on a with the reason", retried.Fleet)
 	}
 
 	// A worktree job whose node leaves: b takes it over.
