@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -60,14 +64,51 @@ func (h *Harness) joinFleet(ctx context.Context, dataDir string) error {
 		}
 		cache = c
 	}
+	key, err := fleetKey(dataDir)
+	if err != nil {
+		return err
+	}
 	n, err := fleet.Join(ctx, fleet.Config{Endpoints: fc.Endpoints, Node: fc.Node, Advertise: fc.Advertise, TTL: fc.TTL,
-		Logger: h.lg.With(zap.String("component", "fleet")), Cache: cache, BlobDir: filepath.Join(dataDir, "fleet-blobs")})
+		Logger: h.lg.With(zap.String("component", "fleet")), Cache: cache, BlobDir: filepath.Join(dataDir, "fleet-blobs"), SealKey: key})
 	if err != nil {
 		return err
 	}
 	h.fleet = n
-	h.lg.Info("joined the fleet", zap.String("node", n.Name()), zap.Int64("epoch", n.Epoch()), zap.Strings("etcd", fc.Endpoints))
+	h.lg.Info("joined the fleet", zap.String("node", n.Name()), zap.Int64("epoch", n.Epoch()), zap.Strings("etcd", fc.Endpoints), zap.Bool("sealed", key != nil))
+	if key == nil {
+		h.lg.Warn("the fleet's evidence is not sealed: whoever can write etcd can forge it; put the fleet key in " + FleetKeyPath(dataDir) + " on every node (docs/fleet.md)")
+	}
 	return nil
+}
+
+// FleetKeyPath is where a node's fleet key lives: in the data dir, hidden
+// from every confined process.
+func FleetKeyPath(dataDir string) string { return filepath.Join(dataDir, "fleet.secret") }
+
+// fleetKey reads the fleet key a person put in the data dir (nil when
+// there is none). A key others may read is refused: it is the proof
+// that a node of the fleet recorded a piece of evidence.
+func fleetKey(dataDir string) ([]byte, error) {
+	p := FleetKeyPath(dataDir)
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, "fleet key %s: %v", p, err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, errs.New(errs.InvalidArgument, "fleet key %s is readable by others (mode %v): chmod 600 it", p, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, "fleet key %s: %v", p, err)
+	}
+	key := bytes.TrimSpace(b)
+	if len(key) < 16 {
+		return nil, errs.New(errs.InvalidArgument, "fleet key %s has %d bytes; give at least 16 (head -c 32 /dev/urandom | xxd -p -c 64 > %s), the same on every node", p, len(key), p)
+	}
+	return key, nil
 }
 
 // leaveFleet leaves the fleet gracefully: no new claims; the runs in

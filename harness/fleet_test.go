@@ -2,10 +2,13 @@ package harness_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/testutil"
@@ -119,5 +122,35 @@ func TestFleetCheckRunsOnceAcrossNodes(t *testing.T) {
 	}
 	if st.Fleet == nil || st.Fleet.Node != "c" || st.Fleet.State != "live" || len(st.Fleet.Members) != 3 {
 		t.Fatalf("status fleet %+v: want node c live among 3 members", st.Fleet)
+	}
+}
+
+// TestFleetKeyRefusedWhenOthersMayReadIt: the fleet key is the proof a
+// node recorded a piece of evidence; a key file others may read, or one
+// too short, is refused before the node joins (no etcd is asked).
+func TestFleetKeyRefusedWhenOthersMayReadIt(t *testing.T) {
+	cases := []struct {
+		name, content string
+		mode          os.FileMode
+		want          string
+	}{
+		{"readable by others", "0123456789abcdef0123456789abcdef", 0o644, "chmod 600"},
+		{"too short", "short", 0o600, "at least 16"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(harness.FleetKeyPath(dir), []byte(c.content), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(harness.FleetKeyPath(dir), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := harness.Open(context.Background(), harness.Config{DataDir: dir, StoreReserve: -1,
+				Fleet: harness.FleetConfig{Endpoints: []string{"http://127.0.0.1:1"}, Node: "a"}})
+			if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open = %v, want INVALID_ARGUMENT saying %q", err, c.want)
+			}
+		})
 	}
 }

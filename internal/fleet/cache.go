@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,7 +144,7 @@ func (c *HTTPCache) UpdateActionResult(ctx context.Context, d Digest, r *ActionR
 	if err != nil {
 		return err
 	}
-	return c.put(ctx, "ac", d, b)
+	return c.put(ctx, "ac", d, b, r.Token)
 }
 
 // GetBlob GETs <base>/cas/<hex>, reading at most the digest's size plus
@@ -154,7 +155,7 @@ func (c *HTTPCache) GetBlob(ctx context.Context, d Digest) ([]byte, error) {
 
 // PutBlob PUTs <base>/cas/<hex>.
 func (c *HTTPCache) PutBlob(ctx context.Context, d Digest, b []byte) error {
-	return c.put(ctx, "cas", d, b)
+	return c.put(ctx, "cas", d, b, 0)
 }
 
 func (c *HTTPCache) get(ctx context.Context, kind string, d Digest, limit int64) ([]byte, error) {
@@ -184,7 +185,13 @@ func (c *HTTPCache) get(ctx context.Context, kind string, d Digest, limit int64)
 	return b, nil
 }
 
-func (c *HTTPCache) put(ctx context.Context, kind string, d Digest, b []byte) error {
+// FencingTokenHeader carries an action record's token (its claim's etcd
+// revision) on the PUT of the record: a cache that fences refuses a
+// token below the highest it has seen for the action (409), so a run
+// whose claim was retaken cannot overwrite the newer run's record.
+const FencingTokenHeader = "X-Harnessd-Fencing-Token"
+
+func (c *HTTPCache) put(ctx context.Context, kind string, d Digest, b []byte, token int64) error {
 	if err := d.valid(); err != nil {
 		return err
 	}
@@ -193,6 +200,9 @@ func (c *HTTPCache) put(ctx context.Context, kind string, d Digest, b []byte) er
 		return errs.Wrap(errs.Internal, err, "remote cache: build request")
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	if token > 0 {
+		req.Header.Set(FencingTokenHeader, strconv.FormatInt(token, 10))
+	}
 	req.ContentLength = int64(len(b))
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -200,6 +210,9 @@ func (c *HTTPCache) put(ctx context.Context, kind string, d Digest, b []byte) er
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusConflict && token > 0 {
+		return errs.New(errs.LeaseLost, "remote cache %s refused %s/%s: a newer run's token is recorded there (this one's is %d)", c.base, kind, d.Hash, token)
+	}
 	if resp.StatusCode/100 != 2 {
 		return errs.New(errs.Unavailable, "remote cache %s refused PUT %s/%s: %s", c.base, kind, d.Hash, resp.Status)
 	}

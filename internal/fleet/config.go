@@ -50,12 +50,23 @@ type Config struct {
 	// (0 = 256 KiB, at most 512 KiB); every blob this node produced is
 	// also kept in BlobDir.
 	InlineBlobMax int
+	// SealKey is the fleet key a person gave every node (the data dir's
+	// fleet.secret; nil = none). With it, every result and action-cache
+	// record is sealed (an HMAC under the key) and a record without a
+	// valid seal is refused, and the key (not the secret in etcd) is the
+	// bearer token of the node-to-node blob fetch: whoever can write etcd
+	// or the remote cache, but does not hold the key, cannot forge
+	// evidence. At least 16 bytes.
+	SealKey []byte
 }
 
 var nodeNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // validate checks cfg and fills in its defaults.
 func (cfg *Config) validate() error {
+	if cfg.SealKey != nil && len(cfg.SealKey) < 16 {
+		return errs.New(errs.InvalidArgument, "fleet: the fleet key has %d bytes; give at least 16 (e.g. head -c 32 /dev/urandom | xxd -p -c 64 > fleet.secret)", len(cfg.SealKey))
+	}
 	if len(cfg.Endpoints) == 0 {
 		return errs.New(errs.InvalidArgument, "fleet: no etcd endpoints; pass --cluster-store etcd://host:2379,... or --embed-etcd")
 	}

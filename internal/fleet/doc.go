@@ -34,7 +34,10 @@
 // The node renews its lease itself every TTL/3; its deadline is the time
 // the last successful keepalive was sent (or the grant) plus the TTL.
 // Past the deadline, or when etcd says the lease is gone, the node is
-// lost: every claim context is cancelled, Live answers LEASE_LOST, and
+// lost: it takes no new claims, Live answers LEASE_LOST (the daemon
+// refuses writes with it), runs in flight go on and are refused where
+// they are recorded (the compare above; a fencing remote cache sees the
+// token as X-Harnessd-Fencing-Token), and
 // after a hold-off of one TTL it rejoins with a new lease and epoch
 // (retrying while etcd has no quorum). A claim whose owner's lease
 // expires is deleted by etcd, and a waiter retakes it. Close is a

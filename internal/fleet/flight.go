@@ -211,8 +211,13 @@ func (f *flight) refuse(why string) {
 	f.refused = append(f.refused, why)
 }
 
-// load fetches and verifies rec's stdout and stderr.
+// load fetches and verifies rec's stdout and stderr; with a fleet key,
+// a record without its valid seal is refused first.
 func (f *flight) load(ctx context.Context, rec *ActionRecord) (Outcome, bool) {
+	if key := f.n.cfg.SealKey; key != nil && !sealValid(key, f.id, rec) {
+		f.refuse("the record of check " + f.id + " (run " + rec.RunID + " on node " + rec.Node + ") carries no valid seal of the fleet key; refused; ran again")
+		return Outcome{}, false
+	}
 	stdout, ok := f.blob(ctx, rec.Stdout, rec.Node)
 	if !ok {
 		return Outcome{}, false
@@ -373,11 +378,17 @@ func (f *flight) watch(wch clientv3.WatchChan, token int64, runKey, resKey strin
 }
 
 // runClaimed runs the check this node claimed and records its result.
+//
+// The run is not stopped when the session ends: a check only reads, and
+// whether a run whose claim may have been retaken meanwhile is recorded
+// is decided by its token where it is recorded (etcd's compare, a
+// fencing remote cache), not by this node's clock, which a pause makes
+// wrong.
 func (f *flight) runClaimed(ctx context.Context, c Claim, cv string) (Result, error) {
-	rctx, cancel := f.opCtx(ctx)
+	rctx, cancel := context.WithCancel(ctx)
 	out, err := f.run(rctx, c)
 	cancel()
-	if err == nil && out.Cancelled && (ctx.Err() != nil || f.s.ctx.Err() != nil) {
+	if err == nil && out.Cancelled && ctx.Err() != nil {
 		err = f.fail(ctx, context.Cause(rctx), "ran")
 	}
 	if err != nil {
@@ -414,11 +425,24 @@ func (f *flight) release(c Claim) {
 // publish records the run in one Txn that compares the claim: the result
 // record, the action-cache record (passes only) and small blobs (the
 // etcd cache), the claim's deletion. Blobs go first to BlobDir (and a
-// remote cache); the remote action-cache record only after the Txn.
+// remote cache), then a remote cache's action-cache record with its
+// token (a fencing cache refuses a stale one), then the Txn.
+//
+// Nothing here asks whether this node's session is still live: a run
+// whose node was paused past its deadline tries to record itself like
+// any other, and its token decides, at the cache and at etcd, which both
+// refuse it once a newer run took the claim. Its caller then gets
+// LEASE_LOST.
 func (f *flight) publish(c Claim, cv string, out Outcome) error {
 	n := f.n
+	// Bounded, but not by the session: the decision is etcd's.
+	pctx, pcancel := context.WithTimeout(context.Background(), 2*n.cfg.TTL)
+	defer pcancel()
 	blobs := [][]byte{[]byte(out.Stdout), []byte(out.Stderr)}
 	rec := recordOf(c, out)
+	if key := n.cfg.SealKey; key != nil {
+		rec.Seal = sealRecord(key, f.id, rec)
+	}
 	recBytes, err := rec.Marshal()
 	if err != nil {
 		f.release(c)
@@ -432,17 +456,20 @@ func (f *flight) publish(c Claim, cv string, out Outcome) error {
 			n.lg.Warn("fleet: keeping a blob failed", zap.Error(err))
 		}
 		if n.etcdc == nil {
-			pctx, cancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
 			if err := n.cache.PutBlob(pctx, DigestOf(b), b); err != nil {
 				n.lg.Warn("fleet: remote cache refused a blob", zap.Error(err))
 			}
-			cancel()
+		}
+	}
+	if n.etcdc == nil && out.Passed {
+		if err := n.cache.UpdateActionResult(pctx, f.ad, rec); err != nil {
+			// A fencing cache's refusal (LEASE_LOST) is etcd's answer
+			// too, below: the Txn still asks.
+			n.lg.Warn("fleet: remote cache refused the action record", zap.String("identity", f.id), zap.Int64("token", c.Token), zap.Error(err))
 		}
 	}
 	runKey := n.keys.run(f.id)
-	lctx, lcancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
-	rl, err := n.ret.lease(lctx)
-	lcancel()
+	rl, err := n.ret.lease(pctx)
 	if err != nil {
 		f.release(c)
 		if f.s.ctx.Err() != nil {
@@ -462,50 +489,39 @@ func (f *flight) publish(c Claim, cv string, out Outcome) error {
 		return ops
 	}
 	ops := build(rl)
-	// Retry etcd's unavailability until the session ends: the claim goes
-	// with it, so no claim is left behind.
+	// Retry etcd's unavailability for up to two TTLs: a claim left
+	// behind goes with its session.
 	backoff := 50 * time.Millisecond
 	for {
-		if err := f.n.Live(); err != nil || f.s.ctx.Err() != nil {
-			return f.lostClaim(c)
-		}
-		tctx, cancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
-		resp, err := n.cli.Txn(tctx).
+		resp, err := n.cli.Txn(pctx).
 			If(clientv3.Compare(clientv3.ModRevision(runKey), "=", c.Token),
 				clientv3.Compare(clientv3.Value(runKey), "=", cv)).
 			Then(ops...).Commit()
-		cancel()
 		if err == nil {
 			if !resp.Succeeded {
 				return f.lostClaim(c)
 			}
-			break
+			return nil
 		}
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			// The retention lease went (revoked, or etcd restored from an
 			// older snapshot): take the current one.
 			n.ret.forget(rl)
-			lctx, lcancel := context.WithTimeout(f.s.ctx, n.cfg.TTL)
-			if nl, lerr := n.ret.lease(lctx); lerr == nil {
+			if nl, lerr := n.ret.lease(pctx); lerr == nil {
 				rl, ops = nl, build(nl)
 			}
-			lcancel()
 		}
 		n.lg.Warn("fleet: recording a result failed; retrying", zap.String("identity", f.id), zap.Error(err))
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
-		case <-f.s.ctx.Done():
+		case <-pctx.Done():
 			t.Stop()
+			if f.s.ctx.Err() != nil {
+				return f.lostClaim(c)
+			}
+			return etcdError(err, "record check "+f.id)
 		}
 		backoff = min(2*backoff, time.Second)
 	}
-	if n.etcdc == nil && out.Passed {
-		uctx, cancel := context.WithTimeout(context.Background(), n.cfg.TTL)
-		if err := n.cache.UpdateActionResult(uctx, f.ad, rec); err != nil {
-			n.lg.Warn("fleet: remote cache refused the action record", zap.String("identity", f.id), zap.Error(err))
-		}
-		cancel()
-	}
-	return nil
 }

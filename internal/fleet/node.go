@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -96,7 +97,11 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 	jctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout+2*cfg.TTL+2*time.Second)
 	defer cancel()
 	sctx, scancel := context.WithTimeout(jctx, cfg.DialTimeout)
-	n.secret, err = n.ensureSecret(sctx)
+	if cfg.SealKey != nil {
+		n.secret = hex.EncodeToString(cfg.SealKey) // the person's key, never etcd's
+	} else {
+		n.secret, err = n.ensureSecret(sctx)
+	}
 	scancel()
 	if err != nil {
 		n.stop()

@@ -42,9 +42,9 @@ type Claim struct {
 	Epoch    int64  `json:"epoch"`
 }
 
-// RunFunc runs a check this node claimed; ctx ends at the session
-// deadline if the lease is not renewed by then, on Close, or when the
-// caller gives up.
+// RunFunc runs a check this node claimed; ctx ends when the caller gives
+// up. The session's end does not stop it: its result is fenced where it
+// is recorded (its claim's token).
 type RunFunc func(ctx context.Context, claim Claim) (Outcome, error)
 
 // Result answers SingleFlight.
@@ -125,6 +125,9 @@ type ActionRecord struct {
 	JobID      string
 	RunID      string
 	Token      int64
+	// Seal is the HMAC of the record under the fleet key (Config.SealKey;
+	// "" when the fleet has none): see sealRecord.
+	Seal string
 }
 
 // The names of the auxiliary Struct's fields.
@@ -138,6 +141,7 @@ const (
 	auxJobID     = "harnessd.job_id"
 	auxRunID     = "harnessd.run_id"
 	auxToken     = "harnessd.token"
+	auxSeal      = "harnessd.seal"
 )
 
 // Marshal answers the record as a serialized REAPI ActionResult.
@@ -150,6 +154,7 @@ func (r *ActionRecord) Marshal() ([]byte, error) {
 		auxPassed: r.Passed, auxTimedOut: r.TimedOut, auxCancelled: r.Cancelled,
 		auxSummary: summary, auxPath: r.Path, auxRepoID: r.RepoID, auxJobID: r.JobID,
 		auxRunID: r.RunID, auxToken: itoa(r.Token), // a string: Struct numbers are float64
+		auxSeal: r.Seal,
 	})
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "fleet: encode action record extras")
@@ -225,6 +230,7 @@ func UnmarshalActionRecord(b []byte) (*ActionRecord, error) {
 			r.JobID = f[auxJobID].GetStringValue()
 			r.RunID = f[auxRunID].GetStringValue()
 			r.Token = atoi(f[auxToken].GetStringValue())
+			r.Seal = f[auxSeal].GetStringValue()
 		}
 	}
 	if !found {
