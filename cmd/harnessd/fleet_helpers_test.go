@@ -312,13 +312,26 @@ type sink struct {
 	highest map[string]int64
 	cas     map[string][]byte
 	reqs    []cacheReq
+	// holding makes every PUT of an action record wait until released;
+	// held are those waiting, by token.
+	holding bool
+	held    map[int64]chan struct{}
 }
 
 func newSink(t *testing.T) *sink {
 	t.Helper()
-	s := &sink{ac: map[string][]byte{}, highest: map[string]int64{}, cas: map[string][]byte{}}
+	s := &sink{ac: map[string][]byte{}, highest: map[string]int64{}, cas: map[string][]byte{}, held: map[int64]chan struct{}{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() {
+		s.mu.Lock()
+		for tok, ch := range s.held {
+			close(ch)
+			delete(s.held, tok)
+		}
+		s.holding = false
+		s.mu.Unlock()
+		s.srv.Close()
+	})
 	return s
 }
 
@@ -377,6 +390,25 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Lock()
+		var ch chan struct{}
+		if s.holding {
+			ch = make(chan struct{})
+			s.held[tok] = ch
+		}
+		s.mu.Unlock()
+		if ch != nil {
+			// The decision is taken when the PUT is released.
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+				s.mu.Lock()
+				delete(s.held, tok)
+				s.mu.Unlock()
+				answer(499, nil)
+				return
+			}
+		}
+		s.mu.Lock()
 		ok := tok > s.highest[h]
 		if ok {
 			s.highest[h], s.ac[h] = tok, body
@@ -392,7 +424,41 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// acPuts returns the PUTs of action records, in arrival order.
+// holdPuts makes every later PUT of an action record wait until
+// released (releasePut).
+func (s *sink) holdPuts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = true
+}
+
+// heldPuts returns the tokens of the held PUTs, in ascending order.
+func (s *sink) heldPuts() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var toks []int64
+	for tok := range s.held {
+		toks = append(toks, tok)
+	}
+	sort.Slice(toks, func(i, j int) bool { return toks[i] < toks[j] })
+	return toks
+}
+
+// releasePut lets the held PUT with token tok be decided, or fails t when
+// none is held.
+func (s *sink) releasePut(t *testing.T, tok int64) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.held[tok]
+	if !ok {
+		t.Fatalf("sink: no PUT with token %d is held (held: %v)", tok, s.held)
+	}
+	delete(s.held, tok)
+	close(ch)
+}
+
+// acPuts returns the answered PUTs of action records, in answer order.
 func (s *sink) acPuts() []cacheReq {
 	s.mu.Lock()
 	defer s.mu.Unlock()
