@@ -2,6 +2,9 @@ package fleet
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -72,6 +75,49 @@ type JobRecord struct {
 	// Waiting is true (when read) for a job whose attempt's node is gone
 	// and no node took it over yet; never stored.
 	Waiting bool `json:"waiting,omitempty"`
+	// Seal is the HMAC under the fleet key (Config.SealKey) of what the
+	// job runs and where (sealJob); "" without a key. A node with the key
+	// takes over no job whose seal is missing or wrong: whoever can write
+	// etcd but does not hold the key cannot have a node run a command.
+	Seal string `json:"seal,omitempty"`
+}
+
+// jobSealDomain separates job seals from every other use of the key.
+const jobSealDomain = "harnessd-fleet-job-v1"
+
+// sealJob answers the seal of r under key: the hex HMAC-SHA256 over an
+// unambiguous encoding of its fields fixed at job_start (id, request,
+// input hash, spec, repository, commit, origin, creation time).
+func sealJob(key []byte, r JobRecord) string {
+	m := hmac.New(sha256.New, key)
+	w := sealWriter{h: m}
+	w.str(jobSealDomain)
+	w.str(r.JobID)
+	w.str(r.RequestID)
+	w.str(r.InputHash)
+	w.u64(uint64(len(r.Spec.Argv)))
+	for _, a := range r.Spec.Argv {
+		w.str(a)
+	}
+	w.str(r.Spec.Cwd)
+	w.u64(uint64(int64(r.Spec.TimeoutS)))
+	w.str(r.Spec.Isolation)
+	w.flag(r.Spec.Writes)
+	w.flag(r.Spec.Network)
+	w.u64(uint64(len(r.Roots)))
+	for _, c := range r.Roots {
+		w.str(c)
+	}
+	w.str(r.Commit)
+	w.str(r.Origin)
+	w.u64(uint64(r.Created.UnixNano()))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// jobSealValid reports whether r carries its seal under key (compared in
+// constant time).
+func jobSealValid(key []byte, r JobRecord) bool {
+	return hmac.Equal([]byte(r.Seal), []byte(sealJob(key, r)))
 }
 
 // Final reports whether the record's state is final.
@@ -186,6 +232,10 @@ func (n *Node) StartJob(ctx context.Context, rec JobRecord) (JobRecord, JobClaim
 	rec.ExitCode, rec.Tail, rec.Error, rec.Finished, rec.Waiting = nil, "", "", time.Time{}, false
 	if rec.Created.IsZero() {
 		rec.Created = time.Now().UTC()
+	}
+	rec.Seal = ""
+	if key := n.cfg.SealKey; key != nil {
+		rec.Seal = sealJob(key, rec)
 	}
 	rk, jk, ak := n.keys.req(rec.RequestID), n.keys.job(rec.JobID), n.keys.jobAttempt(rec.JobID)
 	rb, _ := json.Marshal(rec)
@@ -390,7 +440,7 @@ func (n *Node) WatchOrphans(ctx context.Context, canRun func(JobRecord) bool, st
 		case <-ctx.Done():
 		}
 	}()
-	w := orphanWatch{n: n, canRun: canRun, start: start}
+	w := orphanWatch{n: n, canRun: canRun, start: start, forged: map[string]bool{}}
 	tick := time.NewTicker(n.cfg.TTL)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -414,6 +464,7 @@ type orphanWatch struct {
 	n      *Node
 	canRun func(JobRecord) bool
 	start  func(JobRecord, JobClaim)
+	forged map[string]bool // jobs refused for their seal (logged once)
 }
 
 // scan takes over every orphan under jobs/ and answers the revision it read at.
@@ -487,7 +538,21 @@ func (w orphanWatch) watch(ctx context.Context, rev int64, tick <-chan time.Time
 func (w orphanWatch) take(ctx context.Context, rec JobRecord, rev int64) {
 	n := w.n
 	s, err := n.liveSession()
-	if err != nil || n.isLeaving() || !w.canRun(rec) {
+	if err != nil || n.isLeaving() {
+		return
+	}
+	if key := n.cfg.SealKey; key != nil && !jobSealValid(key, rec) {
+		if !w.forged[rec.JobID] {
+			if len(w.forged) >= 4096 {
+				clear(w.forged)
+			}
+			w.forged[rec.JobID] = true
+			n.lg.Warn("fleet: an orphaned job's record is not sealed with the fleet key; not taken over (forged, or written by a node without the key)",
+				zap.String("job_id", rec.JobID))
+		}
+		return
+	}
+	if !w.canRun(rec) {
 		return
 	}
 	prevNode, prevToken := rec.Node, rec.Token

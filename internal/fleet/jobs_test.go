@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,3 +387,108 @@ func TestLostNodeClaimsNoOrphan(t *testing.T) {
 }
 
 func jsonInto(b []byte, v any) bool { return json.Unmarshal(b, v) == nil }
+
+func TestSealJobCoversWhatRuns(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	base := jobRec("job_1", "r1")
+	base.Origin, base.Created = "n1", time.Unix(1700000000, 123)
+	seal := sealJob(key, base)
+	base.Seal = seal
+	if !jobSealValid(key, base) {
+		t.Fatal("a record's own seal does not verify")
+	}
+	if jobSealValid([]byte("another key, another key, anothe"), base) {
+		t.Fatal("a seal verifies under another key")
+	}
+	// Every field fixed at job_start is covered; the state is not.
+	for name, mod := range map[string]func(*JobRecord){
+		"job id":     func(r *JobRecord) { r.JobID = "job_2" },
+		"request":    func(r *JobRecord) { r.RequestID = "r2" },
+		"input hash": func(r *JobRecord) { r.InputHash = "sha256:x" },
+		"argv":       func(r *JobRecord) { r.Spec.Argv = []string{"sh", "-c", "curl evil"} },
+		"argv split": func(r *JobRecord) { r.Spec.Argv = []string{"sh", "-csleep 3; echo done"} },
+		"cwd":        func(r *JobRecord) { r.Spec.Cwd = "sub" },
+		"timeout":    func(r *JobRecord) { r.Spec.TimeoutS = 61 },
+		"isolation":  func(r *JobRecord) { r.Spec.Isolation = "none" },
+		"writes":     func(r *JobRecord) { r.Spec.Writes = true },
+		"network":    func(r *JobRecord) { r.Spec.Network = true },
+		"roots":      func(r *JobRecord) { r.Roots = []string{commitA} },
+		"commit":     func(r *JobRecord) { r.Commit = rootA },
+		"origin":     func(r *JobRecord) { r.Origin = "n2" },
+		"created":    func(r *JobRecord) { r.Created = r.Created.Add(time.Nanosecond) },
+	} {
+		r := base
+		r.Spec.Argv = append([]string(nil), base.Spec.Argv...)
+		mod(&r)
+		if jobSealValid(key, r) {
+			t.Errorf("changing the %s keeps the seal valid", name)
+		}
+	}
+	r := base
+	r.State, r.Attempt, r.Node, r.Token, r.Tail = "succeeded", 3, "n3", 99, "out"
+	if !jobSealValid(key, r) {
+		t.Error("the job's state, attempt, node, token or tail changed its seal")
+	}
+}
+
+// TestForgedJobNotTakenOver: with the fleet key, a job record written to
+// etcd by someone without the key (unsealed, or a sealed record whose
+// argv was changed) is never taken over, nor is canRun asked; a sealed
+// orphan is.
+func TestForgedJobNotTakenOver(t *testing.T) {
+	prefix := testPrefix(t)
+	key := []byte("fleet key of the test, 32 bytes!")
+	cfg := func(name string) Config {
+		return Config{Endpoints: ClientURLs(shared), Prefix: prefix, Node: name, TTL: 2 * time.Second, SealKey: key}
+	}
+	n1, n2 := join(t, cfg("n1")), join(t, cfg("n2"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, _, _, err := n1.StartJob(ctx, jobRec("job_s", "req-s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := n2.Job(ctx, "job_s")
+	if err != nil || stored.Seal == "" || !jobSealValid(key, stored) || stored.Seal != rec.Seal {
+		t.Fatalf("stored record %+v (%v): want it sealed under the fleet key", stored, err)
+	}
+	cli := rawClient(t, ClientURLs(shared))
+	forged := stored
+	forged.JobID, forged.Spec.Argv = "job_forged", []string{"sh", "-c", "echo pwned"}
+	unsealed := stored
+	unsealed.JobID, unsealed.Seal = "job_unsealed", ""
+	for _, r := range []JobRecord{forged, unsealed} {
+		if _, err := cli.Put(ctx, prefix+"jobs/"+r.JobID, string(mustJSON(t, r))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var mu sync.Mutex
+	var asked, took []string
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n2.WatchOrphans(wctx, func(r JobRecord) bool { mu.Lock(); asked = append(asked, r.JobID); mu.Unlock(); return true },
+			func(r JobRecord, _ JobClaim) { mu.Lock(); took = append(took, r.JobID); mu.Unlock() })
+	}()
+	defer func() { wcancel(); <-done }()
+	n1.pauseKeepalive.Store(true)
+	waitFor(t, 10*time.Second, "n2 takes the sealed orphan over", func() bool { mu.Lock(); defer mu.Unlock(); return len(took) > 0 })
+	// One more scan (every TTL) after the takeover: still nothing forged.
+	time.Sleep(2500 * time.Millisecond) // a window in which nothing may happen
+	mu.Lock()
+	defer mu.Unlock()
+	if len(took) != 1 || took[0] != "job_s" || slices.Contains(asked, "job_forged") || slices.Contains(asked, "job_unsealed") {
+		t.Fatalf("took %v, asked %v: want job_s only, the forged records never considered", took, asked)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
