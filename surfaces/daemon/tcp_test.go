@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,8 @@ func TestTCPHandlerGuards(t *testing.T) {
 		{"GET", "/ui", "", 200, "ui"},
 		{"GET", "/uix", "", 401, ""},
 		{"GET", "/mcp", "", 401, ""},
+		{"GET", "/v1/fleet/blobs/" + strings.Repeat("a", 64), "", 200, "api"}, // the fleet secret, checked by fleet.BlobHandler
+		{"POST", "/v1/fleet/blobs/" + strings.Repeat("a", 64), "", 401, ""},
 	}
 	for _, tt := range tests {
 		req := httptest.NewRequest(tt.method, tt.path, nil)
