@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -564,68 +565,113 @@ func TestFleetPartition(t *testing.T) {
 }
 
 // 5. Evidence by digest, with the evidence in etcd and in the remote
-// cache: node B answers reused with the output of the run on A (fetched
-// by its digest); once the output's blob is corrupted where the fleet
-// keeps it, node C does not serve it: its answer never carries the
-// corrupted bytes and says a digest check failed.
+// cache: node B answers reused with the output of the run on A, its blob
+// fetched by digest from where the fleet keeps it; with the remote cache,
+// once the blob is evicted there, node C fetches it from A itself (node
+// to node, by digest, with the fleet secret, which no log and no status
+// shows). Once the output's blob is corrupted where the fleet keeps it,
+// the next node does not serve it: its answer never carries the corrupted
+// bytes, says a digest check failed, and comes from a new run.
 func TestFleetEvidenceByDigest(t *testing.T) {
 	for _, mode := range []string{"etcd", "remote cache"} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFleetEnv(t, true)
-			flags, corrupt := f.etcdCached, func(hex string, b []byte) { f.etcd.put(t, fleetPrefix+"cas/"+hex, b) }
+			remote := mode == "remote cache"
+			flags, count := f.etcdCached, 3
+			corrupt := func(hex string, b []byte) { f.etcd.put(t, fleetPrefix+"cas/"+hex, b) }
 			stored := func(hex string) []byte { b, _ := f.etcd.get(t, fleetPrefix+"cas/"+hex); return b }
-			if mode == "remote cache" {
-				flags, corrupt, stored = f.direct, f.sink.corrupt, f.sink.blob
+			if remote {
+				flags, count, corrupt, stored = f.direct, 4, f.sink.corrupt, f.sink.blob
 			}
-			ns := f.nodes(t, "d", 3, flags)
+			ns := f.nodes(t, "d", count, flags)
 			const who = "TestDigest"
 			a := ns[0].mustCheck(t, who)
 			run := oneRun(t, f.runs, who)
 			if a.Fleet.Source != "ran" || a.Fleet.Node != ns[0].name || a.Stdout != stdoutOf(who, run.Seq) {
 				t.Fatalf("the first run on d1: %s", a)
 			}
-			b := ns[1].mustCheck(t, who)
-			if !b.Reused || b.Fleet.Source != "reused" || b.Fleet.RunID != a.Fleet.RunID || b.Stdout != a.Stdout || b.ExitCode != a.ExitCode {
-				t.Fatalf("d2: %s; want reused with d1's output %q", b, a.Stdout)
-			}
-			oneRun(t, f.runs, who)
-
 			sum := sha256.Sum256([]byte(a.Stdout))
 			h := hex.EncodeToString(sum[:])
 			if got := stored(h); string(got) != a.Stdout {
 				t.Fatalf("the stdout blob %s holds %q in the %s; want %q", h, got, mode, a.Stdout)
 			}
+			casGets := f.sink.gets("cas")
+			b := ns[1].mustCheck(t, who)
+			if !b.Reused || b.Fleet.Source != "reused" || b.Fleet.RunID != a.Fleet.RunID || b.Stdout != a.Stdout || b.ExitCode != a.ExitCode {
+				t.Fatalf("d2: %s; want reused with d1's output %q", b, a.Stdout)
+			}
+			if remote && f.sink.gets("cas") <= casGets {
+				t.Fatalf("d2 reused d1's output without fetching its blob from the remote cache")
+			}
+			next := ns[2]
+			if remote {
+				// Evicted from the cache: d3 fetches it from d1.
+				f.sink.evict(h)
+				c := ns[2].mustCheck(t, who)
+				if !c.Reused || c.Fleet.RunID != a.Fleet.RunID || c.Stdout != a.Stdout {
+					t.Fatalf("d3 with the blob evicted from the cache: %s; want reused with d1's output %q, fetched from d1", c, a.Stdout)
+				}
+				if !f.sink.missed("cas", h) {
+					t.Fatalf("d3 never asked the cache for the evicted blob")
+				}
+				f.sink.restore(h, []byte(a.Stdout))
+				next = ns[3]
+			}
+			oneRun(t, f.runs, who)
+			noFleetSecret(t, f, ns)
+
 			corrupted := []byte(fmt.Sprintf("ran who=%s n=999 (corrupted)\n", who))
 			corrupt(h, corrupted)
-
-			c, err := ns[2].runCheck(context.Background(), nil, who)
+			c, err := next.runCheck(context.Background(), nil, who)
 			if err != nil {
-				t.Fatalf("d3 after the corruption: %s", errorOf(err))
+				t.Fatalf("%s after the corruption: %s", next.name, errorOf(err))
 			}
 			if strings.Contains(c.Stdout, "corrupted") || !c.Passed || c.Fleet == nil {
-				t.Fatalf("d3 after the corruption: %s; want a pass without the corrupted output", c)
+				t.Fatalf("%s after the corruption: %s; want a pass without the corrupted output", next.name, c)
 			}
-			said := strings.Join(append(append([]string{}, c.MissReasons...), c.Fleet.Refused...), "; ")
-			logged := ns[2].logContains("digest")
-			if !strings.Contains(said, "digest") && !logged {
-				t.Fatalf("d3 after the corruption: %s; want its miss_reasons, fleet.refused or log to say the digest check failed", c)
+			said := strings.Join(c.MissReasons, "; ")
+			if c.Reused || !strings.Contains(said, "sha256:"+h) || !strings.Contains(said, "digest") {
+				t.Fatalf("%s after the corruption: %s; want a new run, its miss_reasons naming the blob %s that failed its digest check", next.name, c, h)
 			}
-			switch {
-			case c.Reused:
-				// A good copy by digest from the node that produced it.
-				if c.Stdout != a.Stdout {
-					t.Fatalf("d3 reused %q; want d1's output %q", c.Stdout, a.Stdout)
-				}
-				oneRun(t, f.runs, who)
-			default:
-				runs := f.runs.of(who)
-				if len(runs) != 2 || c.Stdout != stdoutOf(who, runs[1].Seq) || c.Fleet.Source != "ran" {
-					t.Fatalf("d3 ran the check again (%s); runs %v", c, runs)
-				}
+			runs := f.runs.of(who)
+			if len(runs) != 2 || c.Stdout != stdoutOf(who, runs[1].Seq) || c.Fleet.Source != "ran" || c.Fleet.Node != next.name {
+				t.Fatalf("%s ran the check again (%s); runs %v", next.name, c, runs)
 			}
-			t.Logf("%s: d2 reused d1's run %s by digest; after corrupting blob %.12s, d3: reused %v, source %s, said %q (its log mentions the digest: %v)",
-				mode, a.Fleet.RunID, h, c.Reused, c.Fleet.Source, said, logged)
+			t.Logf("%s: d2 reused d1's run %s by digest; after corrupting blob %.12s, %s ran it again (run %s) saying %q",
+				mode, a.Fleet.RunID, h, next.name, c.Fleet.RunID, said)
 		})
+	}
+}
+
+// noFleetSecret fails t if the fleet secret (etcd's <prefix>secret) or a
+// node's bearer token is in any node's log or status.
+func noFleetSecret(t *testing.T, f *fleetEnv, ns []*fleetNode) {
+	t.Helper()
+	secret, _ := f.etcd.get(t, fleetPrefix+"secret")
+	if len(secret) < 32 {
+		t.Fatalf("the fleet secret in etcd is %d bytes; want 32 random bytes in hex", len(secret))
+	}
+	secrets := map[string]string{"the fleet secret": string(secret)}
+	for _, n := range ns {
+		tok, err := daemon.ReadToken(daemon.PathsOf(n.dataDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets[n.name+"'s bearer token"] = tok
+	}
+	for _, n := range ns {
+		st, err := json.Marshal(n.status(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, v := range secrets {
+			if strings.Contains(n.d.stderr.String(), v) {
+				t.Errorf("%s is in %s's log", what, n.name)
+			}
+			if strings.Contains(string(st), v) {
+				t.Errorf("%s is in %s's status", what, n.name)
+			}
+		}
 	}
 }
 

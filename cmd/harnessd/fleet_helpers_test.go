@@ -495,6 +495,32 @@ func (s *sink) corrupt(hex string, b []byte) {
 	s.cas[hex] = b
 }
 
+// evict drops the blob under hex (a cache that evicted it).
+func (s *sink) evict(hex string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.cas, hex)
+}
+
+// restore puts b back under hex.
+func (s *sink) restore(hex string, b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cas[hex] = b
+}
+
+// missed reports whether a GET of kind/hex was answered 404.
+func (s *sink) missed(kind, hex string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.reqs {
+		if r.Method == http.MethodGet && r.Kind == kind && r.Hex == hex && r.Status == http.StatusNotFound {
+			return true
+		}
+	}
+	return false
+}
+
 // gets counts the GETs of kind answered 200.
 func (s *sink) gets(kind string) int {
 	s.mu.Lock()
