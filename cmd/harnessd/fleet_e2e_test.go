@@ -564,24 +564,34 @@ func TestFleetPartition(t *testing.T) {
 		refusedAfter.Round(time.Millisecond), fleetTTL, refusedIn.Round(time.Millisecond), rejoined.Round(time.Millisecond), j, c.Fleet.Token, meanwhile)
 }
 
-// 5. Evidence by digest, with the evidence in etcd and in the remote
-// cache: node B answers reused with the output of the run on A, its blob
-// fetched by digest from where the fleet keeps it; with the remote cache,
-// once the blob is evicted there, node C fetches it from A itself (node
-// to node, by digest, with the fleet secret, which no log and no status
-// shows). Once the output's blob is corrupted where the fleet keeps it,
-// the next node does not serve it: its answer never carries the corrupted
-// bytes, says a digest check failed, and comes from a new run.
+// 5. Evidence by digest, with the evidence in etcd, in the remote cache,
+// and in the remote cache with a fleet key: node B answers reused with
+// the output of the run on A, its blob fetched by digest from where the
+// fleet keeps it; with the remote cache, once the blob is evicted there,
+// node C fetches it from A itself (node to node, by digest, with the
+// fleet secret, which no log and no status shows). Then the evidence is
+// tampered with: the output's blob corrupted where the fleet keeps it, or
+// (with a fleet key) the cache's record and blob replaced by a consistent
+// forgery. The next node does not serve it: its answer never carries the
+// bad bytes, says which check failed, and comes from a new run.
 func TestFleetEvidenceByDigest(t *testing.T) {
-	for _, mode := range []string{"etcd", "remote cache"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []struct {
+		name           string
+		remote, sealed bool
+	}{{"etcd", false, false}, {"remote cache", true, false}, {"remote cache sealed", true, true}} {
+		t.Run(mode.name, func(t *testing.T) {
 			f := newFleetEnv(t, true)
-			remote := mode == "remote cache"
 			flags, count := f.etcdCached, 3
 			corrupt := func(hex string, b []byte) { f.etcd.put(t, fleetPrefix+"cas/"+hex, b) }
 			stored := func(hex string) []byte { b, _ := f.etcd.get(t, fleetPrefix+"cas/"+hex); return b }
-			if remote {
-				flags, count, corrupt, stored = f.direct, 4, f.sink.corrupt, f.sink.blob
+			if mode.remote {
+				flags, corrupt, stored = f.direct, f.sink.corrupt, f.sink.blob
+			}
+			if mode.remote && !mode.sealed {
+				count = 4 // one more: the evicted blob
+			}
+			if mode.sealed {
+				f.key = []byte(hex.EncodeToString([]byte(newSecret(t))))
 			}
 			ns := f.nodes(t, "d", count, flags)
 			const who = "TestDigest"
@@ -593,18 +603,18 @@ func TestFleetEvidenceByDigest(t *testing.T) {
 			sum := sha256.Sum256([]byte(a.Stdout))
 			h := hex.EncodeToString(sum[:])
 			if got := stored(h); string(got) != a.Stdout {
-				t.Fatalf("the stdout blob %s holds %q in the %s; want %q", h, got, mode, a.Stdout)
+				t.Fatalf("the stdout blob %s holds %q in the %s; want %q", h, got, mode.name, a.Stdout)
 			}
 			casGets := f.sink.gets("cas")
 			b := ns[1].mustCheck(t, who)
 			if !b.Reused || b.Fleet.Source != "reused" || b.Fleet.RunID != a.Fleet.RunID || b.Stdout != a.Stdout || b.ExitCode != a.ExitCode {
 				t.Fatalf("d2: %s; want reused with d1's output %q", b, a.Stdout)
 			}
-			if remote && f.sink.gets("cas") <= casGets {
+			if mode.remote && f.sink.gets("cas") <= casGets {
 				t.Fatalf("d2 reused d1's output without fetching its blob from the remote cache")
 			}
 			next := ns[2]
-			if remote {
+			if count == 4 {
 				// Evicted from the cache: d3 fetches it from d1.
 				f.sink.evict(h)
 				c := ns[2].mustCheck(t, who)
@@ -620,38 +630,65 @@ func TestFleetEvidenceByDigest(t *testing.T) {
 			oneRun(t, f.runs, who)
 			noFleetSecret(t, f, ns)
 
-			corrupted := []byte(fmt.Sprintf("ran who=%s n=999 (corrupted)\n", who))
-			corrupt(h, corrupted)
+			bad := fmt.Sprintf("ran who=%s n=999 (tampered)\n", who)
+			want := []string{"sha256:" + h, "digest"}
+			if mode.sealed {
+				// A consistent forgery: a blob that matches its digest and
+				// a record naming it (the seal left as it was).
+				ad, err := fleet.ActionDigest(a.Identity)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := fleet.UnmarshalActionRecord(f.sink.record(ad.Hash))
+				if err != nil || rec.Seal == "" {
+					t.Fatalf("the cache's record of %s: %+v, %v; want a sealed record", who, rec, err)
+				}
+				rec.Stdout = fleet.DigestOf([]byte(bad))
+				forged, err := rec.Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.sink.restore(rec.Stdout.Hash, []byte(bad))
+				f.sink.forge(ad.Hash, forged)
+				want = []string{"no valid seal", rec.RunID}
+			} else {
+				corrupt(h, []byte(bad))
+			}
 			c, err := next.runCheck(context.Background(), nil, who)
 			if err != nil {
-				t.Fatalf("%s after the corruption: %s", next.name, errorOf(err))
+				t.Fatalf("%s after the tampering: %s", next.name, errorOf(err))
 			}
-			if strings.Contains(c.Stdout, "corrupted") || !c.Passed || c.Fleet == nil {
-				t.Fatalf("%s after the corruption: %s; want a pass without the corrupted output", next.name, c)
+			if strings.Contains(c.Stdout, "tampered") || !c.Passed || c.Fleet == nil {
+				t.Fatalf("%s after the tampering: %s; want a pass without the tampered output", next.name, c)
 			}
 			said := strings.Join(c.MissReasons, "; ")
-			if c.Reused || !strings.Contains(said, "sha256:"+h) || !strings.Contains(said, "digest") {
-				t.Fatalf("%s after the corruption: %s; want a new run, its miss_reasons naming the blob %s that failed its digest check", next.name, c, h)
+			for _, w := range want {
+				if c.Reused || !strings.Contains(said, w) {
+					t.Fatalf("%s after the tampering: %s; want a new run, its miss_reasons saying %q", next.name, c, w)
+				}
 			}
 			runs := f.runs.of(who)
 			if len(runs) != 2 || c.Stdout != stdoutOf(who, runs[1].Seq) || c.Fleet.Source != "ran" || c.Fleet.Node != next.name {
 				t.Fatalf("%s ran the check again (%s); runs %v", next.name, c, runs)
 			}
-			t.Logf("%s: d2 reused d1's run %s by digest; after corrupting blob %.12s, %s ran it again (run %s) saying %q",
-				mode, a.Fleet.RunID, h, next.name, c.Fleet.RunID, said)
+			t.Logf("%s: d2 reused d1's run %s by digest (blob %.12s); %s refused the tampered evidence and ran it again (run %s), saying %q",
+				mode.name, a.Fleet.RunID, h, next.name, c.Fleet.RunID, said)
 		})
 	}
 }
 
-// noFleetSecret fails t if the fleet secret (etcd's <prefix>secret) or a
-// node's bearer token is in any node's log or status.
+// noFleetSecret fails t if the fleet secret (etcd's <prefix>secret, or
+// the fleet key) or a node's bearer token is in any node's log or status.
 func noFleetSecret(t *testing.T, f *fleetEnv, ns []*fleetNode) {
 	t.Helper()
 	secret, _ := f.etcd.get(t, fleetPrefix+"secret")
-	if len(secret) < 32 {
+	secrets := map[string]string{"the fleet secret": string(secret)}
+	if f.key != nil {
+		// The person's fleet key is the secret then (hex of its bytes).
+		secrets = map[string]string{"the fleet key": string(f.key), "the fleet key in hex": hex.EncodeToString(f.key)}
+	} else if len(secret) < 32 {
 		t.Fatalf("the fleet secret in etcd is %d bytes; want 32 random bytes in hex", len(secret))
 	}
-	secrets := map[string]string{"the fleet secret": string(secret)}
 	for _, n := range ns {
 		tok, err := daemon.ReadToken(daemon.PathsOf(n.dataDir))
 		if err != nil {

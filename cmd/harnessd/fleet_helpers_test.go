@@ -51,6 +51,7 @@ import (
 
 	"github.com/harnessd/harnessd/contract/client"
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/testutil"
@@ -509,6 +510,21 @@ func (s *sink) restore(hex string, b []byte) {
 	s.cas[hex] = b
 }
 
+// record is the action record the sink holds under hex (nil when none).
+func (s *sink) record(hex string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ac[hex]
+}
+
+// forge replaces the action record under hex (a cache that serves a
+// record no node wrote).
+func (s *sink) forge(hex string, rec []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ac[hex] = rec
+}
+
 // missed reports whether a GET of kind/hex was answered 404.
 func (s *sink) missed(kind, hex string) bool {
 	s.mu.Lock()
@@ -773,6 +789,9 @@ type fleetEnv struct {
 	env []string
 	// src is the fixture repository each node clones.
 	src string
+	// key, when set, is the fleet key every node gets in its data dir
+	// (<data-dir>/fleet.secret): records are sealed with it.
+	key []byte
 }
 
 // newFleetEnv starts etcd (withEtcd), the sink, the run log and the
@@ -850,6 +869,11 @@ func (f *fleetEnv) cached(flags []string) []string {
 // launch starts `harnessd serve` for n without waiting for it.
 func (f *fleetEnv) launch(t *testing.T, n *fleetNode) {
 	t.Helper()
+	if f.key != nil {
+		if err := os.WriteFile(harness.FleetKeyPath(n.dataDir), f.key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := append([]string{"serve", "--data-dir", n.dataDir, "--log-format", "json"}, withArea(n.args)...)
 	d := &daemonProc{cmd: exec.Command(harnessdBin, args...), dataDir: n.dataDir, stderr: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd.Env = append(os.Environ(), f.env...)
