@@ -102,10 +102,7 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 		return op.FleetStart{}, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}
 	root := c.Repo.Repo.Root
-	why, head, roots, err := fj.eligible(ctx, root, s)
-	if err != nil {
-		return op.FleetStart{}, err
-	}
+	why, head, roots := fj.eligible(ctx, root, s)
 	if why != "" {
 		prev, err := fj.n.JobByRequest(ctx, s.RequestID)
 		switch {
@@ -141,16 +138,16 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 // eligible answers why a job_start on the checkout at root stays on this
 // node ("" = it is a fleet job), the checkout's HEAD and the
 // repository's root commits (sorted).
-func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (why, head string, roots []string, err error) {
+func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (why, head string, roots []string) {
 	st, err := fj.env.Git.Status(ctx, root)
 	if err != nil {
-		return "", "", nil, err
+		return "the checkout's state could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil
 	}
 	if st.Head == "" {
-		return "the checkout has no commit yet: another node could not rebuild it; it runs on this node only", "", nil, nil
+		return "the checkout has no commit yet: another node could not rebuild it; it runs on this node only", "", nil
 	}
 	if roots, err = fj.rootCommits(ctx, root, st.Head); err != nil {
-		return "", "", nil, err
+		return "the repository's root commits could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil
 	}
 	switch {
 	case fleetLocalWrites(s):
@@ -160,7 +157,7 @@ func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (w
 	case !st.Clean:
 		why = "the checkout has changes beyond HEAD: another node could not rebuild its inputs (uncommitted state is not shipped); it runs on this node only"
 	}
-	return why, st.Head, roots, nil
+	return why, st.Head, roots
 }
 
 // fleetLocalWrites reports whether a job writes its checkout in place
