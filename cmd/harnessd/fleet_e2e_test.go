@@ -835,3 +835,103 @@ func TestFleetVsIndependent(t *testing.T) {
 		ms(durMedian(fleetLater)), ms(durMedian(soloLater)))
 	t.Logf("remote cache GETs served: %d action records, %d blobs", f.sink.gets("ac"), f.sink.gets("cas"))
 }
+
+// 8. etcd's failures: with one member of three gone (the leader: a new
+// one is elected) the fleet goes on (sessions live, one run fleet-wide,
+// writes accepted); with two gone (no quorum) every node refuses claims
+// (nothing runs) and writes (LEASE_LOST) once its session's deadline
+// passed, while reads go on; with the members back, the nodes rejoin and
+// a new claim's token is above every token issued before.
+func TestFleetEtcdQuorum(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "e", 3, f.direct)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	first := f.etcd.leader(t)
+	f.etcd.stop(first)
+	stopped := time.Now()
+	const who = "TestMinority"
+	f.runs.holdRuns(who)
+	var k asker
+	for _, n := range ns {
+		k.ask(n, nil, who)
+	}
+	waitFor(t, 30*time.Second, "the one run to start and the 3 calls to reach the check actors", func() bool {
+		return len(f.runs.held(who)) > 0 && totalCalls(t, ns) >= 3
+	}, func() string { return fmt.Sprintf("runs %v", f.runs.of("")) })
+	f.runs.release(t, f.runs.held(who)[0].Seq)
+	calls := k.wait(t, 60*time.Second)
+	run := oneRun(t, f.runs, who)
+	for _, c := range calls {
+		if c.err != nil || !c.a.Passed || c.a.Fleet == nil || c.a.Fleet.RunID != calls[0].a.Fleet.RunID || c.a.Stdout != stdoutOf(who, run.Seq) {
+			t.Fatalf("%s on %s with etcd's leader gone: %s / %s; want a pass naming the one run", who, c.node, errorOf(c.err), c.a)
+		}
+	}
+	// For 2×TTL at least, every node's session stays live and its writes
+	// are accepted.
+	for i := 0; time.Since(stopped) < 2*fleetTTL || i == 0; i++ {
+		for _, n := range ns {
+			if err := n.write(ctx, fmt.Sprintf("minority-%s-%d", n.name, i)); err != nil {
+				t.Fatalf("%s's write %s after one etcd member of three went: %s", n.name, time.Since(stopped).Round(time.Millisecond), errorOf(err))
+			}
+			if st := n.fleetOf(t); st.State != "live" || !st.LostAt.IsZero() {
+				t.Fatalf("%s's session %s after one etcd member of three went: %+v; want live, never lost", n.name, time.Since(stopped).Round(time.Millisecond), st)
+			}
+		}
+	}
+	minority := time.Since(stopped)
+	_, before := f.etcd.get(t, fleetPrefix+"members/"+ns[0].name)
+
+	second := (first + 1) % 3
+	f.etcd.stop(second)
+	lostQuorum := time.Now()
+	var lastErr error
+	for i, n := range ns {
+		j := 0
+		waitFor(t, 4*fleetTTL+10*time.Second, n.name+" to refuse writes with LEASE_LOST", func() bool {
+			j++
+			lastErr = n.write(ctx, fmt.Sprintf("quorum-%d-%d", i, j))
+			return codeIs(lastErr, errs.LeaseLost)
+		}, func() string { return "last answer: " + errorOf(lastErr) })
+	}
+	refusedAfter := time.Since(lostQuorum)
+	const who2 = "TestNoQuorum"
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := ns[1].runCheck(cctx, nil, who2)
+	ccancel()
+	if !codeIs(err, errs.LeaseLost, errs.Unavailable) {
+		t.Fatalf("run_check without an etcd quorum: %s; want LEASE_LOST or UNAVAILABLE", errorOf(err))
+	}
+	if runs := f.runs.of(who2); len(runs) != 0 {
+		t.Fatalf("a check ran without an etcd quorum: %v", runs)
+	}
+	// Reads go on.
+	raw, err := ns[0].api.Call(ctx, "read_file", map[string]any{"repo_id": ns[0].repoID, "path": "README.md"})
+	if err != nil || !strings.Contains(string(raw), "the fleet's fixture") {
+		t.Fatalf("read_file without an etcd quorum: %.200s, %s; want the file", raw, errorOf(err))
+	}
+	if _, err := ns[2].api.Call(ctx, "git_status", map[string]any{"repo_id": ns[2].repoID}); err != nil {
+		t.Fatalf("git_status without an etcd quorum: %s", errorOf(err))
+	}
+
+	f.etcd.restart(t, first)
+	f.etcd.restart(t, second)
+	healed := time.Now()
+	for i, n := range ns {
+		j := 0
+		waitFor(t, 4*fleetTTL+30*time.Second, n.name+" to rejoin and accept a write", func() bool {
+			j++
+			lastErr = n.write(ctx, fmt.Sprintf("back-%d-%d", i, j))
+			return lastErr == nil
+		}, func() string { return "last answer: " + errorOf(lastErr) })
+	}
+	rejoined := time.Since(healed)
+	a := ns[1].mustCheck(t, who2)
+	if a.Fleet.Source != "ran" || a.Fleet.Token <= before || a.Fleet.Token <= calls[0].a.Fleet.Token {
+		t.Fatalf("%s with the quorum back: %s; want a run with a token above %d (the revision before the quorum went)", who2, a, before)
+	}
+	oneRun(t, f.runs, who2)
+	t.Logf("leader gone: one run for 3 callers, writes and sessions live (%s); quorum gone: writes refused on every node %s after (TTL %s), run_check refused, reads answered; members back: every node writes again after %s, token %d > %d",
+		minority.Round(time.Millisecond), refusedAfter.Round(time.Millisecond), fleetTTL, rejoined.Round(time.Millisecond), a.Fleet.Token, before)
+}

@@ -570,6 +570,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool,
 
 // etcdCluster is a 3-member etcd cluster in the test process.
 type etcdCluster struct {
+	dir string // the members' data dirs are <dir>/<name>.etcd
+
+	mu      sync.Mutex // protects members
 	members []*fleet.Embedded
 	// clientAddrs are the members' client host:port.
 	clientAddrs []string
@@ -593,13 +596,16 @@ func startEtcd(t *testing.T) *etcdCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	ms, err := fleet.StartCluster(ctx, 3, fleet.EmbedConfig{Dir: t.TempDir(), UnsafeNoFsync: true})
+	dir := t.TempDir()
+	ms, err := fleet.StartCluster(ctx, 3, fleet.EmbedConfig{Dir: dir, UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatalf("etcd: start a 3-member cluster: %v", err)
 	}
-	c := &etcdCluster{members: ms}
+	c := &etcdCluster{dir: dir, members: ms}
 	t.Cleanup(func() {
-		for _, m := range ms {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, m := range c.members {
 			m.Close()
 		}
 	})
@@ -615,6 +621,54 @@ func startEtcd(t *testing.T) *etcdCluster {
 	t.Cleanup(func() { _ = cli.Close() })
 	c.cli = cli
 	return c
+}
+
+// memberName is the name StartCluster gave member i.
+func memberName(i int) string { return fmt.Sprintf("etcd%d", i+1) }
+
+// stop stops member i (its data stays).
+func (c *etcdCluster) stop(i int) {
+	c.mu.Lock()
+	m := c.members[i]
+	c.mu.Unlock()
+	m.Close()
+}
+
+// restart starts member i again from its data, on its URLs.
+func (c *etcdCluster) restart(t *testing.T, i int) {
+	t.Helper()
+	c.mu.Lock()
+	var peers []string
+	for j, m := range c.members {
+		peers = append(peers, memberName(j)+"="+m.PeerURL())
+	}
+	old := c.members[i]
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := fleet.StartEmbedded(ctx, fleet.EmbedConfig{Name: memberName(i), Dir: c.dir, ClientURL: old.ClientURL(), PeerURL: old.PeerURL(),
+		InitialCluster: strings.Join(peers, ","), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatalf("etcd: restart member %s: %v", memberName(i), err)
+	}
+	c.mu.Lock()
+	c.members[i] = m
+	c.mu.Unlock()
+}
+
+// leader is the index of the member that leads now.
+func (c *etcdCluster) leader(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, a := range c.clientAddrs {
+		st, err := c.cli.Status(ctx, "http://"+a)
+		if err == nil && st.Header.MemberId == st.Leader {
+			return i
+		}
+	}
+	t.Fatal("etcd: no member leads")
+	return -1
 }
 
 // store is the --cluster-store value naming addrs.
@@ -1099,9 +1153,10 @@ func (n *fleetNode) checkCalls(t *testing.T) int {
 
 // fleetStatus is the fleet section of n's status.
 type fleetStatus struct {
-	Node    string `json:"node"`
-	State   string `json:"state"`
-	Epoch   int64  `json:"epoch"`
+	Node    string    `json:"node"`
+	State   string    `json:"state"`
+	Epoch   int64     `json:"epoch"`
+	LostAt  time.Time `json:"lost_at"`
 	Members []struct {
 		Name string `json:"name"`
 		Live bool   `json:"live"`
