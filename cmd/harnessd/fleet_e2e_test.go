@@ -935,3 +935,58 @@ func TestFleetEtcdQuorum(t *testing.T) {
 	t.Logf("leader gone: one run for 3 callers, writes and sessions live (%s); quorum gone: writes refused on every node %s after (TTL %s), run_check refused, reads answered; members back: every node writes again after %s, token %d > %d",
 		minority.Round(time.Millisecond), refusedAfter.Round(time.Millisecond), fleetTTL, rejoined.Round(time.Millisecond), a.Fleet.Token, before)
 }
+
+// 9. kill -9 of the node running a claimed check: its claim goes with its
+// session, a waiter on another node retakes it within the TTL (and a
+// margin) with a larger token and runs the check; one record accepted.
+// Restarted on its data dir, the killed node rejoins and answers the
+// check from the new run's evidence.
+func TestFleetOwnerKilled(t *testing.T) {
+	f := newFleetEnv(t, true)
+	ns := f.nodes(t, "k", 3, f.direct)
+	owner, waiter := ns[0], ns[1]
+	const who = "TestKilled"
+	f.runs.holdRuns(who)
+	var k asker
+	k.ask(owner, nil, who)
+	waitFor(t, 20*time.Second, "k1's run to start", func() bool { return len(f.runs.held(who)) == 1 }, nil)
+	claims := f.etcd.claims(t)
+	if len(claims) != 1 || claims[0].Node != owner.name {
+		t.Fatalf("claims while k1 runs %s: %+v; want one, k1's", who, claims)
+	}
+	tA := claims[0].Token
+	ct := k.ask(waiter, nil, who)
+	if err := owner.d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	<-owner.d.done
+	waitFor(t, 4*fleetTTL+20*time.Second, "k2 to retake the claim and start its run", func() bool {
+		return len(f.runs.held(who)) == 1 && len(f.runs.of(who)) == 2
+	}, func() string { return fmt.Sprintf("runs %v", f.runs.of(who)) })
+	retook := time.Since(killed)
+	if retook > fleetTTL+2*time.Second {
+		t.Errorf("k2 retook the claim %s after k1 was killed; want within the TTL (%s) and a margin", retook.Round(time.Millisecond), fleetTTL)
+	}
+	second := f.runs.held(who)[0]
+	f.runs.release(t, second.Seq)
+	ct.answered(t, 30*time.Second)
+	if ct.err != nil || !ct.a.Passed || ct.a.Fleet == nil || ct.a.Fleet.Node != waiter.name || ct.a.Fleet.Source != "ran" ||
+		ct.a.Fleet.Token <= tA || ct.a.Stdout != stdoutOf(who, second.Seq) {
+		t.Fatalf("k2 after k1 was killed: %s / %s; want its own run with a token above %d", errorOf(ct.err), ct.a, tA)
+	}
+	onePut(t, f.sink, ct.a.Fleet.Token)
+
+	// k1 restarted on its data dir rejoins and reuses the new run.
+	f.launch(t, owner)
+	f.ready(t, owner)
+	a := owner.mustCheck(t, who)
+	if !a.Reused || a.Fleet.RunID != ct.a.Fleet.RunID {
+		t.Fatalf("k1 after its restart: %s; want reused from k2's run %s", a, ct.a.Fleet.RunID)
+	}
+	if runs := f.runs.of(who); len(runs) != 2 {
+		t.Fatalf("runs of %s: %v; want k1's (killed) and k2's", who, runs)
+	}
+	t.Logf("k1 killed while running %s (token %d); k2 retook the claim %s later (token %d); k1 restarted and reused k2's run",
+		who, tA, retook.Round(time.Millisecond), ct.a.Fleet.Token)
+}
