@@ -468,8 +468,9 @@ func testFleetPause(t *testing.T, writing bool) {
 }
 
 // 4. A partition without root tools: each node reaches the etcd members
-// through its own TCP proxies; cutting a node's proxies cuts it off.
-// After its session deadline it refuses claims (run_check answers
+// through its own TCP proxies; cutting a node's proxies cuts it off. Cut
+// from two members of three (the leader among them) it goes on through
+// the third. Cut from all, after its session deadline it refuses claims (run_check answers
 // LEASE_LOST or UNAVAILABLE and runs nothing) and writes (LEASE_LOST);
 // another node runs the check meanwhile; after healing, the cut node's
 // next claim token is above every token issued meanwhile.
@@ -490,6 +491,26 @@ func TestFleetPartition(t *testing.T) {
 	defer cancel()
 	if err := cut.write(ctx, "before-cut"); err != nil {
 		t.Fatalf("q1 before the cut: %s", errorOf(err))
+	}
+
+	// Cut from two members of three, the leader among them: q1 goes on
+	// through the third (its session live, its writes and claims
+	// accepted) for 2×TTL at least.
+	lead := f.etcd.leader(t)
+	for _, i := range []int{lead, (lead + 1) % 3} {
+		proxies[0][i].setCut(true)
+	}
+	partialAt := time.Now()
+	for i := 0; time.Since(partialAt) < 2*fleetTTL || i == 0; i++ {
+		if err := cut.write(ctx, fmt.Sprintf("partial-%d", i)); err != nil {
+			t.Fatalf("q1's write %s after it was cut from two etcd members: %s", time.Since(partialAt).Round(time.Millisecond), errorOf(err))
+		}
+		if st := cut.fleetOf(t); st.State != "live" || !st.LostAt.IsZero() {
+			t.Fatalf("q1's session %s after it was cut from two etcd members: %+v; want live, never lost", time.Since(partialAt).Round(time.Millisecond), st)
+		}
+	}
+	if p := cut.mustCheck(t, "TestPartial"); p.Fleet.Source != "ran" || p.Fleet.Node != cut.name {
+		t.Fatalf("a check on q1 cut from two etcd members: %s; want run there", p)
 	}
 
 	for _, p := range proxies[0] {
