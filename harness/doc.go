@@ -15,8 +15,8 @@
 //
 // # Where the types live
 //
-// Config, Harness, StatusResult, Gauges, AllowedArea and the Audit* types
-// are the facade's own. Every other type is an alias: the arguments and
+// Config, FleetConfig, Harness, StatusResult, Gauges, AllowedArea and the
+// Audit* types are the facade's own. Every other type is an alias: the arguments and
 // results of an operation are defined beside it, and named here for the
 // embedding program (a value passes between the facade and the operation
 // packages unchanged). By name, the package that defines each:

@@ -11,6 +11,9 @@
 //	check/<identity>/result  the record of the claim's run, pass or fail (a serialized ActionRecord)
 //	ac/<hex>                 the action-cache record of a passed run (a REAPI ActionResult)
 //	cas/<hex>                a blob of at most InlineBlobMax bytes (sha256 <hex>)
+//	jobs/<id>                a fleet job's record (sealed with the fleet key when there is one)
+//	jobs/<id>/attempt        the running attempt's claim; bound to its node's session lease
+//	req/<request_id>         the job a fleet-wide request id started
 //	retention/<period>       the evidence retention lease of a period (bound to itself)
 //
 // result, ac and cas keys are bound to the retention lease of the period
