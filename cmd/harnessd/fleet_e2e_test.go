@@ -692,8 +692,12 @@ func TestFleetEvidenceByDigest(t *testing.T) {
 			if len(runs) != 2 || c.Stdout != stdoutOf(who, runs[1].Seq) || c.Fleet.Source != "ran" || c.Fleet.Node != next.name {
 				t.Fatalf("%s ran the check again (%s); runs %v", next.name, c, runs)
 			}
-			t.Logf("%s: d2 reused d1's run %s by digest (blob %.12s); %s refused the tampered evidence and ran it again (run %s), saying %q",
-				mode.name, a.Fleet.RunID, h, next.name, c.Fleet.RunID, said)
+			fetched := ""
+			if count == 4 {
+				fetched = "; d3 fetched it from d1 once the cache had evicted it"
+			}
+			t.Logf("%s: d2 reused d1's run %s, its blob %.12s fetched by digest%s; %s refused the tampered evidence and ran it again (run %s), saying %q",
+				mode.name, a.Fleet.RunID, h, fetched, next.name, c.Fleet.RunID, said)
 		})
 	}
 }

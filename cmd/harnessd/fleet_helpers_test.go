@@ -832,7 +832,6 @@ func (p *tcpProxy) setCut(cut bool) {
 // fleetEnv is one test's fleet: its etcd, sink, run log, toolchain and
 // fixture.
 type fleetEnv struct {
-	t    *testing.T
 	etcd *etcdCluster
 	sink *sink
 	runs *runLog
@@ -861,7 +860,7 @@ func newFleetEnv(t *testing.T, withEtcd bool) *fleetEnv {
 		testutil.NeedSandbox(t, testutil.Landlock, false, "neither Landlock nor user namespaces ("+k.UserNSReason+
 			"): a check gets no temp dir of its own, so its evidence is not shared and it never runs fleet-wide")
 	}
-	f := &fleetEnv{t: t}
+	f := &fleetEnv{}
 	f.bin = shortDir(t)
 	buildFakeGo(t, f.bin)
 	f.runs = newRunLog(t, filepath.Join(f.bin, "runlog.sock"))
@@ -1120,25 +1119,17 @@ func (n *fleetNode) write(ctx context.Context, requestID string) error {
 // status reads n's GET /v1/status.
 func (n *fleetNode) status(t *testing.T) map[string]any {
 	t.Helper()
-	st, err := n.tryStatus()
-	if err != nil {
-		t.Fatalf("node %s: status: %v", n.name, err)
-	}
-	return st
-}
-
-func (n *fleetNode) tryStatus() (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	raw, err := n.human.Get(ctx, "/v1/status")
 	if err != nil {
-		return nil, err
+		t.Fatalf("node %s: status: %v", n.name, err)
 	}
 	var st map[string]any
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decode status: %v", err)
+		t.Fatalf("node %s: decode status: %v", n.name, err)
 	}
-	return st, nil
+	return st
 }
 
 // checkCalls is how many run_check calls reached n's check actors: runs
