@@ -236,7 +236,7 @@ func TestFleetJobStaleAttemptRefused(t *testing.T) {
 	// again: until then it answers its own record).
 	for _, n := range ns {
 		var got fleetJobAnswer
-		waitFor(t, 10*time.Second, "job_status on "+n.name+" names attempt 2's success", func() bool {
+		waitFor(t, 30*time.Second, "job_status on "+n.name+" names attempt 2's success", func() bool {
 			got = n.jobStatus(t, id, 0)
 			return got.State == "succeeded" && got.Fleet != nil && got.Fleet.Attempt == 2 && got.Fleet.Node == end.Fleet.Node && got.Fleet.Token == end.Fleet.Token
 		}, func() string { return got.String() })

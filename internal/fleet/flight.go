@@ -325,9 +325,6 @@ func (f *flight) wait(octx, ctx context.Context, token, rev int64) ([]byte, int6
 		if gone {
 			return nil, 0, nil
 		}
-		if n.isLeaving() {
-			return nil, 0, errs.New(errs.Unavailable, "fleet: node %s is leaving the fleet; ask another node", n.cfg.Node)
-		}
 		if octx.Err() != nil {
 			return nil, 0, f.fail(ctx, octx.Err(), "waited for another node's run")
 		}
@@ -350,13 +347,12 @@ func (f *flight) wait(octx, ctx context.Context, token, rev int64) ([]byte, int6
 }
 
 // watch reads wch until the result of token is put (ok), the claim is
-// deleted without it (gone), or the watch ends or the node leaves
-// (neither).
+// deleted without it (gone), or the watch ends (neither). A node that is
+// leaving keeps its waiters until the run they wait for records (Close
+// waits for them, until its context ends).
 func (f *flight) watch(wch clientv3.WatchChan, token int64, runKey, resKey string) (rec []byte, rev int64, gone, ok bool) {
 	for {
 		select {
-		case <-f.n.leavingc:
-			return nil, 0, false, false
 		case wr, open := <-wch:
 			if !open || wr.Canceled || wr.Err() != nil {
 				return nil, 0, false, false
