@@ -351,26 +351,24 @@ func (f *flight) wait(octx, ctx context.Context, token, rev int64) ([]byte, int6
 // leaving keeps its waiters until the run they wait for records (Close
 // waits for them, until its context ends).
 func (f *flight) watch(wch clientv3.WatchChan, token int64, runKey, resKey string) (rec []byte, rev int64, gone, ok bool) {
-	for {
-		select {
-		case wr, open := <-wch:
-			if !open || wr.Canceled || wr.Err() != nil {
-				return nil, 0, false, false
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.PUT && string(ev.Kv.Key) == resKey {
-					if r, err := UnmarshalActionRecord(ev.Kv.Value); err == nil && r.Token == token {
-						return ev.Kv.Value, ev.Kv.ModRevision, false, true
-					}
-				}
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE && string(ev.Kv.Key) == runKey {
-					return nil, 0, true, false
+	for wr := range wch {
+		if wr.Canceled || wr.Err() != nil {
+			return nil, 0, false, false
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.PUT && string(ev.Kv.Key) == resKey {
+				if r, err := UnmarshalActionRecord(ev.Kv.Value); err == nil && r.Token == token {
+					return ev.Kv.Value, ev.Kv.ModRevision, false, true
 				}
 			}
 		}
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE && string(ev.Kv.Key) == runKey {
+				return nil, 0, true, false
+			}
+		}
 	}
+	return nil, 0, false, false
 }
 
 // runClaimed runs the check this node claimed and records its result.
