@@ -746,7 +746,7 @@ func TestFleetEmbeddedEtcd(t *testing.T) {
 	us := make([]urls, 3)
 	var peers []string
 	for i := range us {
-		us[i] = urls{fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		us[i] = urls{"http://" + freeAddr(t), "http://" + freeAddr(t)}
 		peers = append(peers, fmt.Sprintf("m%d=%s", i+1, us[i].peer))
 	}
 	start := time.Now()

@@ -579,17 +579,6 @@ type etcdCluster struct {
 	cli         *clientv3.Client
 }
 
-// freePort reserves a loopback port and releases it for its user.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startEtcd starts a 3-member cluster and a client of it.
 func startEtcd(t *testing.T) *etcdCluster {
 	t.Helper()
@@ -991,7 +980,7 @@ func (n *fleetNode) register(t *testing.T, path string) string {
 // node starts a node joined to the test's etcd directly.
 func (f *fleetEnv) node(t *testing.T, name string) *fleetNode {
 	t.Helper()
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	listen := freeAddr(t)
 	n := &fleetNode{name: name, dataDir: t.TempDir(), listen: listen, args: f.direct(0, name, listen)}
 	f.launch(t, n)
 	f.ready(t, n)
@@ -1004,7 +993,7 @@ func (f *fleetEnv) nodes(t *testing.T, prefix string, count int, mk func(i int, 
 	ns := make([]*fleetNode, count)
 	for i := range ns {
 		name := fmt.Sprintf("%s%d", prefix, i+1)
-		listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen := freeAddr(t)
 		ns[i] = &fleetNode{name: name, dataDir: t.TempDir(), listen: listen, args: mk(i, name, listen)}
 		f.launch(t, ns[i])
 	}
