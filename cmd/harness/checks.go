@@ -110,7 +110,12 @@ func printCheck(w io.Writer, r *harness.RunCheckResult) {
 	if r.OriginalRun.JobID != "" {
 		orig = "job " + esc(r.OriginalRun.JobID)
 	}
-	fmt.Fprintf(w, "%s  %s on the %s path (%s, %s, finished %s)\n", verdict, how, esc(r.Path), orig, esc(r.OriginalRun.RepoID),
+	where := esc(r.OriginalRun.RepoID)
+	if f := r.Fleet; f != nil {
+		// One run fleet-wide: the node that ran it names it.
+		orig, where = "fleet run "+esc(f.RunID), fmt.Sprintf("node %s, token %d", esc(f.Node), f.Token)
+	}
+	fmt.Fprintf(w, "%s  %s on the %s path (%s, %s, finished %s)\n", verdict, how, esc(r.Path), orig, where,
 		r.OriginalRun.FinishedAt.Local().Format("2006-01-02 15:04:05"))
 	fmt.Fprintf(w, "identity %s\n", esc(r.Identity))
 	for _, m := range r.MissReasons {
