@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/harnessd/harnessd/internal/fleet"
 )
 
 // fleetJobAnswer is the part of a job_start or job_status answer the
@@ -62,12 +64,22 @@ func (n *fleetNode) jobStatus(t *testing.T, id string, wait int) fleetJobAnswer 
 // etcd's history (the completions FinishJob recorded).
 func finalPuts(t *testing.T, cli *clientv3.Client, key string) []map[string]any {
 	t.Helper()
+	// The node that ran the job answers its own record at once; its end
+	// reaches etcd a moment later (FinishJob): wait for a final record.
+	var cur *clientv3.GetResponse
+	waitFor(t, 30*time.Second, "a final record of "+key+" in etcd", func() bool {
+		gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer gcancel()
+		var err error
+		cur, err = cli.Get(gctx, key)
+		if err != nil || len(cur.Kvs) == 0 {
+			return false
+		}
+		var r fleet.JobRecord
+		return json.Unmarshal(cur.Kvs[0].Value, &r) == nil && fleet.JobStateFinal(r.State)
+	}, func() string { return fmt.Sprint(cur) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cur, err := cli.Get(ctx, key)
-	if err != nil || len(cur.Kvs) == 0 {
-		t.Fatalf("etcd: %s: %v (%d keys)", key, err, len(cur.Kvs))
-	}
 	last := cur.Kvs[0].ModRevision
 	var finals []map[string]any
 	wctx, wcancel := context.WithCancel(ctx)
