@@ -20,6 +20,7 @@ type Status struct {
 	RejoinAt  time.Time   `json:"rejoin_at,omitzero"` // earliest rejoin, while lost
 	Members   []Member    `json:"members"`            // from etcd, sorted by name
 	Claims    []ClaimInfo `json:"claims"`             // checks running now, sorted by identity
+	Owners    []OwnerInfo `json:"owners"`             // repository homes (homes.go), sorted by repo id
 	Endpoints []string    `json:"endpoints"`
 }
 
@@ -106,5 +107,6 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	}
 	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].Name < st.Members[j].Name })
 	sort.Slice(st.Claims, func(i, j int) bool { return st.Claims[i].Identity < st.Claims[j].Identity })
+	st.Owners = n.owners(ctx)
 	return st, nil
 }
