@@ -303,6 +303,7 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 		return nil, err
 	}
 	h.startFleetJobs() // jobs that outlive their node (fleetjobs.go)
+	h.claimHomes(ctx)  // this node is the home of the checkouts it has (fleethome.go)
 	h.afterBoot(ctx)
 	return h, nil
 }
@@ -401,6 +402,9 @@ func Ops() []Op { return ops.Registry().All() }
 // CallOp runs the named operation with raw JSON arguments through the
 // request pipeline (the MCP, HTTP and CLI surfaces).
 func (h *Harness) CallOp(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	if h.fleet != nil {
+		return h.callOrForward(ctx, name, args) // checkouts stay home (fleethome.go)
+	}
 	return h.pipe.Call(ctx, name, args)
 }
 

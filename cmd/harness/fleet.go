@@ -9,7 +9,8 @@ import (
 )
 
 // printFleet writes the fleet section of `harness status`: this node's
-// session, the members and the checks claimed now.
+// session, the members, the checks claimed now and the repositories'
+// homes.
 func printFleet(w io.Writer, f *fleet.Status) {
 	line := fmt.Sprintf("%s, %s, epoch %d, ttl %s", esc(f.Node), f.State, f.Epoch, f.TTL)
 	switch f.State {
@@ -31,6 +32,11 @@ func printFleet(w io.Writer, f *fleet.Status) {
 	}
 	for _, c := range f.Claims {
 		fmt.Fprintf(w, "fleet claim\t%s on %s (token %d, run %s)\n", esc(shortID(c.Identity)), esc(c.Node), c.Token, esc(c.RunID))
+	}
+	// Where each repository's checkout lives: other nodes forward its
+	// operations there.
+	for _, o := range f.Owners {
+		fmt.Fprintf(w, "fleet owner\t%s on %s (epoch %d)\n", esc(o.RepoID), esc(o.Node), o.Epoch)
 	}
 }
 

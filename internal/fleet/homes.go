@@ -1,11 +1,15 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -232,4 +236,96 @@ func (n *Node) owners(ctx context.Context) []OwnerInfo {
 		out[i] = OwnerInfo{RepoID: h.RepoID, Node: h.Node, Epoch: h.Epoch}
 	}
 	return out
+}
+
+// ForwardPath is the route of the home node's HTTP API a forwarded
+// operation is posted to: ForwardPath+<operation>.
+const ForwardPath = "/v1/fleet/forward/"
+
+// Headers of a forwarded call: the node that forwards it and who called
+// it there (the client, its session and role). The home node's audit
+// entry names them; none of them is a credential.
+const (
+	HeaderForwardedFrom = "X-Harnessd-Forwarded-From"
+	HeaderClient        = "X-Harnessd-Client"
+	HeaderSession       = "X-Harnessd-Session"
+	HeaderRole          = "X-Harnessd-Role"
+)
+
+// ForwardMaxAnswer bounds the answer a home node may send back.
+const ForwardMaxAnswer = 64 << 20
+
+// Forwarded is who a forwarded call is made for.
+type Forwarded struct {
+	Client  string // the caller's client, "name version"
+	Session string
+	Role    string
+}
+
+// Authorized reports whether r carries the fleet secret as its bearer
+// token (compared in constant time): the credential of a node of the
+// fleet.
+func (n *Node) Authorized(r *http.Request) bool {
+	return authorized(r.Header.Get("Authorization"), n.secret)
+}
+
+// Forward posts an operation and its raw arguments to the home node of
+// a repository (h.Node's advertised URL) with the fleet secret, and
+// answers the home node's answer unchanged: its JSON result, or its
+// coded error (the code kept). A home node that is not live, advertises
+// no URL or does not answer is UNAVAILABLE naming it.
+func (n *Node) Forward(ctx context.Context, h Home, op string, args []byte, who Forwarded) (json.RawMessage, error) {
+	resp, err := n.cli.Get(ctx, n.keys.member(h.Node))
+	if err != nil {
+		return nil, etcdError(err, "look up node "+h.Node)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, which is not a live member of the fleet now; retry once it is back", h.RepoID, h.Node).
+			With("node", h.Node).With("repo_id", h.RepoID)
+	}
+	var mv memberValue
+	if err := json.Unmarshal(resp.Kvs[0].Value, &mv); err != nil || mv.Advertise == "" {
+		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, which advertises no URL (harnessd serve --advertise)", h.RepoID, h.Node).
+			With("node", h.Node).With("repo_id", h.RepoID)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(mv.Advertise, "/")+ForwardPath+url.PathEscape(op), bytes.NewReader(args))
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "fleet: build the forwarded request to node %s", h.Node)
+	}
+	req.Header.Set("Authorization", "Bearer "+n.secret)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderForwardedFrom, n.cfg.Node)
+	for k, v := range map[string]string{HeaderClient: who.Client, HeaderSession: who.Session, HeaderRole: who.Role} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	// No client timeout: the operation may wait (a lease, an approval)
+	// as long as the caller's context allows.
+	hr, err := n.fwd.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errs.Wrap(errs.Cancelled, ctx.Err(), "the call forwarded to node %s was cancelled", h.Node)
+		}
+		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, unreachable at %s", h.RepoID, h.Node, mv.Advertise).
+			With("node", h.Node).With("repo_id", h.RepoID)
+	}
+	defer func() { _ = hr.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(hr.Body, ForwardMaxAnswer+1))
+	if err != nil || len(body) > ForwardMaxAnswer {
+		return nil, errs.New(errs.Unavailable, "node %s: the forwarded %s answer was cut off or larger than %d bytes", h.Node, op, ForwardMaxAnswer).With("node", h.Node)
+	}
+	if hr.StatusCode == http.StatusOK {
+		return body, nil
+	}
+	var e struct {
+		Error *errs.Error `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Code != "" {
+		return nil, e.Error
+	}
+	if hr.StatusCode == http.StatusUnauthorized {
+		return nil, errs.New(errs.Unauthenticated, "node %s refused this node's fleet secret: every node of the fleet must join the same etcd prefix", h.Node).With("node", h.Node)
+	}
+	return nil, errs.New(errs.Unavailable, "node %s answered the forwarded %s with HTTP %d", h.Node, op, hr.StatusCode).With("node", h.Node)
 }

@@ -31,6 +31,7 @@ type Node struct {
 	blobs  blobDir
 	secret string
 	hc     *http.Client // node-to-node blob fetch
+	fwd    *http.Client // operations forwarded to a repository's home node (homes.go)
 
 	stopCtx  context.Context // cancelled by Close once the flights are done: stops the session loop
 	stop     context.CancelFunc
@@ -89,6 +90,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		donec: make(chan struct{}), sweptc: make(chan struct{}), leavingc: make(chan struct{})}
 	n.ret = newRetention(cli, n.keys, cfg.Retention)
+	n.fwd = &http.Client{CheckRedirect: n.hc.CheckRedirect} // no timeout: the caller's context bounds a forwarded call
 	if n.cache == nil {
 		n.etcdc = &EtcdCache{cli: cli, keys: n.keys, inlineMax: cfg.InlineBlobMax, ret: n.ret}
 		n.cache = n.etcdc

@@ -466,12 +466,14 @@ func watchDataDir(ctx context.Context, interval time.Duration, check func() erro
 // bearer token, the console behind its own login (a browser cannot send
 // the token as a header), GET /healthz open, answering only that the
 // daemon is up, and GET /v1/fleet/blobs/ behind the fleet's own
-// credential (fleet.BlobHandler checks the fleet secret).
+// credential (fleet.BlobHandler checks the fleet secret), as is POST
+// /v1/fleet/forward/ (httpapi's forwarded checks it).
 func tcpHandler(ui http.Handler, token string, api http.Handler) http.Handler {
 	guarded := console.Route(ui, httpapi.RequireToken(token, api))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if (r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead)) ||
-			(strings.HasPrefix(r.URL.Path, "/v1/fleet/blobs/") && r.Method == http.MethodGet) {
+			(strings.HasPrefix(r.URL.Path, "/v1/fleet/blobs/") && r.Method == http.MethodGet) ||
+			(strings.HasPrefix(r.URL.Path, "/v1/fleet/forward/") && r.Method == http.MethodPost) {
 			api.ServeHTTP(w, r)
 			return
 		}

@@ -157,6 +157,9 @@ func Handler(h *harness.Harness, o Options) http.Handler {
 		// Evidence blobs for the other nodes of the fleet: their own
 		// credential (the fleet secret), not the human token.
 		mux.Handle("GET /v1/fleet/blobs/", fleet.BlobHandler(n))
+		// Operations forwarded to this node, the home of their repository
+		// (fleetforward.go): the fleet secret too.
+		mux.HandleFunc("POST "+fleet.ForwardPath+"{op}", a.forwarded(n))
 	}
 	if o.MCP != nil {
 		mux.Handle("/mcp", o.MCP)

@@ -1,0 +1,204 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.uber.org/zap"
+
+	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/harness/govern"
+	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/internal/fleet"
+	"github.com/harnessd/harnessd/messages"
+)
+
+// Checkouts stay home (docs/fleet.md): a repository's checkout lives on
+// the node it is registered on, whose name etcd keeps (fleet.Home). A
+// call through CallOp that names a repository this node does not have
+// is forwarded to its home node, which runs it as an agent's call under
+// its own gate, policy, ledger and receipts; the answer comes back
+// unchanged but for "forwarded_to".
+
+// claimHomes records this node as the home of every repository it has
+// registered (at join): create-if-absent, so a repository already homed
+// elsewhere stays there (and is logged).
+func (h *Harness) claimHomes(ctx context.Context) {
+	if h.fleet == nil {
+		return
+	}
+	repos, err := h.rt.Registry.List(ctx)
+	if err != nil {
+		h.lg.Warn("fleet: list the repositories to record their home", zap.Error(err))
+		return
+	}
+	for _, r := range repos {
+		h.claimHome(ctx, r.ID, r.Root, r.CheckoutID, r.Registered)
+	}
+}
+
+// claimHome records this node as the home of one repository.
+func (h *Harness) claimHome(ctx context.Context, repoID, root, checkoutID string, at time.Time) {
+	got, _, err := h.fleet.ClaimHome(ctx, fleet.Home{RepoID: repoID, Root: root, CheckoutID: checkoutID, RegisteredAt: at})
+	switch {
+	case err != nil:
+		h.lg.Warn("fleet: record the home of a repository", zap.String("repo_id", repoID), zap.Error(err))
+	case got.Node != h.fleet.Name():
+		h.lg.Warn("fleet: the repository is registered here too, but its home is another node: other nodes forward its operations there",
+			zap.String("repo_id", repoID), zap.String("home", got.Node))
+	}
+}
+
+// noteHome keeps the home records in step with a registration this
+// node's pipeline just made or removed (op is the canonical name).
+func (h *Harness) noteHome(ctx context.Context, name string, out any) {
+	if name != "repository_register" && name != "repository_unregister" {
+		return
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	var r messages.Repository
+	if json.Unmarshal(b, &r) != nil || r.ID == "" {
+		return
+	}
+	if name == "repository_register" {
+		h.claimHome(ctx, r.ID, r.Root, r.CheckoutID, r.Registered)
+		return
+	}
+	if _, err := h.fleet.ReleaseHome(ctx, r.ID); err != nil {
+		h.lg.Warn("fleet: release the home of an unregistered repository", zap.String("repo_id", r.ID), zap.Error(err))
+	}
+}
+
+// callOrForward runs the named operation here, and forwards it to the
+// repository's home node when this node does not have the repository
+// (REPOSITORY_NOT_REGISTERED, raised before anything is recorded) and
+// the fleet names another home.
+func (h *Harness) callOrForward(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	out, err := h.pipe.Call(ctx, name, args)
+	canon := name
+	if o, ok := h.pipe.Registry().Lookup(name); ok {
+		canon = o.Name
+	}
+	if err == nil {
+		h.noteHome(ctx, canon, out)
+		return out, nil
+	}
+	if errs.CodeOf(err) != errs.RepositoryNotRegistered {
+		return nil, err
+	}
+	repoID, _ := errs.From(err).Details["repo_id"].(string)
+	if repoID == "" {
+		return nil, err
+	}
+	home, ok, oerr := h.fleet.Owner(ctx, repoID)
+	if oerr != nil || !ok || home.Node == h.fleet.Name() {
+		return nil, err // no home elsewhere (or etcd did not answer): the local answer stands
+	}
+	fargs, dropped := dropRunID(args)
+	ans, ferr := h.fleet.Forward(ctx, home, canon, fargs, forwardedFor(ctx))
+	if ferr != nil {
+		if e, ok := ferr.(*errs.Error); ok && errs.CodeOf(ferr) != errs.Unavailable {
+			return nil, e.With("forwarded_to", home.Node)
+		}
+		return nil, ferr
+	}
+	return forwardedAnswer(ans, home.Node, dropped)
+}
+
+// forwardedFor answers who a forwarded call is made for: the caller ctx
+// carries (its client, session and role); "unnamed" without one.
+func forwardedFor(ctx context.Context) fleet.Forwarded {
+	c, _ := op.CallerFrom(ctx)
+	who := fleet.Forwarded{Client: govern.ClientString(c.Client), Session: c.Session, Role: c.Role}
+	if who.Client == "" {
+		who.Client = "unnamed"
+	}
+	return who
+}
+
+// dropRunID removes run_id from forwarded arguments (a run is
+// node-local: the home node does not know it) and reports whether there
+// was one.
+func dropRunID(args json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args, false
+	}
+	if _, ok := m["run_id"]; !ok {
+		return args, false
+	}
+	delete(m, "run_id")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return args, false
+	}
+	return b, true
+}
+
+// forwardedAnswer is the home node's answer with "forwarded_to" (and a
+// warning when run_id was dropped).
+func forwardedAnswer(ans json.RawMessage, node string, dropped bool) (any, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(ans, &m); err != nil {
+		return nil, errs.New(errs.Unavailable, "node %s answered the forwarded call with something not a JSON object", node).With("node", node)
+	}
+	m["forwarded_to"], _ = json.Marshal(node)
+	if dropped {
+		m["forwarded_warning"], _ = json.Marshal("run_id is node-local: the call ran on node " + node + " outside the run")
+	}
+	return m, nil
+}
+
+// maxForwardName bounds the node, client, session and role names of a
+// forwarded call.
+const maxForwardName = 256
+
+// printable reports whether s is 1..maxForwardName printable characters.
+func printable(s string) bool {
+	if s == "" || len(s) > maxForwardName {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
+}
+
+// CallForwarded runs an operation another node of the fleet forwarded
+// (the HTTP surface checked the fleet secret): as an agent's call, never
+// a person's, so what needs a person (granting a root, the human-token
+// routes) it cannot do; only the operations agents may call; never
+// forwarded again. Its caller names the forwarding node and the client
+// there (the audit entry's client is "forwarded from node X for Y"); its
+// gate, policy, approvals, ledger and receipts are this node's.
+func (h *Harness) CallForwarded(ctx context.Context, from string, who fleet.Forwarded, name string, args json.RawMessage) (any, error) {
+	if h.fleet == nil {
+		return nil, errs.New(errs.Unavailable, "this node is not in a fleet; nothing may be forwarded to it")
+	}
+	if !printable(from) {
+		return nil, errs.New(errs.InvalidArgument, "a forwarded call must name the forwarding node in %s (1-%d printable characters)", fleet.HeaderForwardedFrom, maxForwardName)
+	}
+	for _, v := range []string{who.Client, who.Session, who.Role} {
+		if v != "" && !printable(v) {
+			return nil, errs.New(errs.InvalidArgument, "a forwarded call's client, session and role must be at most %d printable characters", maxForwardName)
+		}
+	}
+	o, ok := h.pipe.Registry().Lookup(name)
+	if !ok {
+		return nil, errs.New(errs.NotFound, "unknown operation %q: only operations are forwarded (approvals and policy are a person's, on their node)", name).With("operation", name)
+	}
+	if !o.Agent {
+		return nil, errs.New(errs.RoleDenied, "%s is a person's operation; a call forwarded from node %s acts as an agent and may not call it", o.Name, from).
+			With("operation", o.Name)
+	}
+	client := "unnamed"
+	if who.Client != "" {
+		client = who.Client
+	}
+	ctx = op.WithCaller(ctx, messages.Caller{Session: "fleet:" + from + "/" + who.Session, Role: who.Role,
+		Client: messages.Client{Name: "forwarded from node " + from + " for " + client}})
+	return h.pipe.Call(ctx, name, args)
+}
