@@ -155,8 +155,50 @@ func TestFleetHomeForwardsMutations(t *testing.T) {
 			t.Fatalf("forwarded %s = %d %s; want 404 (no such operation)", name, code, body)
 		}
 	}
+	// A forwarded call acts in the role it names, never above it: a
+	// reader's forwarded write is refused by A's gate, nothing written.
+	req := map[string]any{"repo_id": id, "request_id": "home-reader",
+		"operations": []map[string]any{{"op": "write", "path": "marker.txt", "content": "must not appear\n"}}}
+	body, _ := json.Marshal(req)
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.listen+fleet.ForwardPath+"apply_patch", bytes.NewReader(body))
+	hr.Header.Set("Authorization", "Bearer "+string(secret))
+	hr.Header.Set(fleet.HeaderForwardedFrom, b.name)
+	hr.Header.Set(fleet.HeaderRole, "reader")
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rb bytes.Buffer
+	_, _ = rb.ReadFrom(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(rb.String(), "ROLE_DENIED") {
+		t.Fatalf("a reader's forwarded apply_patch = %d %s; want 403 ROLE_DENIED", resp.StatusCode, rb.String())
+	}
+	if _, err := os.Stat(filepath.Join(path, "marker.txt")); !os.IsNotExist(err) {
+		t.Fatalf("marker.txt exists after refused forwards (%v)", err)
+	}
 	if strings.Contains(string(out), string(secret)) || strings.Contains(string(wraw), string(secret)) {
 		t.Fatal("the fleet secret is in an answer or in harness status")
 	}
 	noFleetSecret(t, f, ns)
+
+	// Unregistered on its home node: the record goes, and B answers the
+	// repository unknown.
+	if _, err := a.api.Call(ctx, "repository_unregister", map[string]any{"repo_id": id}); err != nil {
+		t.Fatalf("%s: repository_unregister: %v", a.name, errorOf(err))
+	}
+	if raw, _ := f.etcd.get(t, fleetPrefix+"homes/"+id); raw != nil {
+		t.Fatalf("homes/%s = %s after its home unregistered it; want none", id, raw)
+	}
+	if _, _, err := call(b, "read_file", map[string]any{"repo_id": id, "path": "notes/home.txt"}); !codeIs(err, errs.RepositoryNotRegistered) {
+		t.Fatalf("read_file of the unregistered repository on %s = %v; want REPOSITORY_NOT_REGISTERED", b.name, errorOf(err))
+	}
+
+	// The home node killed: a forwarded call is UNAVAILABLE naming it.
+	id2 := a.register(t, f.clone(t))
+	_ = a.d.cmd.Process.Kill()
+	<-a.d.done
+	if _, _, err := call(b, "read_file", map[string]any{"repo_id": id2, "path": "README.md"}); !codeIs(err, errs.Unavailable) || !strings.Contains(errorOf(err), a.name) {
+		t.Fatalf("read_file with the home node killed = %v; want UNAVAILABLE naming %s", errorOf(err), a.name)
+	}
 }
