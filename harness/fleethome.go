@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -76,37 +77,72 @@ func (h *Harness) noteHome(ctx context.Context, name string, out any) {
 }
 
 // callOrForward runs the named operation here, and forwards it to the
-// repository's home node when this node does not have the repository
-// (REPOSITORY_NOT_REGISTERED, raised before anything is recorded) and
-// the fleet names another home.
+// repository's home node when this node does not have the repository and
+// the fleet names another home: at once when the arguments' repo_id is
+// not registered here (so this node's run records no failed call), else
+// on REPOSITORY_NOT_REGISTERED (raised before anything is recorded; a
+// repo_id spelled by an alias).
 func (h *Harness) callOrForward(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	out, err := h.pipe.Call(ctx, name, args)
-	canon := name
-	if o, ok := h.pipe.Registry().Lookup(name); ok {
-		canon = o.Name
+	o, known := h.pipe.Registry().Lookup(name)
+	if !known {
+		return h.pipe.Call(ctx, name, args)
 	}
+	if id := repoIDOf(args); id != "" {
+		if _, local := h.rt.Registry.Lookup(id); !local {
+			if home, ok := h.homeElsewhere(ctx, id); ok {
+				return h.forward(ctx, home, o.Name, args)
+			}
+		}
+	}
+	out, err := h.pipe.Call(ctx, name, args)
 	if err == nil {
-		h.noteHome(ctx, canon, out)
+		h.noteHome(ctx, o.Name, out)
 		return out, nil
 	}
 	if errs.CodeOf(err) != errs.RepositoryNotRegistered {
 		return nil, err
 	}
-	repoID, _ := errs.From(err).Details["repo_id"].(string)
+	id, _ := errs.From(err).Details["repo_id"].(string)
+	if home, ok := h.homeElsewhere(ctx, id); ok {
+		return h.forward(ctx, home, o.Name, args)
+	}
+	return nil, err // no home elsewhere (or etcd did not answer): the local answer stands
+}
+
+// repoIDOf answers the repo_id of raw arguments ("" when they name none
+// under that key).
+func repoIDOf(args json.RawMessage) string {
+	if !bytes.Contains(args, []byte(`"repo_id"`)) {
+		return ""
+	}
+	var probe struct {
+		RepoID string `json:"repo_id"`
+	}
+	_ = json.Unmarshal(args, &probe)
+	return probe.RepoID
+}
+
+// homeElsewhere answers the home of repoID when it is another node's.
+func (h *Harness) homeElsewhere(ctx context.Context, repoID string) (fleet.Home, bool) {
 	if repoID == "" {
-		return nil, err
+		return fleet.Home{}, false
 	}
-	home, ok, oerr := h.fleet.Owner(ctx, repoID)
-	if oerr != nil || !ok || home.Node == h.fleet.Name() {
-		return nil, err // no home elsewhere (or etcd did not answer): the local answer stands
+	home, ok, err := h.fleet.Owner(ctx, repoID)
+	if err != nil || !ok || home.Node == h.fleet.Name() {
+		return fleet.Home{}, false
 	}
+	return home, true
+}
+
+// forward sends the call to home's node and answers its answer.
+func (h *Harness) forward(ctx context.Context, home fleet.Home, name string, args json.RawMessage) (any, error) {
 	fargs, dropped := dropRunID(args)
-	ans, ferr := h.fleet.Forward(ctx, home, canon, fargs, forwardedFor(ctx))
-	if ferr != nil {
-		if e, ok := ferr.(*errs.Error); ok && errs.CodeOf(ferr) != errs.Unavailable {
+	ans, err := h.fleet.Forward(ctx, home, name, fargs, forwardedFor(ctx))
+	if err != nil {
+		if e, ok := err.(*errs.Error); ok && e.Code != errs.Unavailable {
 			return nil, e.With("forwarded_to", home.Node)
 		}
-		return nil, ferr
+		return nil, err
 	}
 	return forwardedAnswer(ans, home.Node, dropped)
 }

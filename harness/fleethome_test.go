@@ -73,3 +73,17 @@ func TestFleetHomePrintable(t *testing.T) {
 		}
 	}
 }
+
+func TestFleetHomeRepoIDOf(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"repo_id":"repo_1","path":"a"}`, "repo_1"},
+		{`{"path":"a"}`, ""},
+		{`{"repo":"repo_1"}`, ""}, // an alias: the pipeline's REPOSITORY_NOT_REGISTERED forwards it
+		{`{"repo_id":5}`, ""},
+		{`not json "repo_id"`, ""},
+	} {
+		if got := repoIDOf(json.RawMessage(tc.in)); got != tc.want {
+			t.Errorf("repoIDOf(%s) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -103,6 +103,12 @@ func TestFleetHomeForwardsMutations(t *testing.T) {
 	if err != nil || r.Content != "written through "+b.name+"\n" || r.ForwardedTo != a.name {
 		t.Fatalf("read_file through %s = %+v, %v; want A's content", b.name, r, errorOf(err))
 	}
+	// The repository named by an alias: B's pipeline answers it unknown,
+	// and the call is forwarded all the same.
+	r2, _, err := call(b, "read_file", map[string]any{"repo": id, "path": "notes/home.txt"})
+	if err != nil || r2.Content != r.Content || r2.ForwardedTo != a.name {
+		t.Fatalf("read_file with repo= through %s = %+v, %v; want A's content", b.name, r2, errorOf(err))
+	}
 	// A's audit says who: forwarded from B.
 	araw, err := a.human.Get(ctx, "/v1/audit?request_id=home-w1")
 	if err != nil || !strings.Contains(string(araw), "forwarded from node "+b.name) {
