@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -33,8 +34,20 @@ type homeAnswer struct {
 // receipts; a retry on B replays; B's status names A as the owner; a
 // forward without the fleet secret is 401 and changes nothing; a
 // forwarded call cannot reach a person's operation.
+//
+// Sealed (the fleet key on every node), the home record carries its seal
+// and the bearer is the key's: etcd's secret is no credential.
 func TestFleetHomeForwardsMutations(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "etcd secret", true: "fleet key"}[sealed], func(t *testing.T) { fleetHome(t, sealed) })
+	}
+}
+
+func fleetHome(t *testing.T, sealed bool) {
 	f := newFleetEnv(t, true)
+	if sealed {
+		f.key = []byte(hex.EncodeToString([]byte(newSecret(t))))
+	}
 	ns := f.nodes(t, "home", 2, f.etcdCached)
 	a, b := ns[0], ns[1]
 	path := f.clone(t)
@@ -44,6 +57,9 @@ func TestFleetHomeForwardsMutations(t *testing.T) {
 	var home fleet.Home
 	if err := json.Unmarshal(raw, &home); err != nil || home.Node != a.name || home.Root != path || rev == 0 {
 		t.Fatalf("etcd homes/%s = %s (%v); want %s's record of %s", id, raw, err, a.name, path)
+	}
+	if (home.Seal != "") != sealed {
+		t.Fatalf("etcd homes/%s = %s; want a seal exactly when the fleet key is set (%t)", id, raw, sealed)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -128,6 +144,12 @@ func TestFleetHomeForwardsMutations(t *testing.T) {
 	// The forward route without the fleet secret, or with a wrong one:
 	// 401, nothing written.
 	secret, _ := f.etcd.get(t, fleetPrefix+"secret")
+	wrong := []string{"", "not-the-secret", string(secret) + "x"}
+	if sealed {
+		// The bearer is the person's key; etcd's secret (if any) is none.
+		wrong = append(wrong, string(secret), string(f.key))
+		secret = []byte(hex.EncodeToString(f.key))
+	}
 	post := func(opName, bearer string, args map[string]any) (int, string) {
 		body, _ := json.Marshal(args)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.listen+fleet.ForwardPath+opName, bytes.NewReader(body))
@@ -146,7 +168,7 @@ func TestFleetHomeForwardsMutations(t *testing.T) {
 	}
 	marker := map[string]any{"repo_id": id, "request_id": "home-marker",
 		"operations": []map[string]any{{"op": "write", "path": "marker.txt", "content": "must not appear\n"}}}
-	for _, bearer := range []string{"", "not-the-secret", string(secret) + "x"} {
+	for _, bearer := range wrong {
 		if code, body := post("apply_patch", bearer, marker); code != http.StatusUnauthorized || !strings.Contains(body, "UNAUTHENTICATED") {
 			t.Fatalf("forward with bearer %q = %d %s; want 401", bearer[:min(len(bearer), 3)], code, body)
 		}
