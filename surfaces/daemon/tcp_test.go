@@ -35,6 +35,8 @@ func TestTCPHandlerGuards(t *testing.T) {
 		{"GET", "/mcp", "", 401, ""},
 		{"GET", "/v1/fleet/blobs/" + strings.Repeat("a", 64), "", 200, "api"}, // the fleet secret, checked by fleet.BlobHandler
 		{"POST", "/v1/fleet/blobs/" + strings.Repeat("a", 64), "", 401, ""},
+		{"POST", "/v1/fleet/forward/apply_patch", "", 200, "api"}, // the fleet secret, checked by httpapi's forwarded
+		{"GET", "/v1/fleet/forward/apply_patch", "", 401, ""},
 	}
 	for _, tt := range tests {
 		req := httptest.NewRequest(tt.method, tt.path, nil)
