@@ -236,5 +236,10 @@ func (h *Harness) CallForwarded(ctx context.Context, from string, who fleet.Forw
 	}
 	ctx = op.WithCaller(ctx, messages.Caller{Session: "fleet:" + from + "/" + who.Session, Role: who.Role,
 		Client: messages.Client{Name: "forwarded from node " + from + " for " + client}})
-	return h.pipe.Call(ctx, name, args)
+	out, err := h.pipe.Call(ctx, name, args)
+	if err != nil {
+		return nil, err
+	}
+	h.noteHome(ctx, o.Name, out)
+	return out, nil
 }
