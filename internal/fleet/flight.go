@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -273,25 +274,18 @@ func (f *flight) blob(ctx context.Context, d Digest, producer string) ([]byte, b
 
 // fetchFrom GETs the blob of d from node's advertised URL.
 func (n *Node) fetchFrom(ctx context.Context, node string, d Digest) ([]byte, error) {
-	resp, err := n.cli.Get(ctx, n.keys.member(node))
+	base, err := n.advertised(ctx, node)
 	if err != nil {
-		return nil, etcdError(err, "look up node "+node)
+		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, errs.New(errs.NotFound, "node %s is not a live member", node)
-	}
-	var mv memberValue
-	if err := json.Unmarshal(resp.Kvs[0].Value, &mv); err != nil || mv.Advertise == "" {
-		return nil, errs.New(errs.NotFound, "node %s advertises no URL", node)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mv.Advertise+BlobPath+d.Hash, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+BlobPath+d.Hash, nil)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "fleet: build a blob request to node %s", node)
 	}
 	req.Header.Set("Authorization", "Bearer "+n.secret)
 	hr, err := n.hc.Do(req)
 	if err != nil {
-		return nil, errs.New(errs.Unavailable, "node %s unreachable at %s", node, mv.Advertise)
+		return nil, errs.New(errs.Unavailable, "node %s unreachable at %s", node, base)
 	}
 	defer func() { _ = hr.Body.Close() }()
 	switch hr.StatusCode {
@@ -306,6 +300,24 @@ func (n *Node) fetchFrom(ctx context.Context, node string, d Digest) ([]byte, er
 		return nil, errs.New(errs.Unavailable, "node %s: reading blob %s failed", node, d.Hash)
 	}
 	return b, nil
+}
+
+// advertised answers the URL node advertises (its member key's), without
+// a trailing slash: NOT_FOUND when it is not a live member or advertises
+// none.
+func (n *Node) advertised(ctx context.Context, node string) (string, error) {
+	resp, err := n.cli.Get(ctx, n.keys.member(node))
+	if err != nil {
+		return "", etcdError(err, "look up node "+node)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", errs.New(errs.NotFound, "node %s is not a live member of the fleet", node)
+	}
+	var mv memberValue
+	if err := json.Unmarshal(resp.Kvs[0].Value, &mv); err != nil || mv.Advertise == "" {
+		return "", errs.New(errs.NotFound, "node %s advertises no URL (harnessd serve --cluster-advertise, or --listen)", node)
+	}
+	return strings.TrimRight(mv.Advertise, "/"), nil
 }
 
 // wait watches the check's keys from rev until the claim of token

@@ -275,20 +275,15 @@ func (n *Node) Authorized(r *http.Request) bool {
 // coded error (the code kept). A home node that is not live, advertises
 // no URL or does not answer is UNAVAILABLE naming it.
 func (n *Node) Forward(ctx context.Context, h Home, op string, args []byte, who Forwarded) (json.RawMessage, error) {
-	resp, err := n.cli.Get(ctx, n.keys.member(h.Node))
+	base, err := n.advertised(ctx, h.Node)
+	if errs.CodeOf(err) == errs.NotFound {
+		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s: %s; retry once it is back", h.RepoID, h.Node, errs.From(err).Message).
+			With("node", h.Node).With("repo_id", h.RepoID)
+	}
 	if err != nil {
-		return nil, etcdError(err, "look up node "+h.Node)
+		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, which is not a live member of the fleet now; retry once it is back", h.RepoID, h.Node).
-			With("node", h.Node).With("repo_id", h.RepoID)
-	}
-	var mv memberValue
-	if err := json.Unmarshal(resp.Kvs[0].Value, &mv); err != nil || mv.Advertise == "" {
-		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, which advertises no URL (harnessd serve --advertise)", h.RepoID, h.Node).
-			With("node", h.Node).With("repo_id", h.RepoID)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(mv.Advertise, "/")+ForwardPath+url.PathEscape(op), bytes.NewReader(args))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ForwardPath+url.PathEscape(op), bytes.NewReader(args))
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "fleet: build the forwarded request to node %s", h.Node)
 	}
@@ -307,7 +302,7 @@ func (n *Node) Forward(ctx context.Context, h Home, op string, args []byte, who 
 		if ctx.Err() != nil {
 			return nil, errs.Wrap(errs.Cancelled, ctx.Err(), "the call forwarded to node %s was cancelled", h.Node)
 		}
-		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, unreachable at %s", h.RepoID, h.Node, mv.Advertise).
+		return nil, errs.New(errs.Unavailable, "repository %s lives on node %s, unreachable at %s", h.RepoID, h.Node, base).
 			With("node", h.Node).With("repo_id", h.RepoID)
 	}
 	defer func() { _ = hr.Body.Close() }()
