@@ -94,8 +94,10 @@ func (f filter) client(c string) bool {
 }
 
 // repo reports whether the repository id matches, given the registered
-// roots by id: the id itself, its root's base name (case-insensitive) or
-// a part of its root.
+// roots by id: the id itself, its root's base name (case-insensitive) or,
+// when no registered root has that base name, a part of its root. So
+// "api" names the repository called api, not every root under a
+// directory whose name holds "api".
 func (f filter) repo(id string, roots map[string]string) bool {
 	if f.Repo == "" {
 		return true
@@ -107,7 +109,15 @@ func (f filter) repo(id string, roots map[string]string) bool {
 	if root == "" {
 		return false
 	}
-	return strings.EqualFold(filepath.Base(root), f.Repo) || strings.Contains(root, f.Repo)
+	if strings.EqualFold(filepath.Base(root), f.Repo) {
+		return true
+	}
+	for _, r := range roots {
+		if strings.EqualFold(filepath.Base(r), f.Repo) {
+			return false
+		}
+	}
+	return strings.Contains(root, f.Repo)
 }
 
 // repoRef is a repository as a page names it: its root's base name, with

@@ -47,7 +47,7 @@ func TestParseFilter(t *testing.T) {
 }
 
 func TestFilterMatches(t *testing.T) {
-	roots := map[string]string{"r1": "/home/me/src/zap", "r2": "/home/me/src/harnessd"}
+	roots := map[string]string{"r1": "/home/me/src/zap", "r2": "/home/me/src/harnessd", "r3": "/home/me/src/zap/vendor/zapx"}
 	for _, tt := range []struct {
 		f    filter
 		id   string
@@ -59,6 +59,11 @@ func TestFilterMatches(t *testing.T) {
 		{filter{Repo: "zap"}, "r2", false},
 		{filter{Repo: "src/harn"}, "r2", true}, // part of the root
 		{filter{Repo: "zap"}, "unregistered", false},
+		// A name that is some root's base name selects only that root,
+		// even when it is part of another root's path.
+		{filter{Repo: "zap"}, "r3", false},
+		{filter{Repo: "zap"}, "r1", true},
+		{filter{Repo: "src/zap"}, "r3", true},
 	} {
 		if got := tt.f.repo(tt.id, roots); got != tt.want {
 			t.Errorf("%+v repo(%s) = %v", tt.f, tt.id, got)

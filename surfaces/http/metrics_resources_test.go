@@ -10,12 +10,13 @@ import (
 	"github.com/harnessd/harnessd/harness"
 )
 
-// TestMetricsJobResources: once a job that spins for a second and holds
+// TestMetricsJobResources: once a job that spins for at least a second
+// (srand counts whole seconds, so it waits for the second tick) and holds
 // 16 MiB ended, /metrics counts its CPU time and reports its peak RSS.
 func TestMetricsJobResources(t *testing.T) {
 	f := setup(t)
 	repo := f.register(t, map[string]string{
-		"spin.sh": `awk 'BEGIN{s="x"; for(i=0;i<24;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 1) n++; print length(s)}'` + "\n",
+		"spin.sh": `awk 'BEGIN{s="x"; for(i=0;i<24;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 2) n++; print length(s)}'` + "\n",
 	})
 	ctx := context.Background()
 	j, err := f.h.JobStart(ctx, harness.JobStartArgs{RepoID: repo, Argv: []string{"sh", "spin.sh"}, RequestID: "metrics-spin"})
