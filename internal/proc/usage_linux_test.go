@@ -9,9 +9,9 @@ import (
 )
 
 // TestResultCarriesTheKernelsUsage: the rusage of the reaped leader counts
-// (the awk child spins until the second tick after it starts: srand counts
-// whole seconds, so at least one second)
-// the CPU of the children it reaped and the largest one's RSS.
+// the CPU of the children it reaped and the largest one's RSS. The awk
+// child spins until the second tick after it starts (srand counts whole
+// seconds), so at least one second.
 func TestResultCarriesTheKernelsUsage(t *testing.T) {
 	script := `awk 'BEGIN{s="x"; for(i=0;i<24;i++) s=s s; srand(); t0=srand(); while (srand()-t0 < 2) n++; print length(s)}'`
 	r, err := Run(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", script}, Timeout: 30 * time.Second})
