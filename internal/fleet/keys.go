@@ -50,3 +50,11 @@ func (k keys) identityOfRun(key string) string {
 	}
 	return id
 }
+
+// reqRetention is <prefix>reqretention/<period>: the request retention
+// lease of a period (reqs.go), bound to that lease.
+func (k keys) reqRetention(period int64) string { return k.prefix + "reqretention/" + itoa(period) }
+
+// tokens is <prefix>tokens/<repo_id>: the fencing tokens the fleet
+// reserved for a repository's checkout (tokens.go), no lease.
+func (k keys) tokens(repoID string) string { return k.prefix + "tokens/" + repoID }

@@ -28,6 +28,7 @@ type Node struct {
 	cache  Cache
 	etcdc  *EtcdCache // cache, when it is the etcd one (its writes join the completion Txn)
 	ret    *retention // the evidence retention lease
+	reqs   *retention // the request id records' retention lease (reqs.go)
 	blobs  blobDir
 	secret string
 	hc     *http.Client // node-to-node blob fetch
@@ -90,6 +91,7 @@ func Join(ctx context.Context, cfg Config) (*Node, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		donec: make(chan struct{}), sweptc: make(chan struct{}), leavingc: make(chan struct{})}
 	n.ret = newRetention(cli, n.keys, cfg.Retention)
+	n.reqs = newRequestRetention(cli, n.keys)
 	n.fwd = &http.Client{CheckRedirect: n.hc.CheckRedirect} // no timeout: the caller's context bounds a forwarded call
 	if n.cache == nil {
 		n.etcdc = &EtcdCache{cli: cli, keys: n.keys, inlineMax: cfg.InlineBlobMax, ret: n.ret}

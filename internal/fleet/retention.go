@@ -21,9 +21,9 @@ import (
 // with it (a full etcd refuses every write, claims and leases too).
 type retention struct {
 	cli    *clientv3.Client
-	keys   keys
 	keep   time.Duration
 	period time.Duration
+	key    func(period int64) string // the shared key of a period's lease
 
 	mu     sync.Mutex // protects bucket, id
 	bucket int64
@@ -31,7 +31,7 @@ type retention struct {
 }
 
 func newRetention(cli *clientv3.Client, k keys, keep time.Duration) *retention {
-	return &retention{cli: cli, keys: k, keep: keep, period: keep / 4, bucket: -1}
+	return &retention{cli: cli, keep: keep, period: keep / 4, key: k.retention, bucket: -1}
 }
 
 // lease answers the retention lease of the current period, granting it
@@ -45,7 +45,7 @@ func (r *retention) lease(ctx context.Context) (clientv3.LeaseID, error) {
 		return id, nil
 	}
 	r.mu.Unlock()
-	k := r.keys.retention(b)
+	k := r.key(b)
 	lr, err := r.cli.Grant(ctx, int64((r.keep+r.period+time.Second-1)/time.Second))
 	if err != nil {
 		return 0, etcdError(err, "grant the evidence retention lease")
