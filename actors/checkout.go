@@ -80,7 +80,26 @@ type Checkout struct {
 	watch     WatchConfig
 	watcher   *actor.PID
 	watchSent uint64
+
+	// fleet is the token block a fleet reserved (TokenBlock), shared by
+	// every incarnation of the actor; high is the highest token issued
+	// or restored.
+	fleet *TokenBlock
+	high  uint64
 }
+
+// TokenBlock is the block of fencing tokens a fleet reserved for the
+// checkout (harness/fleet.go): every token from now on is above Floor
+// (never lowered), and a grant whose token would pass Ceiling is refused
+// (UNAVAILABLE, nothing written) until a higher block comes. Ceiling 0
+// changes nothing. Answered with TokenBlockSet. The block outlives a
+// restart of the actor, not of the process; without a fleet no block is
+// ever set and nothing changes.
+type TokenBlock struct{ Floor, Ceiling uint64 }
+
+// TokenBlockSet answers TokenBlock: High is the highest token the
+// checkout issued or restored from its persisted reservations.
+type TokenBlockSet struct{ High uint64 }
 
 // leaseWait is an Acquire queued until its keys are free.
 type leaseWait struct {
@@ -136,8 +155,9 @@ func NewCheckoutWith(repo messages.Repository, store *persistence.Store, lg *zap
 	if now == nil {
 		now = time.Now
 	}
+	fleet := &TokenBlock{}
 	return func() actor.Actor {
-		return &Checkout{repo: repo, store: store, lg: lg, now: now, deadlocks: cfg.Deadlocks, watch: cfg.Watch}
+		return &Checkout{repo: repo, store: store, lg: lg, now: now, deadlocks: cfg.Deadlocks, watch: cfg.Watch, fleet: fleet}
 	}
 }
 
@@ -162,6 +182,12 @@ func (a *Checkout) Receive(ctx actor.Context) {
 		}
 	case messages.Fence:
 		a.fence(ctx, m.LeaseID)
+	case TokenBlock:
+		if m.Ceiling > 0 {
+			*a.fleet = TokenBlock{Floor: max(a.fleet.Floor, m.Floor), Ceiling: m.Ceiling}
+			a.table.SetFloor(max(a.store.FenceFloor(), a.fleet.Floor))
+		}
+		reply(ctx, TokenBlockSet{High: a.high}, nil)
 	case leaseEnded:
 		a.leaseEnded(ctx, m)
 	case messages.LeaseTick:
@@ -219,7 +245,7 @@ func (a *Checkout) Receive(ctx actor.Context) {
 // error, and reports whether the message was one.
 func (a *Checkout) refuse(ctx actor.Context) bool {
 	switch ctx.Message().(type) {
-	case messages.Acquire, messages.Renew, messages.Release, messages.Fence, messages.ListLeases, messages.LeaseHistory:
+	case messages.Acquire, messages.Renew, messages.Release, messages.Fence, messages.ListLeases, messages.LeaseHistory, TokenBlock:
 		reply(ctx, nil, a.broken)
 		return true
 	}
@@ -251,8 +277,11 @@ func (a *Checkout) restore(ctx actor.Context) {
 		return
 	}
 	a.table = lease.NewTable(hw)
-	a.table.SetFloor(a.store.FenceFloor()) // tokens stay above a reset or restored store's
+	a.table.SetFloor(max(a.store.FenceFloor(), a.fleet.Floor)) // tokens stay above a reset or restored store's, and a fleet's floor
 	a.reserved = hw
+	for _, tok := range hw {
+		a.high = max(a.high, tok)
+	}
 	now := a.now()
 	fenced := map[string]bool{}
 	for _, li := range durable {
@@ -473,6 +502,11 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string, owner
 	}
 	info := toInfo(a.repo.CheckoutID, l)
 	info.RunID = run
+	top := maxTok(l.Tokens)
+	if c := a.fleet.Ceiling; c > 0 && top > c {
+		return messages.LeaseInfo{}, errs.New(errs.Unavailable, "checkout %s has issued the fencing tokens its fleet reserved for it (up to %d); this node reserves the next block while its fleet session is live: retry in a moment — nothing was written", a.repo.CheckoutID, c).
+			With(DetailNothingWritten, true)
+	}
 	reserve := map[lease.Key]uint64{}
 	for k, tok := range l.Tokens {
 		if tok > a.reserved[k] {
@@ -499,6 +533,7 @@ func (a *Checkout) grant(ctx actor.Context, req lease.Request, run string, owner
 		}
 	}
 	a.table.Commit(l)
+	a.high = max(a.high, top)
 	if _, ok := a.table.Get(l.ID); !ok {
 		return messages.LeaseInfo{}, errs.New(errs.Internal, "lease %s was not committed", l.ID)
 	}
@@ -803,4 +838,13 @@ func fromInfo(li messages.LeaseInfo) lease.Lease {
 	}
 	return lease.Lease{ID: li.ID, Owner: li.Owner, Operation: li.Operation, Keys: keys, Tokens: toks,
 		TTL: li.TTL, Granted: li.Granted, Expires: li.Expires, Visibility: lease.Visibility(li.Visibility)}
+}
+
+// maxTok answers the highest of a lease's tokens.
+func maxTok(toks map[lease.Key]uint64) uint64 {
+	var m uint64
+	for _, t := range toks {
+		m = max(m, t)
+	}
+	return m
 }
