@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,7 +46,15 @@ type Config struct {
 	// root's history; past it the Set says HistoryPending. 0 means
 	// [DefaultHistoryWait].
 	HistoryWait time.Duration
+	// Recheck is how long a Set whose files are watched (watch.go) is
+	// served without taking their stamps while no event says they changed;
+	// 0 means [DefaultRecheck], a negative value takes the stamps on every
+	// Get.
+	Recheck time.Duration
 }
+
+// DefaultRecheck is how long a watched Set is served without its stamps.
+const DefaultRecheck = 100 * time.Millisecond
 
 // DefaultHistoryWait is how long a Get waits, at most, for the first
 // learning of a checkout's history.
@@ -107,6 +116,8 @@ type Cache struct {
 	// after it published its result; histHook at the start of a learning
 	// of the history, histDone after it published its values.
 	walkHook, walkDone, histHook, histDone func(root string)
+	// revalidated runs after each revalidation with the stamps.
+	revalidated func(root string)
 }
 
 // entry is the state of one root.
@@ -139,6 +150,11 @@ type entry struct {
 	histOids    []string      // and the blobs it found them in
 	trackedOids []string      // the blobs of the tracked secret paths (index, HEAD)
 	histNew     bool          // histValues changed since the last learning
+
+	watch     *dirWatch // the directories of the stamps (watch.go); nil: none
+	noWatch   bool      // inotify gave none, or the entry is gone: never again
+	trusted   bool      // the watch covered the whole last revalidation
+	checkedAt time.Time // start of the last revalidation with the stamps
 }
 
 // treeScan is the result of one walk.
@@ -162,6 +178,9 @@ func NewCache(cfg Config) *Cache {
 	}
 	if cfg.HistoryWait <= 0 {
 		cfg.HistoryWait = DefaultHistoryWait
+	}
+	if cfg.Recheck == 0 {
+		cfg.Recheck = DefaultRecheck
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cache{cfg: cfg, ctx: ctx, cancel: cancel, roots: make(map[string]*entry)}
@@ -217,6 +236,7 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 		return Set{}, nil, errs.New(errs.Unavailable, "secrets cache is closed")
 	}
 	e := c.roots[root]
+	old := e
 	if e == nil || e.deny != deny {
 		// A new list (the exceptions changed) starts the root over; the
 		// old entry's background work ends unseen.
@@ -224,17 +244,21 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 		c.roots[root] = e
 	}
 	c.mu.Unlock()
+	if old != nil && old != e {
+		old.drop()
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
+	quiet := c.poll(e, now)
 	if !e.ready {
 		t, err := c.scan(ctx, root, e.deny)
 		if err != nil {
 			return Set{}, nil, err
 		}
 		e.tree, e.walkedAt, e.dirty = t, now, true
-		if err := c.refresh(ctx, root, e); err != nil {
+		if err := c.refresh(ctx, root, e, false); err != nil {
 			return Set{}, nil, err
 		}
 		e.ready = true
@@ -262,10 +286,65 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 	if !e.walking && now.Sub(e.walkedAt) >= c.cfg.Rewalk {
 		c.startWalk(root, e, now)
 	}
-	if err := c.refresh(ctx, root, e); err != nil {
+	if err := c.refresh(ctx, root, e, quiet); err != nil {
 		return e.set, nil, err
 	}
 	return e.set, e.pendingHistory(), nil
+}
+
+// poll reads the events of e's watch: quiet reports that the stamps of
+// the last revalidation still hold without taking them (watch.go); a new
+// secret-named entry in a watched directory marks the Set stale (the tree
+// is walked before it is served). e.mu is held.
+func (c *Cache) poll(e *entry, now time.Time) (quiet bool) {
+	if e.watch == nil {
+		return false
+	}
+	q, fresh := e.watch.poll(e.deny)
+	if fresh {
+		e.stale = true
+	}
+	if !q {
+		e.trusted = false
+	}
+	return e.trusted && now.Sub(e.checkedAt) < c.cfg.Recheck
+}
+
+// arm watches the directories of the files whose stamps the revalidation
+// that began at start took, and trusts the watch when it covered all of
+// them from the start. e.mu is held.
+func (c *Cache) arm(root string, e *entry, start time.Time) {
+	e.trusted = false
+	if c.cfg.Recheck < 0 || e.noWatch {
+		return
+	}
+	if e.watch == nil {
+		if e.watch = newDirWatch(); e.watch == nil {
+			e.noWatch = true
+			return
+		}
+	}
+	paths := slices.Concat(e.gitPaths, e.git.keyPaths(root))
+	for _, r := range e.learned {
+		paths = append(paths, filepath.Join(root, filepath.FromSlash(r)))
+	}
+	bases := []string{e.git.gitDir}
+	if len(e.gitPaths) > 2 {
+		bases = append(bases, filepath.Dir(e.gitPaths[2])) // the common dir (its config)
+	}
+	added, ok := e.watch.ensure(watchSpots(root, bases, paths), e.deny)
+	e.trusted, e.checkedAt = ok && !added, start
+}
+
+// drop closes the watch of an entry no longer in the cache.
+func (e *entry) drop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.noWatch, e.trusted = true, false
+	if e.watch != nil {
+		e.watch.close()
+		e.watch = nil
+	}
 }
 
 // Stale marks root's Set stale: the next Get walks the tree before it
@@ -304,8 +383,12 @@ func (e *entry) pendingHistory() <-chan struct{} {
 // still be running; Close waits for it.
 func (c *Cache) Forget(root string) {
 	c.mu.Lock()
+	e := c.roots[filepath.Clean(root)]
 	delete(c.roots, filepath.Clean(root))
 	c.mu.Unlock()
+	if e != nil {
+		e.drop()
+	}
 }
 
 // Close cancels the background walks and waits for them to end. Get fails
@@ -313,9 +396,13 @@ func (c *Cache) Forget(root string) {
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	roots := slices.Collect(maps.Values(c.roots))
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	for _, e := range roots {
+		e.drop()
+	}
 	return nil
 }
 
@@ -415,8 +502,26 @@ func (c *Cache) scan(ctx context.Context, root string, deny *pathsafe.Denylist) 
 
 // refresh learns again if the tree changed (e.dirty), the repository's
 // index or HEAD changed, or a learned file changed, and updates e.set.
+// When quiet (poll), the stamps are known to hold and are not taken.
 // e.mu is held.
-func (c *Cache) refresh(ctx context.Context, root string, e *entry) error {
+func (c *Cache) refresh(ctx context.Context, root string, e *entry, quiet bool) error {
+	if quiet && e.ready && !e.dirty && !e.histNew {
+		return nil
+	}
+	start := time.Now()
+	if err := c.revalidate(ctx, root, e); err != nil {
+		e.trusted = false
+		return err
+	}
+	c.arm(root, e, start)
+	if c.revalidated != nil {
+		c.revalidated(root)
+	}
+	return nil
+}
+
+// revalidate is refresh with the stamps. e.mu is held.
+func (c *Cache) revalidate(ctx context.Context, root string, e *entry) error {
 	gitPaths := e.git.find(root)
 	gitSt := fileStamps("", gitPaths)
 	gitChanged := !slices.Equal(gitPaths, e.gitPaths) || !slices.Equal(gitSt, e.gitSt)
