@@ -62,6 +62,13 @@ type JobRecord struct {
 	Roots  []string `json:"roots"`
 	Commit string   `json:"commit"`
 	Origin string   `json:"origin"` // the node job_start was asked on
+	// StateBlob is the digest of the checkout's uncommitted state (an
+	// EncodeState blob, PutJobState) the job runs on top of Commit; zero
+	// for a clean checkout. StateTree is the tree id of Commit with it
+	// applied (StateTree): a node taking the job over rebuilds the inputs
+	// and runs the job only if it gets the same id.
+	StateBlob Digest `json:"state_blob,omitzero"`
+	StateTree string `json:"state_tree,omitempty"`
 
 	State    string    `json:"state"`
 	Attempt  int       `json:"attempt"`
@@ -87,7 +94,8 @@ const jobSealDomain = "harnessd-fleet-job-v1"
 
 // sealJob answers the seal of r under key: the hex HMAC-SHA256 over an
 // unambiguous encoding of its fields fixed at job_start (id, request,
-// input hash, spec, repository, commit, origin, creation time).
+// input hash, spec, repository, commit, origin, creation time, the
+// uncommitted state's digest and tree).
 func sealJob(key []byte, r JobRecord) string {
 	m := hmac.New(sha256.New, key)
 	w := sealWriter{h: m}
@@ -111,6 +119,9 @@ func sealJob(key []byte, r JobRecord) string {
 	w.str(r.Commit)
 	w.str(r.Origin)
 	w.u64(uint64(r.Created.UnixNano()))
+	w.str(r.StateBlob.Hash)
+	w.u64(uint64(r.StateBlob.Size))
+	w.str(r.StateTree)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -193,6 +204,11 @@ func validJobStart(r JobRecord) error {
 	for _, c := range r.Roots {
 		if !isCommit(c) {
 			return errs.New(errs.InvalidArgument, "fleet job %s: root commit %q is not a full object id", r.JobID, c)
+		}
+	}
+	if r.StateBlob != (Digest{}) || r.StateTree != "" {
+		if err := r.StateBlob.valid(); err != nil || r.StateBlob.Size == 0 || !isCommit(r.StateTree) {
+			return errs.New(errs.InvalidArgument, "fleet job %s: its uncommitted state needs a sha256 digest and the full id of its tree (got %s, %q)", r.JobID, r.StateBlob, r.StateTree)
 		}
 	}
 	return nil
@@ -287,7 +303,8 @@ func (n *Node) noteToken(ctx context.Context, rec JobRecord) {
 // Finished, in one Txn that compares the attempt key's ModRevision with
 // token and deletes the key. An attempt that is no longer the job's (its
 // node's session ended, another node took the job over, or it already
-// finished) is refused with LEASE_LOST and records nothing.
+// finished) is refused with LEASE_LOST and records nothing. The job's
+// uncommitted state leaves etcd in the same Txn (no attempt needs it).
 func (n *Node) FinishJob(ctx context.Context, jobID string, token int64, final JobRecord) error {
 	if !JobStateFinal(final.State) {
 		return errs.New(errs.InvalidArgument, "fleet job %s: %q is not a final state (succeeded, failed, timed_out, cancelled or interrupted)", jobID, final.State)
@@ -321,7 +338,7 @@ func (n *Node) FinishJob(ctx context.Context, jobID string, token int64, final J
 			var tr *clientv3.TxnResponse
 			tr, err = n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(ak), "=", token),
 				clientv3.Compare(clientv3.ModRevision(jk), "=", rkv.ModRevision)).
-				Then(clientv3.OpPut(jk, string(rb)), clientv3.OpDelete(ak)).Commit()
+				Then(clientv3.OpPut(jk, string(rb)), clientv3.OpDelete(ak), clientv3.OpDelete(n.keys.jobState(jobID), clientv3.WithPrefix())).Commit()
 			if err == nil && tr.Succeeded {
 				return nil
 			}

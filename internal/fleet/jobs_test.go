@@ -50,6 +50,10 @@ func TestValidJobStart(t *testing.T) {
 		{"short commit", func(r *JobRecord) { r.Commit = "0123abc" }, "not a full object id"},
 		{"upper-case commit", func(r *JobRecord) { r.Commit = strings.ToUpper(commitA) }, "not a full object id"},
 		{"bad root", func(r *JobRecord) { r.Roots = []string{"HEAD"} }, "root commit"},
+		{"shipped state", func(r *JobRecord) { r.StateBlob, r.StateTree = DigestOf([]byte("s")), rootA }, ""},
+		{"state without its tree", func(r *JobRecord) { r.StateBlob = DigestOf([]byte("s")) }, "uncommitted state"},
+		{"tree without its state", func(r *JobRecord) { r.StateTree = rootA }, "uncommitted state"},
+		{"empty state", func(r *JobRecord) { r.StateBlob, r.StateTree = DigestOf(nil), rootA }, "uncommitted state"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ok
@@ -416,6 +420,8 @@ func TestSealJobCoversWhatRuns(t *testing.T) {
 		"commit":     func(r *JobRecord) { r.Commit = rootA },
 		"origin":     func(r *JobRecord) { r.Origin = "n2" },
 		"created":    func(r *JobRecord) { r.Created = r.Created.Add(time.Nanosecond) },
+		"state blob": func(r *JobRecord) { r.StateBlob = DigestOf([]byte("another state")) },
+		"state tree": func(r *JobRecord) { r.StateTree = commitA },
 	} {
 		r := base
 		r.Spec.Argv = append([]string(nil), base.Spec.Argv...)

@@ -151,14 +151,7 @@ func create(ctx context.Context, g *gitx.Git, repoRoot string, wt *Worktree, ski
 // `git apply --binary --index` in the worktree. It reports whether the
 // patch was non-empty.
 func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string, skip []string) (bool, error) {
-	args := []string{"diff", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
-		"--no-color", "--no-renames", "--ignore-submodules=all", base, "--"}
-	if len(skip) > 0 {
-		args = append(args, ":/")
-		for _, p := range skip {
-			args = append(args, ":(top,exclude,literal)"+p)
-		}
-	}
+	args := TrackedDiffArgs(base, skip)
 	diff := g.Cmd(ctx, repoRoot, args...)
 	diffErr := &limitedBuffer{max: maxStderr}
 	diff.Stderr = diffErr
@@ -209,17 +202,53 @@ func carryTracked(ctx context.Context, g *gitx.Git, repoRoot, dest, base string,
 	return true, nil
 }
 
+// TrackedDiffArgs are the git arguments of the diff a worktree carries
+// over: every tracked change of the work tree against base (binary,
+// full index, no renames, submodules ignored), leaving out the paths
+// (and what is below them) of skip. The fleet ships the same diff.
+func TrackedDiffArgs(base string, skip []string) []string {
+	args := []string{"diff", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
+		"--no-color", "--no-renames", "--ignore-submodules=all", base, "--"}
+	if len(skip) > 0 {
+		args = append(args, ":/")
+		for _, p := range skip {
+			args = append(args, ":(top,exclude,literal)"+p)
+		}
+	}
+	return args
+}
+
+// UntrackedNames answers the untracked, non-ignored paths of the checkout
+// at repoRoot that a worktree carries over (sorted as git lists them):
+// nested repositories and the paths (and what is below them) of skip are
+// left out. Skip.File is for the caller to ask, with each entry's lstat.
+func UntrackedNames(ctx context.Context, g *gitx.Git, repoRoot string, skip []string) ([]string, error) {
+	out, truncated, err := g.Run(ctx, repoRoot, maxListOutput, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	if truncated {
+		return nil, errs.New(errs.Unavailable, "worktree: too many untracked files in %q", repoRoot)
+	}
+	var names []string
+	for _, rel := range bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+		name := string(rel)
+		if name == "" || strings.HasSuffix(name, "/") || skipped(name, skip) {
+			continue // a nested repository is not carried over
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
 // carryUntracked copies the main checkout's untracked, non-ignored files
 // into the worktree. It reports whether any was copied.
 func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string, skip Skip) (bool, error) {
-	out, truncated, err := g.Run(ctx, repoRoot, maxListOutput, "ls-files", "-z", "--others", "--exclude-standard")
+	names, err := UntrackedNames(ctx, g, repoRoot, skip.Paths)
 	if err != nil {
 		return false, err
 	}
-	if truncated {
-		return false, errs.New(errs.Unavailable, "worktree: too many untracked files in %q", repoRoot)
-	}
-	if len(out) == 0 {
+	if len(names) == 0 {
 		return false, nil
 	}
 	src, err := os.OpenRoot(repoRoot)
@@ -233,16 +262,9 @@ func carryUntracked(ctx context.Context, g *gitx.Git, repoRoot, dest string, ski
 	}
 	defer dst.Close()
 	copied := false
-	for _, rel := range bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return false, errs.Wrap(errs.CodeOf(err), err, "worktree: copying untracked files: %v", err)
-		}
-		name := string(rel)
-		if name == "" || strings.HasSuffix(name, "/") {
-			continue // a nested repository: not carried over
-		}
-		if skipped(name, skip.Paths) {
-			continue
 		}
 		ok, err := copyEntry(src, dst, name, skip.File)
 		if err != nil {
