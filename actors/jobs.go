@@ -517,7 +517,8 @@ func (a *Jobs) spawn(ctx actor.Context, j messages.Job) *actor.PID {
 	return pid
 }
 
-// submit persists a new queued job with sync, then starts its child and
+// submit persists a new queued job with sync (with the records the
+// request carries, in one transaction), then starts its child and
 // answers: a job is never acknowledged before it is durable.
 func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 	j := m.Job
@@ -541,7 +542,18 @@ func (a *Jobs) submit(ctx actor.Context, m messages.JobSubmit) {
 		j.Isolation = messages.JobIsolationNone
 	}
 	j.LogDir = filepath.Join(a.logRoot, j.ID)
-	if err := a.cfg.Store.PutSync(persistence.JobKey(j.ID), j); err != nil {
+	err := a.cfg.Store.Update(true, func(tx *persistence.Txn) error {
+		if err := tx.Put(persistence.JobKey(j.ID), j); err != nil {
+			return err
+		}
+		for _, r := range m.With {
+			if err := tx.PutEncoded(r.Key, r.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		reply(ctx, nil, errs.Wrap(errs.Internal, err, "persist job: %v", err))
 		return
 	}

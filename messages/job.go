@@ -110,8 +110,12 @@ type Job struct {
 // JobSubmit asks the jobs actor to queue a new job. Job carries the spec
 // fields (ID, repository, argv, cwd, timeout, isolation, writes, retry);
 // the actor fills in the state. Answered with JobInfo once the queued
-// state is persisted.
-type JobSubmit struct{ Job Job }
+// state is persisted. With are records stored in the job's own synced
+// transaction (job_start's ledger completion).
+type JobSubmit struct {
+	Job  Job
+	With []StoreRecord
+}
 
 // JobGet asks for a job's current record. Answered with JobInfo.
 type JobGet struct{ ID string }

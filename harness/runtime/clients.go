@@ -301,9 +301,10 @@ type Jobs struct {
 	pid *actor.PID
 }
 
-// Submit queues a job; answered once the queued record is durable.
-func (c Jobs) Submit(ctx context.Context, j messages.Job) (messages.Job, error) {
-	info, err := Ask[messages.JobInfo](ctx, c.r, c.pid, messages.JobSubmit{Job: j})
+// Submit queues a job; answered once the queued record is durable, with
+// the records of with in the same synced transaction.
+func (c Jobs) Submit(ctx context.Context, j messages.Job, with ...messages.StoreRecord) (messages.Job, error) {
+	info, err := Ask[messages.JobInfo](ctx, c.r, c.pid, messages.JobSubmit{Job: j, With: with})
 	return info.Job, err
 }
 

@@ -136,27 +136,45 @@ func startJob(ctx context.Context, c *op.Call, s op.JobSpec) (messages.Job, bool
 			return *fs.Existing, true, nil
 		}
 	}
-	e := c.Repo
-	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
-		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
-		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
-		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax, CallerRunID: c.Caller.RunID,
-	})
-	if env.FleetJobs != nil {
-		env.FleetJobs.Submitted(id, j, err)
-	}
+	// The job's record and the request's completion are one synced
+	// transaction (the jobs actor writes both): a crash leaves either
+	// neither (the retry answers REQUEST_OUTCOME_UNKNOWN, no job) or both
+	// (the retry replays the job), never a job behind an unknown retry.
+	stored, _ := json.Marshal(map[string]string{"job_id": id})
+	done, err := env.Ledger.Completion(ctx, s.RequestID, stored)
 	if err != nil {
 		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
 			env.Logger.Warn("ledger: record failure")
 		}
 		return messages.Job{}, false, err
 	}
-	stored, _ := json.Marshal(map[string]string{"job_id": id})
-	if err := env.Ledger.Complete(context.Background(), s.RequestID, stored); err != nil {
-		env.Logger.Warn("ledger: record job start")
+	e := c.Repo
+	j, err := env.RT.Jobs.Submit(ctx, messages.Job{
+		ID: id, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root, Cwd: s.Cwd,
+		Argv: append([]string(nil), s.Argv...), RequestID: s.RequestID, TimeoutS: s.TimeoutS,
+		Isolation: s.Isolation, Writes: s.Writes, Network: s.Network, RetryMax: s.RetryMax, CallerRunID: c.Caller.RunID,
+	}, done)
+	if env.FleetJobs != nil {
+		env.FleetJobs.Submitted(id, j, err)
+	}
+	if err != nil {
+		// Refused before the transaction, or not answered (the record
+		// may be stored with its completion; Fail then finds the
+		// request succeeded and changes nothing).
+		if ferr := env.Ledger.Fail(context.Background(), s.RequestID, err); ferr != nil {
+			env.Logger.Warn("ledger: record failure")
+		}
+		return messages.Job{}, false, err
+	}
+	if afterSubmit != nil {
+		afterSubmit(id)
 	}
 	return j, false, nil
 }
+
+// afterSubmit, when set (tests), runs once the jobs actor stored a new
+// job, before job_start answers.
+var afterSubmit func(jobID string)
 
 func start(ctx context.Context, c *op.Call, args JobStartArgs) (*op.Plan, error) {
 	if len(args.Argv) == 0 || args.Argv[0] == "" {
