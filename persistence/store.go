@@ -33,6 +33,10 @@ type Options struct {
 	Logger *zap.Logger
 	// GCInterval is how often the value log is garbage-collected; 0 = 5 min.
 	GCInterval time.Duration
+	// ReleaseEvery is how often the pages of the store's mapped files are
+	// handed back to the kernel (release.go); 0 = DefaultReleaseEvery,
+	// negative = never.
+	ReleaseEvery time.Duration
 	// MarksPath is the marks file (beside the store directory, not in
 	// it) that lets Open detect a store that lost acknowledged writes;
 	// its copy, IdentityFile, goes beside it. "" = no marks (tests,
@@ -207,10 +211,14 @@ func Open(o Options) (st *Store, err error) {
 	if interval <= 0 {
 		interval = 5 * time.Minute
 	}
+	release := o.ReleaseEvery
+	if release == 0 {
+		release = DefaultReleaseEvery
+	}
 	if o.InMemory {
 		close(s.donec)
 	} else {
-		go s.gcLoop(interval)
+		go s.gcLoop(interval, release, o.Logger)
 	}
 	return s, nil
 }
@@ -333,14 +341,35 @@ func (s *Store) Marks() Marks { return s.marks.snapshot() }
 // must be above it.
 func (s *Store) FenceFloor() uint64 { return s.marks.snapshot().FenceFloor }
 
-func (s *Store) gcLoop(interval time.Duration) {
+// DefaultReleaseEvery is how often an open store hands the pages of its
+// mapped files back to the kernel (Options.ReleaseEvery).
+const DefaultReleaseEvery = 10 * time.Second
+
+// gcLoop garbage-collects the value log every interval and releases the
+// store's mapped pages every release (release.go; never when negative, or
+// once the kernel refused the advice).
+func (s *Store) gcLoop(interval, release time.Duration, lg *zap.Logger) {
 	defer close(s.donec)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var releaseC <-chan time.Time
+	dir := mappedDir(s.dir)
+	if release > 0 {
+		r := time.NewTicker(release)
+		defer r.Stop()
+		releaseC = r.C
+	}
 	for {
 		select {
 		case <-s.stopc:
 			return
+		case <-releaseC:
+			if _, err := releaseMapped(dir); err != nil {
+				releaseC = nil
+				if lg != nil {
+					lg.Info("the store's mapped pages are left to the kernel", zap.Error(err))
+				}
+			}
 		case <-t.C:
 			// RunValueLogGC rewrites at most one file per call; loop until
 			// it says there is nothing worth rewriting.
