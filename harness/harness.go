@@ -286,6 +286,10 @@ func Open(ctx context.Context, cfg Config) (_ *Harness, err error) {
 	if h.env.PreImages, err = openPreImages(cfg); err != nil {
 		return nil, err
 	}
+	// Pre-images a crash left unsettled are made whole from their durable copies.
+	if n, err := op.RestorePreImages(h.store, h.env.PreImages); err != nil {
+		cfg.Logger.Warn("pre-images: restore from their durable copies", zap.Int("copies", n), zap.Error(err))
+	}
 	h.env.JobUndoMaxBytes, h.env.JobUndoMaxFiles = cfg.JobUndoMaxBytes, cfg.JobUndoMaxFiles
 	h.rt.Runs.SetMaxRetries(h.gov.MaxRetries) // the policy's max_retries bounds new runs' retries
 	h.pipe = op.NewPipeline(reg, h.env)

@@ -97,7 +97,7 @@ func (c *Call) writeHash(t Txn) (string, error) {
 // result (replayed true); a conflict, a request in progress or an unknown
 // outcome (with the current digests of t.Paths) is the error.
 func (c *Call) begin(ctx context.Context, t Txn, hash string) (any, bool, error) {
-	begun, err := c.Env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths})
+	begun, err := c.Env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths, Unsynced: true})
 	if err != nil {
 		if errs.CodeOf(err) == errs.RequestOutcomeUnknown {
 			return nil, false, withDigests(err, c.Repo)
@@ -228,10 +228,21 @@ func (c *Call) leased(ctx context.Context, t Txn, w *writing, l runtime.Lease, l
 	} else {
 		with = append(with, r)
 	}
+	// The pre-images the receipt names whose files are not yet fsynced
+	// (preimage.Store.PutPending) ride the same commit as durable copies.
+	if pres, err := preImageRecords(env.PreImages, kept); err != nil {
+		warn(out, "the write succeeded but its pre-images could not be stored: "+err.Error())
+	} else {
+		with = append(with, pres...)
+	}
+	if failpoint == "before-commit" {
+		crashHere()
+	}
 	if err := env.Gov.AuditAppendDurable(auditEntry, with...)(); err != nil {
 		warn(out, "the write succeeded but its audit entry, ledger completion and receipt could not be made durable (harnessd retries them): "+errs.From(err).Message)
 	} else {
 		c.pruneReceipts(kept.RepoID)
+		c.settlePreImages()
 	}
 	c.receipt = kept
 	return out, nil

@@ -22,6 +22,7 @@ package preimage
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +51,10 @@ const (
 	DefaultMaxCount = 200_000
 	// sweepEvery is how often Put sweeps for age (size is checked on every Put).
 	sweepEvery = time.Hour
+	// InlineMax is the largest pre-image PutPending keeps pending (its
+	// file written without an fsync, its durable copy stored by the
+	// write's own synced commit); a larger one is fsynced at once.
+	InlineMax = 64 << 10
 )
 
 // Config configures a Store.
@@ -78,6 +84,15 @@ type Store struct {
 	mem       map[sum][]byte // in memory only: digest -> content
 	total     int64
 	lastSweep time.Time
+
+	// pending are the contents whose files were written without an fsync
+	// (PutPending) and not yet synced (Settle): each write that names one
+	// stores its durable copy in its own synced commit (Pending).
+	pending      map[sum][]byte
+	pendingBytes int64
+	unsynced     map[sum]bool  // written without an fsync since the last Sync or Settle
+	fsyncs       atomic.Uint64 // file fsyncs (Syncs)
+	settling     atomic.Bool   // a Settle is claimed (Due) or running
 }
 
 // sum is a digest's 32 bytes: the index's key.
@@ -170,11 +185,186 @@ func parse(d string) (sum, bool) {
 // Put stores data and returns its digest. Content already stored is not
 // written again; its age is refreshed. Content larger than MaxBytes is not
 // kept (an error names the setting).
-func (s *Store) Put(data []byte) (string, error) { return s.put(data, true) }
+func (s *Store) Put(data []byte) (string, error) { return s.put(data, true, false) }
 
-// put is Put, fsyncing each new content when sync (else Sync makes the
-// contents written since durable at once).
-func (s *Store) put(data []byte, sync bool) (string, error) {
+// PutPending is Put for a write that stores the durable copy of what it
+// keeps in its own synced commit: content up to InlineMax is written
+// without an fsync and stays pending (Pending returns it) until Settle
+// syncs its file; larger content is fsynced at once, as by Put. A file
+// written without an fsync outlives a kill -9 (the page cache keeps it);
+// after a power loss its durable copy restores it (Restore). Content
+// already stored and synced is not written again (its age is refreshed).
+func (s *Store) PutPending(data []byte) (string, error) {
+	if s.mem != nil || len(data) > InlineMax {
+		return s.put(data, true, false)
+	}
+	return s.put(data, false, true)
+}
+
+// Pending returns the content of pre-image d while its file is not yet
+// synced: the durable copy a write stores in its commit. False when d is
+// synced (or not kept): the file is its own durable copy.
+func (s *Store) Pending(d string) ([]byte, bool) {
+	k, ok := parse(d)
+	if !ok {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.pending[k]
+	return b, ok
+}
+
+// PendingStats are the count and bytes of the pending pre-images.
+func (s *Store) PendingStats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Count: len(s.pending), Bytes: s.pendingBytes}
+}
+
+// When the pending pre-images are due to be settled: this many, or this
+// many bytes (a bound on what they hold in memory).
+const (
+	settleCount = 64
+	settleBytes = 4 << 20
+)
+
+// Due reports whether the pending pre-images are enough to settle now
+// and, if so, claims the settle for the caller, which must call Settle
+// (that ends the claim): one settle at a time, never one per write.
+func (s *Store) Due() bool {
+	st := s.PendingStats()
+	if st.Count < settleCount && st.Bytes < settleBytes {
+		return false
+	}
+	return s.settling.CompareAndSwap(false, true)
+}
+
+// Settle fsyncs the files of the pending pre-images (and their
+// directories, so their renames hold too) and returns the digests now
+// durable on their own: their durable copies may be deleted. A file the
+// store pruned meanwhile is no longer pending and not returned. The
+// fsyncs run outside the store's lock: Puts go on meanwhile.
+func (s *Store) Settle() ([]string, error) {
+	defer s.settling.Store(false)
+	s.mu.Lock()
+	keys := make([]sum, 0, len(s.pending))
+	for k := range s.pending {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	dirs := map[string]bool{}
+	var synced []sum
+	var firstErr error
+	for _, k := range keys {
+		d := hex.EncodeToString(k[:])
+		err := s.syncFile(s.path(d))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // pruned meanwhile
+		case err != nil:
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		dirs[filepath.Dir(s.path(d))] = true
+		synced = append(synced, k)
+	}
+	for dir := range dirs {
+		if err := s.syncFile(dir); err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "preimage: sync %s: %v", dir, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(synced))
+	for _, k := range synced {
+		if b, ok := s.pending[k]; ok {
+			s.pendingBytes -= int64(len(b))
+			delete(s.pending, k)
+		}
+		delete(s.unsynced, k)
+		out = append(out, hex.EncodeToString(k[:]))
+	}
+	for _, k := range keys { // pruned meanwhile: nothing left to sync
+		if _, kept := s.index[k]; !kept {
+			s.dropPendingLocked(k)
+		}
+	}
+	if firstErr != nil {
+		return out, errs.Wrap(errs.Internal, firstErr, "preimage: settle: %v", firstErr)
+	}
+	return out, nil
+}
+
+// Restore makes pre-image d durable from its durable copy data (a write's
+// commit stored it while the file was pending, and a crash came before
+// Settle): the file is written and fsynced when it is missing or damaged,
+// left as it is otherwise. Data that is not d's content is refused.
+func (s *Store) Restore(d string, data []byte) error {
+	k, ok := parse(d)
+	if !ok || Digest(data) != d {
+		return errs.New(errs.StoreDamaged, "the durable copy of pre-image %s does not have its digest", short(d)).With("sha256", d)
+	}
+	if s.mem != nil {
+		_, err := s.put(data, true, false)
+		return err
+	}
+	if b, err := os.ReadFile(s.path(d)); err == nil && Digest(b) == d {
+		err := s.syncFile(s.path(d)) // intact: make sure it is durable before its copy goes
+		if err == nil {
+			err = s.syncFile(filepath.Dir(s.path(d)))
+		}
+		s.mu.Lock()
+		s.dropPendingLocked(k)
+		s.mu.Unlock()
+		return err
+	}
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.write(d, data, true); err != nil {
+		return err
+	}
+	if err := s.syncFile(filepath.Dir(s.path(d))); err != nil {
+		return errs.Wrap(errs.Internal, err, "preimage: sync: %v", err)
+	}
+	if e, ok := s.index[k]; ok {
+		s.total -= e.size
+	}
+	s.index[k] = entry{size: int64(len(data)), at: now.UnixNano()}
+	s.total += int64(len(data))
+	s.dropPendingLocked(k)
+	return nil
+}
+
+// syncFile fsyncs the file or directory at p.
+func (s *Store) syncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	s.fsyncs.Add(1)
+	return f.Sync()
+}
+
+// dropPendingLocked forgets k as pending (pruned, restored or synced).
+func (s *Store) dropPendingLocked(k sum) {
+	if b, ok := s.pending[k]; ok {
+		s.pendingBytes -= int64(len(b))
+		delete(s.pending, k)
+	}
+	delete(s.unsynced, k)
+}
+
+// put is Put, fsyncing each new content when sync (else Sync, or Settle
+// for the pending ones, makes the contents written since durable); pend
+// keeps content written without an fsync pending (PutPending). Content
+// already written without an fsync is fsynced now by a synced put.
+func (s *Store) put(data []byte, sync, pend bool) (string, error) {
 	k := sum(sha256.Sum256(data))
 	d := hex.EncodeToString(k[:])
 	size := int64(len(data))
@@ -188,6 +378,12 @@ func (s *Store) put(data []byte, sync bool) (string, error) {
 		if s.mem == nil {
 			_ = os.Chtimes(s.path(d), now, now)
 		}
+		if s.unsynced[k] && sync {
+			if err := s.syncFile(s.path(d)); err != nil {
+				return d, errs.Wrap(errs.Internal, err, "preimage: fsync: %v", err)
+			}
+			s.dropPendingLocked(k)
+		}
 	} else {
 		if s.mem != nil {
 			s.mem[k] = append([]byte(nil), data...)
@@ -195,6 +391,19 @@ func (s *Store) put(data []byte, sync bool) (string, error) {
 			return d, err
 		}
 		s.total += size
+		if s.mem == nil && !sync {
+			if s.unsynced == nil {
+				s.unsynced = map[sum]bool{}
+			}
+			s.unsynced[k] = true
+		}
+	}
+	if _, ok := s.pending[k]; pend && s.unsynced[k] && !ok {
+		if s.pending == nil {
+			s.pending = map[sum][]byte{}
+		}
+		s.pending[k] = append([]byte(nil), data...)
+		s.pendingBytes += size
 	}
 	s.index[k] = entry{size: size, at: now.UnixNano()}
 	if !s.cfg.fits(s.total, len(s.index), false) || now.Sub(s.lastSweep) >= sweepEvery {
@@ -239,6 +448,7 @@ func (s *Store) write(d string, data []byte, sync bool) error {
 		return errs.Wrap(errs.Internal, err, "preimage: write: %v", err)
 	}
 	if sync {
+		s.fsyncs.Add(1)
 		if err := f.Sync(); err != nil {
 			return errs.Wrap(errs.Internal, err, "preimage: fsync: %v", err)
 		}
@@ -310,9 +520,23 @@ func (s *Store) Sync() error {
 		return errs.Wrap(errs.Internal, err, "preimage: sync: %v", err)
 	}
 	defer f.Close()
+	s.mu.Lock()
+	written := make([]sum, 0, len(s.unsynced))
+	for k := range s.unsynced {
+		written = append(written, k)
+	}
+	s.mu.Unlock()
+	s.fsyncs.Add(1)
 	if err := unix.Syncfs(int(f.Fd())); err != nil {
 		return errs.Wrap(errs.Internal, err, "preimage: sync: %v", err)
 	}
+	// What was written before the syncfs is durable. The pending ones
+	// stay pending: Settle returns them, so their durable copies go.
+	s.mu.Lock()
+	for _, k := range written {
+		delete(s.unsynced, k)
+	}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -353,13 +577,18 @@ func (s *Store) Has(d string) bool {
 type Stats struct {
 	Count int   `json:"count"`
 	Bytes int64 `json:"bytes"`
+	// Pending is how many are pending (PutPending: not yet fsynced, a
+	// durable copy in the store); Fsyncs counts the store's file fsyncs.
+	Pending int    `json:"pending,omitempty"`
+	Fsyncs  uint64 `json:"fsyncs,omitempty"`
 }
 
-// Stats returns the count and total size of what is stored.
+// Stats returns the count and total size of what is stored, how many are
+// pending and the fsyncs so far.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Count: len(s.index), Bytes: s.total}
+	return Stats{Count: len(s.index), Bytes: s.total, Pending: len(s.pending), Fsyncs: s.fsyncs.Load()}
 }
 
 // Sweep removes the pre-images older than MaxAge, then, if the store is
@@ -385,6 +614,7 @@ func (s *Store) sweepLocked() int {
 		s.total -= s.index[k].size
 		delete(s.index, k)
 		delete(s.mem, k)
+		s.dropPendingLocked(k)
 		removed++
 	}
 	return removed

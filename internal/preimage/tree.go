@@ -343,7 +343,7 @@ func (w *walker) keep(data []byte) (string, error) {
 	if w.o.Store == nil {
 		return Digest(data), nil
 	}
-	d, err := w.o.Store.put(data, false)
+	d, err := w.o.Store.put(data, false, false)
 	if err != nil {
 		return d, errs.Wrap(errs.CodeOf(err), err, "keep a pre-image before the job: %v", errs.From(err).Message)
 	}

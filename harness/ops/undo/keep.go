@@ -48,7 +48,7 @@ func Keep(env *op.Env, root *pathsafe.Root, r *op.Receipt) func(patch.PreImage) 
 			ref.SHA256, ref.Mode = pi.Digest, fmt.Sprintf("%04o", pi.Mode.Perm())
 			if env.PreImages == nil {
 				ref.NotKept = "pre-images are off in this harness"
-			} else if _, err := env.PreImages.Put(pi.Data); err != nil {
+			} else if _, err := env.PreImages.PutPending(pi.Data); err != nil {
 				ref.NotKept = errs.From(err).Message
 			}
 		}
