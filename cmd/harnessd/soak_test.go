@@ -55,9 +55,11 @@ import (
 //     grows until those rings are full. The live heap (at the last GC,
 //     go_memstats_next_gc_bytes / (1 + GOGC/100)) may grow by
 //     max(16 MiB, 25%), the anonymous RSS (RssAnon: heap, stacks) by
-//     max(48 MiB, 25%). VmRSS is reported, not checked: its file part is
-//     Badger's mmapped tables and value log, which follow the store's size
-//     as the store fds do (a write soak grows the store). The anonymous RSS
+//     max(48 MiB, 25%), VmRSS by 25% (soakGrowth). VmRSS's file part is
+//     Badger's mapped tables, WALs and value log, which would follow the
+//     store's size; the store hands their pages back to the kernel every
+//     10 s (persistence/release.go), and the report breaks the file part
+//     down by kind of mapping (fileRSS). The anonymous RSS
 //     also holds garbage between GCs, and a short soak still sees
 //     bounded ramps: Badger's memtable filling, protoactor's registry of
 //     32,768 small maps, one touched by each new reply process id,
@@ -285,7 +287,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&report, "ops: %d ok, %d errors, %.0f ops/s; %d patches acknowledged\n", ok, failed, float64(ok+failed)/elapsed.Seconds(), len(acked))
 	fmt.Fprintf(&report, "errors by code: %s\n", total.errorSummary())
 	report.WriteString(total.table())
-	fmt.Fprintf(&report, "%-24s %10s %12s %12s %10s %10s\n", "daemon", "baseline", "first (med)", "last (med)", "peak", "after")
+	fmt.Fprintf(&report, "%-24s %10s %12s %12s %8s %10s %10s\n", "daemon", "baseline", "first (med)", "last (med)", "change", "peak", "after")
 	for _, m := range soakMetrics {
 		name := m.name
 		f, l := first, last
@@ -295,8 +297,13 @@ func TestSoak(t *testing.T) {
 		if !m.checked || m.memory && !memChecked {
 			name += " *"
 		}
-		fmt.Fprintf(&report, "%-24s %10s %12s %12s %10s %10s\n", name, m.format(m.of(base)), m.format(median(f, m.of)),
-			m.format(median(l, m.of)), m.format(peak(samples, m.of)), m.format(m.of(end)))
+		mf, ml := median(f, m.of), median(l, m.of)
+		change := "-"
+		if mf > 0 {
+			change = fmt.Sprintf("%+.1f%%", 100*(ml-mf)/mf)
+		}
+		fmt.Fprintf(&report, "%-24s %10s %12s %12s %8s %10s %10s\n", name, m.format(m.of(base)), m.format(mf),
+			m.format(ml), change, m.format(peak(samples, m.of)), m.format(m.of(end)))
 	}
 	report.WriteString("(* reported, not checked)\n")
 	fmt.Fprintf(&report, "windows: first %s..%s (%d samples), last %s..%s (%d samples), every %s\n",
@@ -309,6 +316,11 @@ func TestSoak(t *testing.T) {
 		fmt.Fprintf(&report, "memory not checked: the span rings (%d calls a client) were full at %s, too late for two 10 s windows in %s\n",
 			runs.RingSize, filled.Round(time.Second), dur)
 	}
+	fmt.Fprintf(&report, "file-backed RSS by mapping: %-12s %12s %12s\n", "", "first (med)", "last (med)")
+	for _, k := range fileRSSKinds {
+		of := func(s soakSample) float64 { return float64(s.byKind[k]) }
+		fmt.Fprintf(&report, "  %-38s %12s %12s\n", k, mib(median(memFirst, of)), mib(median(memLast, of)))
+	}
 	report.WriteString(soakSeries(samples, dur/10))
 	t.Log("\n" + report.String())
 
@@ -318,23 +330,9 @@ func TestSoak(t *testing.T) {
 	if len(first) == 0 || len(last) == 0 {
 		t.Errorf("no samples in the first or the last window (%d samples)", len(samples))
 	}
-	for _, m := range soakMetrics {
-		if len(first) == 0 || len(last) == 0 {
-			break
-		}
-		if !m.checked || m.memory && !memChecked {
-			continue
-		}
-		f, l := median(first, m.of), median(last, m.of)
-		if m.memory {
-			f, l = median(memFirst, m.of), median(memLast, m.of)
-		}
-		abs := m.growAbs
-		if m.perClient {
-			abs *= float64(n)
-		}
-		if allowed := f + max(abs, f*m.growRel); l > allowed {
-			t.Errorf("%s grew from %s (first window) to %s (last window), more than the %s allowed", m.name, m.format(f), m.format(l), m.format(allowed))
+	if len(first) > 0 && len(last) > 0 {
+		for _, msg := range soakGrowth(first, last, memFirst, memLast, memChecked, n) {
+			t.Error(msg)
 		}
 	}
 	checkAudited(t, dataDir, acked, 0)
@@ -407,16 +405,42 @@ func soakSessions(t *testing.T, dataDir, sock string, n int) ([]*mcp.ClientSessi
 	return sessions, closeAll, nil
 }
 
+// soakGrowth compares the last window's medians with the first's (the
+// memory windows for memory figures, when memChecked) for every checked
+// figure of soakMetrics and says which grew more than allowed.
+func soakGrowth(first, last, memFirst, memLast []soakSample, memChecked bool, clients int) []string {
+	var out []string
+	for _, m := range soakMetrics {
+		if !m.checked || m.memory && !memChecked {
+			continue
+		}
+		f, l := median(first, m.of), median(last, m.of)
+		if m.memory {
+			f, l = median(memFirst, m.of), median(memLast, m.of)
+		}
+		abs := m.growAbs
+		if m.perClient {
+			abs *= float64(clients)
+		}
+		if allowed := f + max(abs, f*m.growRel); l > allowed {
+			out = append(out, fmt.Sprintf("%s grew from %s (first window) to %s (last window), more than the %s allowed",
+				strings.TrimSpace(m.name), m.format(f), m.format(l), m.format(allowed)))
+		}
+	}
+	return out
+}
+
 // soakSample is one look at the daemon.
 type soakSample struct {
-	at         time.Duration // since the load started
-	rss        int64         // bytes: VmRSS = RssAnon + RssFile + RssShmem
-	anon, file int64         // bytes: RssAnon (heap, stacks) and RssFile (Badger's mmapped files, the binary)
-	heap       int64         // bytes: the Go heap in use, garbage included (go_memstats_heap_inuse_bytes)
-	live       int64         // bytes: the live heap at the last GC (next GC target / (1 + GOGC/100))
-	fds        int           // open fds but the store's
-	storeFds   int           // open fds under <data-dir>/store
-	fdTargets  []string      // where the fds counted in fds point
+	at         time.Duration    // since the load started
+	rss        int64            // bytes: VmRSS = RssAnon + RssFile + RssShmem
+	anon, file int64            // bytes: RssAnon (heap, stacks) and RssFile (Badger's mmapped files, the binary)
+	byKind     map[string]int64 // bytes of file-backed RSS by mapping (fileRSS)
+	heap       int64            // bytes: the Go heap in use, garbage included (go_memstats_heap_inuse_bytes)
+	live       int64            // bytes: the live heap at the last GC (next GC target / (1 + GOGC/100))
+	fds        int              // open fds but the store's
+	storeFds   int              // open fds under <data-dir>/store
+	fdTargets  []string         // where the fds counted in fds point
 	threads    int
 	goroutines int // minus the pooled sandbox threads
 	actors     int
@@ -433,7 +457,7 @@ var soakMetrics = []struct {
 	checked, memory, perClient bool
 	growAbs, growRel           float64
 }{
-	{"RSS (VmRSS)", func(s soakSample) float64 { return float64(s.rss) }, mib, false, true, false, 0, 0},
+	{"RSS (VmRSS)", func(s soakSample) float64 { return float64(s.rss) }, mib, true, true, false, 0, 0.25},
 	{"  anon", func(s soakSample) float64 { return float64(s.anon) }, mib, true, true, false, 48 << 20, 0.25},
 	{"  file (mmap)", func(s soakSample) float64 { return float64(s.file) }, mib, false, true, false, 0, 0},
 	{"live heap (last GC)", func(s soakSample) float64 { return float64(s.live) }, mib, true, true, false, 16 << 20, 0.25},
@@ -472,6 +496,9 @@ func probeDaemon(ctx context.Context, c *client.Client, pid int, store string) (
 		case len(f) >= 2 && f[0] == "Threads:":
 			s.threads, _ = strconv.Atoi(f[1])
 		}
+	}
+	if s.byKind, err = fileRSS(pid, store); err != nil {
+		return s, err
 	}
 	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(fdDir)
@@ -526,6 +553,54 @@ func probeDaemon(ctx context.Context, c *client.Client, pid int, store string) (
 	}
 	s.live = int64(next / (1 + gogc/100))
 	return s, nil
+}
+
+// fileRSSKinds are the kinds of file-backed mappings fileRSS tells apart.
+var fileRSSKinds = []string{"sst", "vlog", "mem", "store other", "binary", "other"}
+
+// fileRSS sums the resident bytes of the daemon's file-backed mappings by
+// kind, from /proc/<pid>/smaps: Badger's tables (.sst), value log (.vlog)
+// and memtable WALs (.mem), its other files, the daemon's binary, the rest.
+func fileRSS(pid int, store string) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, err
+	}
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	out := map[string]int64{}
+	kind := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") { // a mapping's header
+			kind = ""
+			if len(f) >= 6 && strings.HasPrefix(f[5], "/") {
+				path := strings.Join(f[5:], " ")
+				switch {
+				case path == exe:
+					kind = "binary"
+				case !strings.HasPrefix(path, store):
+					kind = "other"
+				case strings.HasSuffix(path, ".sst"):
+					kind = "sst"
+				case strings.HasSuffix(path, ".vlog"):
+					kind = "vlog"
+				case strings.HasSuffix(path, ".mem"):
+					kind = "mem"
+				default:
+					kind = "store other"
+				}
+			}
+			continue
+		}
+		if f[0] == "Rss:" && kind != "" && len(f) >= 2 {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			out[kind] += kb << 10
+		}
+	}
+	return out, nil
 }
 
 // settleDaemon polls for up to 20 s until the daemon's goroutines and fds
@@ -630,5 +705,47 @@ func heapProfile(t *testing.T, d *daemonProc) {
 	}
 	if err := d.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Errorf("heap profile: %v", err)
+	}
+}
+
+// The soak's growth check fails what it must: VmRSS 26% over the first
+// window fails (no absolute allowance), 25% passes; the anonymous RSS and
+// the live heap have their floors; goroutines and fds scale with clients;
+// memory figures are compared over the memory windows, or not at all.
+func TestSoakGrowth(t *testing.T) {
+	mb := int64(1 << 20)
+	at := func(rss, anon, live int64, goroutines, fds int) []soakSample {
+		return []soakSample{{rss: rss * mb, anon: anon * mb, live: live * mb, goroutines: goroutines, fds: fds}}
+	}
+	base := at(200, 150, 80, 100, 50)
+	tests := []struct {
+		name       string
+		last       []soakSample
+		memChecked bool
+		want       []string // the figures that fail
+	}{
+		{"flat", at(200, 150, 80, 100, 50), true, nil},
+		{"VmRSS +25%", at(250, 150, 80, 100, 50), true, nil},
+		{"VmRSS +26%", at(252, 150, 80, 100, 50), true, []string{"RSS (VmRSS)"}},
+		{"anon +30% but within 48 MiB", at(240, 195, 80, 100, 50), true, nil},
+		{"anon +40%", at(240, 210, 80, 100, 50), true, []string{"anon"}},
+		{"live heap +26%", at(200, 150, 101, 100, 50), true, []string{"live heap (last GC)"}},
+		{"memory unchecked", at(400, 300, 200, 100, 50), false, nil},
+		{"goroutines within 4 a client", at(200, 150, 80, 100+4*10, 50), true, nil},
+		{"goroutines over", at(200, 150, 80, 100+4*10+1, 50), true, []string{"goroutines"}},
+		{"fds over", at(200, 150, 80, 100, 50+13), true, []string{"open fds (but store)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := soakGrowth(base, tc.last, base, tc.last, tc.memChecked, 10)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want failures of %q", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w+" grew") {
+					t.Errorf("failure %d = %q, want one of %s", i, got[i], w)
+				}
+			}
+		})
 	}
 }
