@@ -7,12 +7,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/harnessd/harnessd/actors"
 	"github.com/harnessd/harnessd/contract/errs"
+	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/fleet"
+	"github.com/harnessd/harnessd/messages"
 )
 
 // FleetConfig joins a Harness to a fleet of harnessd nodes whose shared
@@ -74,6 +79,9 @@ func (h *Harness) joinFleet(ctx context.Context, dataDir string) error {
 		return err
 	}
 	h.fleet = n
+	// Request ids are fleet-wide (fleethome.go); the token keeper starts
+	// with the actor tree (claimHomes).
+	h.env.Ledger = fleetLedger{Ledger: h.env.Ledger, n: n, toks: newTokenKeeper(n, h.rt, h.lg.With(zap.String("component", "fleet-tokens")))}
 	h.lg.Info("joined the fleet", zap.String("node", n.Name()), zap.Int64("epoch", n.Epoch()), zap.Strings("etcd", fc.Endpoints), zap.Bool("sealed", key != nil))
 	if key == nil {
 		h.lg.Warn("the fleet's evidence is not sealed: whoever can write etcd can forge it; put the fleet key in " + FleetKeyPath(dataDir) + " on every node (docs/fleet.md)")
@@ -118,6 +126,7 @@ func (h *Harness) leaveFleet(ctx context.Context) {
 		return
 	}
 	h.stopFleetJobs() // its attempts go with the lease, for other nodes to take over
+	h.tokens().close()
 	if err := h.fleet.Close(ctx); err != nil {
 		h.lg.Warn("leave the fleet", zap.Error(err))
 	}
@@ -127,6 +136,7 @@ func (h *Harness) leaveFleet(ctx context.Context) {
 // embedded etcd member.
 func (h *Harness) closeFleet() {
 	if h.fleet != nil {
+		h.tokens().close() // idempotent
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = h.fleet.Close(ctx) // idempotent
 		cancel()
@@ -139,3 +149,189 @@ func (h *Harness) closeFleet() {
 // Fleet returns this node's membership of its fleet, or nil outside one
 // (the HTTP surface serves its evidence blobs to the other nodes).
 func (h *Harness) Fleet() *fleet.Node { return h.fleet }
+
+// tokens answers the node's token keeper (nil outside a fleet; its
+// methods do nothing then).
+func (h *Harness) tokens() *tokenKeeper {
+	if h.env == nil {
+		return nil
+	}
+	fl, _ := h.env.Ledger.(fleetLedger)
+	return fl.toks
+}
+
+// tokenKeeper reserves the fencing tokens of the checkouts this node is
+// the home of, in blocks from etcd, ahead of need (internal/fleet
+// tokens.go): a goroutine looks at each checkout's highest token every
+// min(TTL/3, 1 s) (a message to its actor, which also re-sends the
+// block) and reserves the next block when less than half of the block is
+// left or the node's session changed (a new epoch reserves above every
+// token ever reserved), sized to the checkout's pace. The checkout's
+// actor raises its floor to the block and refuses tokens above it
+// (actors.TokenBlock). Never inside an actor's Receive.
+type tokenKeeper struct {
+	n     *fleet.Node
+	rt    *runtime.Runtime
+	lg    *zap.Logger
+	ctx   context.Context
+	stop  context.CancelFunc
+	donec chan struct{}
+	start sync.Once
+	shut  sync.Once
+
+	pass  sync.Mutex // one pass at a time
+	mu    sync.Mutex // protects repos
+	repos map[string]*keptTokens
+}
+
+// keptTokens is a home checkout's block and its highest token at the
+// last look.
+type keptTokens struct {
+	blk  fleet.TokenBlock
+	seen uint64
+}
+
+func newTokenKeeper(n *fleet.Node, rt *runtime.Runtime, lg *zap.Logger) *tokenKeeper {
+	k := &tokenKeeper{n: n, rt: rt, lg: lg, donec: make(chan struct{}), repos: map[string]*keptTokens{}}
+	k.ctx, k.stop = context.WithCancel(context.Background())
+	return k
+}
+
+// run starts the keeper's goroutine (once).
+func (k *tokenKeeper) run() {
+	if k == nil {
+		return
+	}
+	k.start.Do(func() {
+		go func() {
+			defer close(k.donec)
+			t := time.NewTicker(max(min(k.n.TTL()/3, time.Second), 50*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-k.ctx.Done():
+					return
+				case <-t.C:
+				}
+				k.mu.Lock()
+				ids := make([]string, 0, len(k.repos))
+				for id := range k.repos {
+					ids = append(ids, id)
+				}
+				k.mu.Unlock()
+				for _, id := range ids {
+					k.keep(k.ctx, id)
+				}
+			}
+		}()
+	})
+}
+
+// close stops the goroutine and waits for it; idempotent.
+func (k *tokenKeeper) close() {
+	if k == nil {
+		return
+	}
+	k.shut.Do(func() {
+		k.stop()
+		k.start.Do(func() { close(k.donec) }) // never started
+		<-k.donec
+	})
+}
+
+// add keeps repoID's tokens (this node is its home) and reserves its
+// first block now, so its checkout issues no token below the fleet's.
+func (k *tokenKeeper) add(ctx context.Context, repoID string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	if _, ok := k.repos[repoID]; !ok {
+		k.repos[repoID] = &keptTokens{}
+	}
+	k.mu.Unlock()
+	k.keep(ctx, repoID)
+}
+
+// remove stops keeping repoID's tokens (unregistered).
+func (k *tokenKeeper) remove(repoID string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	delete(k.repos, repoID)
+	k.mu.Unlock()
+}
+
+// keep looks at repoID's checkout and reserves its next block if it
+// needs one. A node whose session is lost reserves nothing: the checkout
+// keeps its block and refuses tokens above it.
+func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
+	k.pass.Lock()
+	defer k.pass.Unlock()
+	k.mu.Lock()
+	kt := k.repos[repoID]
+	var cur fleet.TokenBlock
+	var seen uint64
+	if kt != nil {
+		cur, seen = kt.blk, kt.seen
+	}
+	k.mu.Unlock()
+	e, ok := k.rt.Registry.Lookup(repoID)
+	if kt == nil || !ok {
+		k.remove(repoID)
+		return
+	}
+	set, err := k.send(e.Checkout, actors.TokenBlock{Floor: cur.Floor, Ceiling: cur.Ceiling})
+	if err != nil {
+		k.lg.Warn("fleet tokens: ask the checkout", zap.String("repo_id", repoID), zap.Error(err))
+		return
+	}
+	epoch := k.n.Epoch()
+	if !fleet.NeedBlock(cur, set.High, epoch) {
+		k.note(repoID, cur, set.High)
+		return
+	}
+	used := uint64(0)
+	if cur.Epoch == epoch && set.High > seen {
+		used = set.High - seen
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	blk, err := k.n.ReserveTokens(rctx, repoID, set.High, fleet.BlockSize(used))
+	cancel()
+	if err != nil {
+		if errs.CodeOf(err) != errs.LeaseLost {
+			k.lg.Warn("fleet tokens: reserve a block", zap.String("repo_id", repoID), zap.Error(err))
+		}
+		return
+	}
+	if _, err := k.send(e.Checkout, actors.TokenBlock{Floor: blk.Floor, Ceiling: blk.Ceiling}); err != nil {
+		k.lg.Warn("fleet tokens: give the checkout its block", zap.String("repo_id", repoID), zap.Error(err))
+		return
+	}
+	k.note(repoID, blk, set.High)
+}
+
+// note records repoID's block and its highest token at this look.
+func (k *tokenKeeper) note(repoID string, blk fleet.TokenBlock, high uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if kt := k.repos[repoID]; kt != nil {
+		kt.blk, kt.seen = blk, high
+	}
+}
+
+// send gives a checkout's actor a token block (or asks its highest token).
+func (k *tokenKeeper) send(pid *actor.PID, m actors.TokenBlock) (actors.TokenBlockSet, error) {
+	v, err := k.rt.System().Root.RequestFuture(pid, m, 5*time.Second).Result()
+	if err != nil {
+		return actors.TokenBlockSet{}, errs.Wrap(errs.Unavailable, err, "the checkout did not answer: %v", err)
+	}
+	switch v := v.(type) {
+	case actors.TokenBlockSet:
+		return v, nil
+	case messages.Failed:
+		return actors.TokenBlockSet{}, actors.ErrorOf(v)
+	}
+	return actors.TokenBlockSet{}, errs.New(errs.Internal, "the checkout answered a token block with %T", v)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/govern"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/messages"
 )
@@ -31,6 +32,7 @@ func (h *Harness) claimHomes(ctx context.Context) {
 	if h.fleet == nil {
 		return
 	}
+	h.tokens().run()
 	repos, err := h.rt.Registry.List(ctx)
 	if err != nil {
 		h.lg.Warn("fleet: list the repositories to record their home", zap.Error(err))
@@ -50,6 +52,8 @@ func (h *Harness) claimHome(ctx context.Context, repoID, root, checkoutID string
 	case got.Node != h.fleet.Name():
 		h.lg.Warn("fleet: the repository is registered here too, but its home is another node: other nodes forward its operations there",
 			zap.String("repo_id", repoID), zap.String("home", got.Node))
+	default:
+		h.tokens().add(ctx, repoID) // the home reserves its checkout's fencing tokens
 	}
 }
 
@@ -71,6 +75,7 @@ func (h *Harness) noteHome(ctx context.Context, name string, out any) {
 		h.claimHome(ctx, r.ID, r.Root, r.CheckoutID, r.Registered)
 		return
 	}
+	h.tokens().remove(r.ID)
 	if _, err := h.fleet.ReleaseHome(ctx, r.ID); err != nil {
 		h.lg.Warn("fleet: release the home of an unregistered repository", zap.String("repo_id", r.ID), zap.Error(err))
 	}
@@ -98,6 +103,9 @@ func (h *Harness) callOrForward(ctx context.Context, name string, args json.RawM
 	if err == nil {
 		h.noteHome(ctx, o.Name, out)
 		return out, nil
+	}
+	if node := heldBy(err); node != "" {
+		return h.forwardRequest(ctx, node, repoIDOf(args), o.Name, args) // its request id is another node's
 	}
 	if errs.CodeOf(err) != errs.RepositoryNotRegistered {
 		return nil, err
@@ -138,6 +146,9 @@ func (h *Harness) homeElsewhere(ctx context.Context, repoID string) (fleet.Home,
 func (h *Harness) forward(ctx context.Context, home fleet.Home, name string, args json.RawMessage) (any, error) {
 	fargs, dropped := dropRunID(args)
 	ans, err := h.fleet.Forward(ctx, home, name, fargs, forwardedFor(ctx))
+	if node := heldBy(err); node != "" && node != home.Node {
+		return h.forwardRequest(ctx, node, home.RepoID, name, args) // the home node found the request id another node's
+	}
 	if err != nil {
 		if e, ok := err.(*errs.Error); ok && e.Code != errs.Unavailable {
 			return nil, e.With("forwarded_to", home.Node)
@@ -242,4 +253,80 @@ func (h *Harness) CallForwarded(ctx context.Context, from string, who fleet.Forw
 	}
 	h.noteHome(ctx, o.Name, out)
 	return out, nil
+}
+
+// Fleet-wide request ids (docs/fleet.md): in a fleet, a request id's
+// ledger begin first records it in etcd (fleet.Node.ReserveRequest), so
+// the same id is one request fleet-wide. A request id another node holds
+// is answered there: callOrForward forwards the call to that node, whose
+// ledger replays (or refuses) it; it never runs twice.
+
+// detailHeldBy names, in the error of a ledger begin, the node that
+// holds the request id.
+const detailHeldBy = "request_held_by"
+
+// fleetLedger is the ledger of a fleet node: Begin records the request
+// id fleet-wide first (one etcd round trip). A job_start's request id is
+// the fleet job's record (fleetjobs.go), not recorded here. It also
+// carries the node's token keeper (fleet.go), as op.Env holds no other
+// fleet state.
+type fleetLedger struct {
+	runtime.Ledger
+	n    *fleet.Node
+	toks *tokenKeeper
+}
+
+// Begin records m's request id fleet-wide, then begins it in the local
+// ledger when this node holds it; a request id another node holds is
+// the error heldBy finds (nothing recorded here).
+func (l fleetLedger) Begin(ctx context.Context, m messages.LedgerBegin) (messages.LedgerBegun, error) {
+	if m.Operation == "job_start" {
+		return l.Ledger.Begin(ctx, m)
+	}
+	rec, err := l.n.ReserveRequest(ctx, fleet.Request{RequestID: m.RequestID, Op: m.Operation, InputHash: m.InputHash})
+	if err != nil {
+		return messages.LedgerBegun{}, err
+	}
+	if rec.Node != l.n.Name() {
+		return messages.LedgerBegun{}, errs.New(errs.Unavailable,
+			"request_id %q is node %s's (its %s ran or runs there), and this call could not be forwarded to it: retry through the API or MCP of any node, which forward it to %s",
+			m.RequestID, rec.Node, rec.Op, rec.Node).With(detailHeldBy, rec.Node).With("request_id", m.RequestID)
+	}
+	return l.Ledger.Begin(ctx, m)
+}
+
+// heldBy answers the node an error says holds the call's request id ("" if none).
+func heldBy(err error) string {
+	if err == nil {
+		return ""
+	}
+	node, _ := errs.From(err).Details[detailHeldBy].(string)
+	return node
+}
+
+// forwardRequest sends a call whose request id node holds to node, whose
+// ledger answers it (a replay, a refusal, or the run of a request it
+// recorded but never began). A node that is down is UNAVAILABLE naming
+// it: the call is never run elsewhere.
+func (h *Harness) forwardRequest(ctx context.Context, node, repoID, name string, args json.RawMessage) (any, error) {
+	fargs, dropped := dropRunID(args)
+	ans, err := h.fleet.Forward(ctx, fleet.Home{RepoID: repoID, Node: node}, name, fargs, forwardedFor(ctx))
+	if err != nil {
+		e := errs.From(err)
+		if e.Code == errs.Unavailable && heldBy(err) == "" {
+			return nil, errs.Wrap(errs.Unavailable, err, "request_id %q is node %s's, which did not answer (%s): it is never run on another node; retry with the same request_id once %s is back",
+				requestIDOf(args), node, e.Message, node).With("node", node).With("request_id", requestIDOf(args))
+		}
+		return nil, e.With("forwarded_to", node)
+	}
+	return forwardedAnswer(ans, node, dropped)
+}
+
+// requestIDOf answers the request_id of raw arguments ("" when none).
+func requestIDOf(args json.RawMessage) string {
+	var probe struct {
+		RequestID string `json:"request_id"`
+	}
+	_ = json.Unmarshal(args, &probe)
+	return probe.RequestID
 }
