@@ -19,7 +19,9 @@ import (
 
 // forwardServer is a node's /v1/fleet/forward/ route as the daemon
 // serves it (fleet secret, then CallForwarded), for in-process nodes.
-type forwardServer struct{ h atomic.Pointer[harness.Harness] }
+type forwardServer struct {
+	h atomic.Pointer[harness.Harness]
+}
 
 func (s *forwardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := s.h.Load()
