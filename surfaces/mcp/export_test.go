@@ -29,3 +29,15 @@ func FastCalls(t *StreamTransport) int64 {
 	}
 	return 0
 }
+
+// FastWorkers is how many workers of t's connection wait for a fast
+// call.
+func FastWorkers(t *StreamTransport) (idle int32) {
+	if t.conn == nil {
+		return 0
+	}
+	if fp := t.conn.fast.Load(); fp != nil {
+		return fp.idle.Load()
+	}
+	return 0
+}

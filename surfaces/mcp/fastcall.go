@@ -45,11 +45,52 @@ type fastPath struct {
 	closed   bool
 	wg       sync.WaitGroup
 	taken    atomic.Int64 // calls answered here (tests)
+
+	// Calls run on workers that outlive them (at most maxIdleWorkers wait
+	// for the next): a new goroutine's 8 KiB stack grows, copied each
+	// time, to the depth of a call (the pipeline, the JSON codecs), about
+	// a tenth of a small read's cost; a worker's stack is already grown.
+	jobs    chan func() // unbuffered: a send succeeds only to a waiting worker
+	idle    atomic.Int32
+	workers sync.WaitGroup
 }
+
+// maxIdleWorkers bounds the workers of a connection that wait for a call.
+const maxIdleWorkers = 4
 
 func newFastPath(v *served, ss *mcp.ServerSession, write func([]byte) error) *fastPath {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &fastPath{v: v, ss: ss, write: write, ctx: ctx, cancel: cancel, inflight: map[any]context.CancelFunc{}}
+	return &fastPath{v: v, ss: ss, write: write, ctx: ctx, cancel: cancel, inflight: map[any]context.CancelFunc{}, jobs: make(chan func())}
+}
+
+// spawn runs f on a waiting worker, or on a new one.
+func (p *fastPath) spawn(f func()) {
+	select {
+	case p.jobs <- f:
+	default:
+		p.workers.Add(1)
+		go p.work(f)
+	}
+}
+
+// work runs f, then the calls spawn hands it while it is one of the
+// maxIdleWorkers waiting; it ends with the connection.
+func (p *fastPath) work(f func()) {
+	defer p.workers.Done()
+	for {
+		f()
+		if p.idle.Add(1) > maxIdleWorkers {
+			p.idle.Add(-1)
+			return
+		}
+		select {
+		case f = <-p.jobs:
+			p.idle.Add(-1)
+		case <-p.ctx.Done():
+			p.idle.Add(-1)
+			return
+		}
+	}
 }
 
 // plainCall reads the params of a tools/call: its name and arguments,
@@ -159,7 +200,7 @@ func (p *fastPath) take(req *jsonrpc.Request) bool {
 	p.mu.Unlock()
 	p.taken.Add(1)
 	id := req.ID
-	go func() {
+	p.spawn(func() {
 		defer p.wg.Done()
 		defer func() {
 			p.mu.Lock()
@@ -176,7 +217,7 @@ func (p *fastPath) take(req *jsonrpc.Request) bool {
 			data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encode the result of " + name}})
 		}
 		_ = p.write(data)
-	}()
+	})
 	return true
 }
 
@@ -216,6 +257,7 @@ func (p *fastPath) close() {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	p.workers.Wait()
 }
 
 // encodeFastAnswer is the response frame to a fast call: the result as

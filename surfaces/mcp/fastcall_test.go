@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,55 @@ func TestFastCallsRoleAndCancel(t *testing.T) {
 	}
 	if m.Error != nil || !strings.Contains(string(m.Result), `"CANCELLED"`) {
 		t.Fatalf("cancelled job_status: %+v %s, want a CANCELLED tool error", m.Error, m.Result)
+	}
+}
+
+// Fast calls run on workers kept between calls: a burst of calls at once
+// is answered in full, at most four workers stay to wait for the next,
+// and later calls reuse them; the connection's end ends every worker (the
+// package's goleak check).
+func TestFastCallsReuseTheirWorkers(t *testing.T) {
+	h := openHarness(t)
+	root := testutil.Repo(t, map[string]string{"README.md": "hello\n"})
+	r, err := h.RegisterRepository(context.Background(), harness.RegisterArgs{Path: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mcpserver.NewFactory(mcpserver.Local(h), "test")
+	tr := &mcpserver.StreamTransport{}
+	c := serveRawWith(t, func(tr *mcpserver.StreamTransport) (*mcp.ServerSession, error) {
+		return f.Connect(context.Background(), mcpserver.Options{}, tr)
+	}, tr, false)
+	call := func(id int) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"read_file","arguments":{"repo_id":"` + r.ID + `","path":"README.md"}}}`
+	}
+	var ids []string
+	for i := 1; i <= 24; i++ {
+		c.send(call(i))
+		ids = append(ids, strconv.Itoa(i))
+	}
+	for id, m := range c.await(ids...) {
+		if m.Error != nil || !strings.Contains(string(m.Result), "hello") || strings.Contains(string(m.Result), `"isError":true`) {
+			t.Fatalf("call %s of the burst: %+v %s", id, m.Error, m.Result)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for mcpserver.FastWorkers(tr) == 0 { // the burst's workers settle
+		if time.Now().After(deadline) {
+			t.Fatal("no worker waits after the burst")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := mcpserver.FastWorkers(tr); n > 4 {
+		t.Fatalf("%d workers wait, want at most 4", n)
+	}
+	for i := 25; i <= 40; i++ {
+		c.send(call(i))
+		if m := c.await(strconv.Itoa(i))[strconv.Itoa(i)]; m.Error != nil || !strings.Contains(string(m.Result), "hello") {
+			t.Fatalf("call %d: %+v %s", i, m.Error, m.Result)
+		}
+	}
+	if n := mcpserver.FastCalls(tr); n != 40 {
+		t.Fatalf("%d fast calls, want 40", n)
 	}
 }
