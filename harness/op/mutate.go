@@ -244,6 +244,9 @@ func (c *Call) leased(ctx context.Context, t Txn, w *writing, l runtime.Lease, l
 		c.pruneReceipts(kept.RepoID)
 		c.settlePreImages()
 	}
+	if failpoint == "after-commit" {
+		crashHere()
+	}
 	c.receipt = kept
 	return out, nil
 }
