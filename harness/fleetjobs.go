@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,22 +14,28 @@ import (
 
 	"github.com/harnessd/harnessd/contract/errs"
 	"github.com/harnessd/harnessd/harness/op"
+	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/harness/runtime"
 	"github.com/harnessd/harnessd/internal/fleet"
 	"github.com/harnessd/harnessd/internal/ledger"
+	"github.com/harnessd/harnessd/internal/worktree"
 	"github.com/harnessd/harnessd/messages"
 )
 
 // fleetJobs lets job_start's jobs outlive their node (op.FleetJobs;
-// docs/fleet.md). A worktree job, or a read-only one, started on a
-// clean checkout is a fleet job: its record and its attempts are in etcd
-// (fleet.StartJob), it runs here under the same id, and its end is
-// recorded with FinishJob, fenced by the attempt's token. Every node
-// watches for fleet jobs whose node died and takes one over when it has
-// a clean checkout of the same repository at the job's commit. A job
-// that writes its checkout in place, or one of a dirty checkout, stays
-// on its node (fleet_local says why): shipping uncommitted state to
-// another node is not done.
+// docs/fleet.md). A worktree job, or a read-only one, is a fleet job:
+// its record and its attempts are in etcd (fleet.StartJob), it runs here
+// under the same id, and its end is recorded with FinishJob, fenced by
+// the attempt's token. A dirty checkout's uncommitted state (what a
+// local worktree job gets: fleet.CaptureState) is shipped with it as a
+// blob, its digest and tree id in the record. Every node watches for
+// fleet jobs whose node died and takes one over when it can rebuild its
+// inputs: a clean checkout of the same repository at the job's commit,
+// or, for a job with shipped state, a checkout that has the commit, in
+// which the state is applied to a worktree of the commit and checked
+// against the record's tree id (a mismatch fails the job: it never runs
+// on other inputs). A job that writes its checkout in place stays on its
+// node (fleet_local says why).
 type fleetJobs struct {
 	n   *fleet.Node
 	env *op.Env
@@ -41,6 +50,15 @@ type fleetJobs struct {
 	local  map[string]string            // jobs this process kept on this node, and why
 	picked map[string]runtime.RepoEntry // canRun's checkout of a job, for takeOver
 	roots  map[string][]string          // root commits by commit (fixed for a commit)
+	staged map[string]stagedInputs      // taken-over jobs running on rebuilt inputs, by id
+}
+
+// stagedInputs is the worktree a taken-over job's shipped state was
+// rebuilt in (the job's own worktree is made from it).
+type stagedInputs struct {
+	dir       string // <data dir>/fleet-inputs/<job id>-<attempt>
+	checkout  string // the registered checkout it is a worktree of
+	isolation string // the job's own isolation (a read-only job runs in a worktree of its inputs)
 }
 
 // fleetJobsKept bounds the ids runs, local and roots remember.
@@ -57,12 +75,17 @@ func (h *Harness) startFleetJobs() {
 		return
 	}
 	fj := &fleetJobs{n: h.fleet, env: h.env, lg: h.lg.With(zap.String("component", "fleet-jobs")),
-		runs: map[string]fleet.JobClaim{}, local: map[string]string{}, picked: map[string]runtime.RepoEntry{}, roots: map[string][]string{}}
+		runs: map[string]fleet.JobClaim{}, local: map[string]string{}, picked: map[string]runtime.RepoEntry{}, roots: map[string][]string{},
+		staged: map[string]stagedInputs{}}
 	fj.ctx, fj.cancel = context.WithCancel(context.Background())
 	h.env.FleetJobs = fj
 	fj.wg.Add(1)
 	go func() {
 		defer fj.wg.Done()
+		// Inputs a previous process rebuilt for jobs it ran are stale.
+		if err := os.RemoveAll(fj.inputsDir()); err != nil {
+			fj.lg.Warn("fleet: removing stale rebuilt inputs failed", zap.Error(err))
+		}
 		fj.n.WatchOrphans(fj.ctx, fj.canRun, fj.takeOver)
 	}()
 }
@@ -102,7 +125,12 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 		return op.FleetStart{}, errs.Wrap(errs.InvalidArgument, err, "hash arguments: %v", err)
 	}
 	root := c.Repo.Repo.Root
-	why, head, roots := fj.eligible(ctx, root, s)
+	why, head, roots, dirty := fj.eligible(ctx, root, s)
+	var state fleet.Digest
+	var tree string
+	if why == "" && dirty {
+		state, tree, why = fj.ship(ctx, root, head, id)
+	}
 	if why != "" {
 		prev, err := fj.n.JobByRequest(ctx, s.RequestID)
 		switch {
@@ -122,7 +150,10 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 	}
 	rec, claim, replayed, err := fj.n.StartJob(ctx, fleet.JobRecord{JobID: id, RequestID: s.RequestID, InputHash: hash,
 		Spec:  fleet.JobSpec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: s.TimeoutS, Isolation: s.Isolation, Writes: s.Writes, Network: s.Network},
-		Roots: roots, Commit: head})
+		Roots: roots, Commit: head, StateBlob: state, StateTree: tree})
+	if (err != nil || replayed) && state.Size > 0 {
+		fj.n.DropJobState(context.WithoutCancel(ctx), id)
+	}
 	if err != nil {
 		return op.FleetStart{}, err
 	}
@@ -136,28 +167,69 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 }
 
 // eligible answers why a job_start on the checkout at root stays on this
-// node ("" = it is a fleet job), the checkout's HEAD and the
-// repository's root commits (sorted).
-func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (why, head string, roots []string) {
+// node ("" = it is a fleet job), the checkout's HEAD, the repository's
+// root commits (sorted) and whether the checkout has changes beyond
+// HEAD (their state is then shipped with the job).
+func (fj *fleetJobs) eligible(ctx context.Context, root string, s op.JobSpec) (why, head string, roots []string, dirty bool) {
 	st, err := fj.env.Git.Status(ctx, root)
 	if err != nil {
-		return "the checkout's state could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil
+		return "the checkout's state could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil, false
 	}
 	if st.Head == "" {
-		return "the checkout has no commit yet: another node could not rebuild it; it runs on this node only", "", nil
+		return "the checkout has no commit yet: another node could not rebuild it; it runs on this node only", "", nil, false
 	}
 	if roots, err = fj.rootCommits(ctx, root, st.Head); err != nil {
-		return "the repository's root commits could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil
+		return "the repository's root commits could not be read (" + string(errs.CodeOf(err)) + "): it runs on this node only", "", nil, false
 	}
 	switch {
 	case fleetLocalWrites(s):
 		why = "it writes its checkout in place: it runs on the node whose disk holds the checkout and waits for that node (a fleet job is a worktree job or a read-only one)"
 	case s.RetryMax > 0:
 		why = "it asks for retry after a restart, which this node does itself; leave retry out and the fleet runs it on another node if this one dies"
-	case !st.Clean:
-		why = "the checkout has changes beyond HEAD: another node could not rebuild its inputs (uncommitted state is not shipped); it runs on this node only"
 	}
-	return why, st.Head, roots
+	return why, st.Head, roots, !st.Clean
+}
+
+// ship captures the uncommitted state of the checkout at root against
+// head as the job's local worktree gets it (its secret files and
+// hard-linked untracked files left out: job.WorktreeSkip), computes the
+// tree id of head with it applied, and stores the blob for job id where
+// another node finds it (fleet.PutJobState). It answers the blob's
+// digest and the tree, or why the job stays on this node. A state that
+// carries nothing (only secret or ignored changes) ships nothing.
+func (fj *fleetJobs) ship(ctx context.Context, root, head, id string) (fleet.Digest, string, string) {
+	local := func(err error) (fleet.Digest, string, string) {
+		return fleet.Digest{}, "", "the checkout has changes beyond HEAD and their state could not be shipped with the job (" +
+			string(errs.CodeOf(err)) + ": " + errs.From(err).Message + "): another node could not rebuild its inputs; it runs on this node only"
+	}
+	start := time.Now()
+	skip, err := job.WorktreeSkip(fj.env)(ctx, root)
+	if err != nil {
+		return local(err)
+	}
+	st, err := fleet.CaptureState(ctx, fj.env.Git, root, head, skip)
+	if err != nil {
+		return local(err)
+	}
+	if st.Empty() {
+		return fleet.Digest{}, "", ""
+	}
+	blob, err := fleet.EncodeState(st)
+	if err != nil {
+		return local(err)
+	}
+	tree, err := fleet.StateTree(ctx, fj.env.Git, root, head, st)
+	if err != nil {
+		return local(err)
+	}
+	d, err := fj.n.PutJobState(ctx, id, blob)
+	if err != nil {
+		return local(err)
+	}
+	fj.lg.Info("fleet: shipped a job's uncommitted state", zap.String("job_id", id), zap.Int("patch_bytes", len(st.Patch)),
+		zap.Int("untracked", len(st.Files)), zap.Int64("blob_bytes", d.Size), zap.String("tree", tree),
+		zap.Duration("took", time.Since(start)))
+	return d, tree, ""
 }
 
 // fleetLocalWrites reports whether a job writes its checkout in place
@@ -254,8 +326,10 @@ func (fj *fleetJobs) forget(id string) {
 }
 
 // finish records the end of claim's attempt (the local job j); a stale
-// attempt's is refused by etcd and forgotten here.
+// attempt's is refused by etcd and forgotten here. Inputs rebuilt for
+// the attempt are removed.
 func (fj *fleetJobs) finish(claim fleet.JobClaim, j messages.Job) {
+	defer fj.unstage(claim.JobID)
 	final := fleet.JobRecord{State: j.State, ExitCode: j.ExitCode, Tail: j.Tail, Finished: j.FinishedAt}
 	if j.Error != nil {
 		final.Error = j.Error.Code + ": " + j.Error.Message
@@ -275,7 +349,9 @@ func (fj *fleetJobs) finish(claim fleet.JobClaim, j messages.Job) {
 // canRun says whether this node can take the orphaned job rec over: it
 // has no record of the job (it did not run an earlier attempt), and a
 // registered checkout of the same repository (the same root commits)
-// whose HEAD is the job's commit and which is clean.
+// whose HEAD is the job's commit and which is clean; for a job with
+// shipped state, one that has the job's commit (its inputs are rebuilt
+// in a worktree of the commit).
 func (fj *fleetJobs) canRun(rec fleet.JobRecord) bool {
 	ctx, cancel := context.WithTimeout(fj.ctx, 30*time.Second)
 	defer cancel()
@@ -290,6 +366,17 @@ func (fj *fleetJobs) canRun(rec fleet.JobRecord) bool {
 		e, err := fj.env.Repo(r.ID)
 		if err != nil {
 			continue
+		}
+		if rec.StateBlob.Size > 0 {
+			// The roots of the job's commit: git fails when the
+			// checkout does not have it.
+			if roots, err := fj.rootCommits(ctx, e.Repo.Root, rec.Commit); err != nil || !slices.Equal(roots, rec.Roots) {
+				continue
+			}
+			fj.mu.Lock()
+			keep(fj.picked, rec.JobID, e)
+			fj.mu.Unlock()
+			return true
 		}
 		st, err := fj.env.Git.Status(ctx, e.Repo.Root)
 		if err != nil || !st.Clean || st.Head != rec.Commit {
@@ -318,6 +405,16 @@ func (fj *fleetJobs) takeOver(rec fleet.JobRecord, claim fleet.JobClaim) {
 		fj.finish(claim, messages.Job{State: messages.JobFailed, Error: &messages.JobError{Code: string(errs.Internal), Message: "the takeover lost its checkout"}})
 		return
 	}
+	if rec.StateBlob.Size > 0 {
+		// Rebuilding the inputs fetches and checks out: not on
+		// WatchOrphans' goroutine (it counts in wg: Add is safe).
+		fj.wg.Add(1)
+		go func() {
+			defer fj.wg.Done()
+			fj.takeOverState(rec, claim, e)
+		}()
+		return
+	}
 	ctx, cancel := context.WithTimeout(fj.ctx, time.Minute)
 	defer cancel()
 	_, err := fj.env.RT.Jobs.Submit(ctx, messages.Job{ID: rec.JobID, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: e.Repo.Root,
@@ -326,16 +423,97 @@ func (fj *fleetJobs) takeOver(rec fleet.JobRecord, claim fleet.JobClaim) {
 	fj.Submitted(rec.JobID, messages.Job{}, err)
 }
 
+// takeOverState runs the next attempt of the job rec, which carries
+// shipped state, on its inputs rebuilt from the checkout e: a job whose
+// inputs cannot be rebuilt, or whose rebuilt tree is not the record's,
+// does not run, and its attempt ends failed (UNAVAILABLE, saying why).
+// A read-only job runs in a worktree of its inputs (it cannot run in
+// this node's checkout, which lacks them), so it writes nothing shared.
+func (fj *fleetJobs) takeOverState(rec fleet.JobRecord, claim fleet.JobClaim, e runtime.RepoEntry) {
+	ctx, cancel := context.WithTimeout(fj.ctx, 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	dir, err := fj.rebuild(ctx, rec, e.Repo.Root)
+	if err != nil {
+		fj.lg.Warn("fleet: a taken-over job's inputs could not be rebuilt; it does not run", zap.String("job_id", rec.JobID),
+			zap.Int("attempt", claim.Attempt), zap.Int64("token", claim.Token), zap.Error(err))
+		fj.finish(claim, messages.Job{State: messages.JobFailed, Error: &messages.JobError{Code: string(errs.Unavailable),
+			Message: "fleet job " + rec.JobID + ": its inputs could not be rebuilt on node " + fj.n.Name() + " (" + errs.From(err).Message +
+				"); it did not run there. Start it again with a new request_id"}})
+		return
+	}
+	fj.lg.Info("fleet: rebuilt a taken-over job's inputs", zap.String("job_id", rec.JobID), zap.String("tree", rec.StateTree),
+		zap.Duration("took", time.Since(start)))
+	fj.mu.Lock()
+	keep(fj.staged, rec.JobID, stagedInputs{dir: dir, checkout: e.Repo.Root, isolation: rec.Spec.Isolation})
+	fj.mu.Unlock()
+	_, err = fj.env.RT.Jobs.Submit(ctx, messages.Job{ID: rec.JobID, RepoID: e.Repo.ID, CheckoutID: e.Repo.CheckoutID, Root: dir,
+		Cwd: rec.Spec.Cwd, Argv: slices.Clone(rec.Spec.Argv), RequestID: rec.RequestID, TimeoutS: rec.Spec.TimeoutS,
+		Isolation: messages.JobIsolationWorktree, Writes: rec.Spec.Writes, Network: rec.Spec.Network})
+	fj.Submitted(rec.JobID, messages.Job{}, err)
+}
+
+// inputsDir is where taken-over jobs' inputs are rebuilt.
+func (fj *fleetJobs) inputsDir() string { return filepath.Join(fj.env.RT.DataDir(), "fleet-inputs") }
+
+// rebuild fetches the state blob of rec (checked against its digest),
+// checks that the commit with it applied has the record's tree id, and
+// makes a worktree of the checkout at checkout at the commit with the
+// state applied; it answers the worktree's path.
+func (fj *fleetJobs) rebuild(ctx context.Context, rec fleet.JobRecord, checkout string) (string, error) {
+	blob, err := fj.n.JobState(ctx, rec)
+	if err != nil {
+		return "", err
+	}
+	st, err := fleet.DecodeState(blob)
+	if err != nil {
+		return "", err
+	}
+	tree, err := fleet.StateTree(ctx, fj.env.Git, checkout, rec.Commit, st)
+	if err != nil {
+		return "", err
+	}
+	if tree != rec.StateTree {
+		return "", errs.New(errs.InvalidArgument, "commit %s with the shipped state has tree %s here, not %s as recorded at job_start: refused (never run on other inputs)",
+			rec.Commit, tree, rec.StateTree)
+	}
+	dir := filepath.Join(fj.inputsDir(), rec.JobID+"-"+strconv.Itoa(rec.Attempt))
+	if err := fleet.MaterializeState(ctx, fj.env.Git, checkout, rec.Commit, dir, st); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// unstage removes the rebuilt inputs of job id, if any.
+func (fj *fleetJobs) unstage(id string) {
+	fj.mu.Lock()
+	sg, ok := fj.staged[id]
+	delete(fj.staged, id)
+	fj.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(fj.ctx), time.Minute)
+	defer cancel()
+	if err := worktree.Remove(ctx, fj.env.Git, sg.checkout, sg.dir); err != nil {
+		fj.lg.Warn("fleet: removing a job's rebuilt inputs failed", zap.String("job_id", id), zap.String("dir", sg.dir), zap.Error(err))
+	}
+}
+
 // Status answers job id as the fleet has it (op.FleetJobs).
 func (fj *fleetJobs) Status(ctx context.Context, id string, local messages.Job, localErr error, wait time.Duration) (messages.Job, *op.FleetJob, error) {
 	fj.mu.Lock()
 	claim, runs := fj.runs[id]
 	why, kept := fj.local[id]
+	sg, staged := fj.staged[id]
 	fj.mu.Unlock()
 	switch {
 	case localErr == nil && kept:
 		return local, &op.FleetJob{Local: why}, nil
 	case localErr == nil && runs: // this node runs (or ran) the job's current attempt
+		if staged {
+			local.Isolation = sg.isolation // the job's own, not that of the worktree of its rebuilt inputs
+		}
 		local.Attempt = claim.Attempt
 		return local, &op.FleetJob{Node: claim.Node, Attempt: claim.Attempt, Token: claim.Token}, nil
 	case localErr != nil && errs.CodeOf(localErr) != errs.NotFound:
