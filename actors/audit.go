@@ -23,6 +23,11 @@ var AuditHeadKey = persistence.MetaKey("audit-head")
 // before it were written before the index existed and are scanned.
 var AuditIndexFromKey = persistence.MetaKey("audit-index-from")
 
+// AuditPolicyIndexFromKey holds the first seq whose policy loads the index
+// covers by digest (audit.Filter.ByPolicy), a later term than the others:
+// entries before it are scanned for a query by policy.
+var AuditPolicyIndexFromKey = persistence.MetaKey("audit-policy-index-from")
+
 // AuditConfig configures the audit actor. Zero fields mean "use the default".
 type AuditConfig struct {
 	// BatchSize flushes once this many entries are buffered; 0 = 64.
@@ -105,6 +110,9 @@ type Audit struct {
 	// indexFromNew: it is not stored yet (the next flush stores it).
 	indexFrom    uint64
 	indexFromNew bool
+	// policyFrom, policyFromNew: the same for AuditPolicyIndexFromKey.
+	policyFrom    uint64
+	policyFromNew bool
 	// verified is the state of the last chain check that held (nil =
 	// none yet): an incremental check carries on from it.
 	verified *audit.Verifier
@@ -220,17 +228,23 @@ func (a *Audit) restore() {
 // (written before the index existed, or new) is indexed from the entry
 // after its head on, and the record is written with the next flush.
 func (a *Audit) restoreIndex() {
-	a.indexFromNew = false
-	err := a.store.Get(AuditIndexFromKey, &a.indexFrom)
+	a.indexFrom, a.indexFromNew = a.indexStart(AuditIndexFromKey)
+	a.policyFrom, a.policyFromNew = a.indexStart(AuditPolicyIndexFromKey)
+}
+
+// indexStart reads the start stored at key, or returns the entry after the
+// head and whether that start is still to be stored.
+func (a *Audit) indexStart(key []byte) (uint64, bool) {
+	var from uint64
+	err := a.store.Get(key, &from)
 	if err == nil {
-		return
+		return from, false
 	}
-	a.indexFrom = a.head.Seq + 1
 	if !errors.Is(err, persistence.ErrNotFound) {
-		a.lg.Warn("audit index start unreadable: entries before the head are scanned", zap.Error(err))
-		return
+		a.lg.Warn("audit index start unreadable: entries before the head are scanned", zap.ByteString("key", key), zap.Error(err))
+		return a.head.Seq + 1, false
 	}
-	a.indexFromNew = true
+	return a.head.Seq + 1, true
 }
 
 // headEntry returns the entry the head record names if it is intact and
@@ -469,10 +483,15 @@ func (a *Audit) write(batch []pendingAudit, head audit.Head) error {
 				return err
 			}
 		}
+		if a.policyFromNew {
+			if err := tx.Put(AuditPolicyIndexFromKey, a.policyFrom); err != nil {
+				return err
+			}
+		}
 		return tx.Put(AuditHeadKey, head)
 	})
 	if err == nil {
-		a.indexFromNew = false
+		a.indexFromNew, a.policyFromNew = false, false
 	}
 	return err
 }
@@ -514,6 +533,9 @@ func (a *Audit) query(ctx actor.Context, f audit.Filter) {
 		return
 	}
 	if term, from := f.IndexTerm(), a.indexFrom; term != "" {
+		if f.ByPolicy() {
+			from = max(from, a.policyFrom)
+		}
 		a.walk(ctx, func() (any, error) { return a.indexQuery(f, term, from) })
 		return
 	}

@@ -105,6 +105,9 @@ type AuditQuery struct {
 	RunID string
 	// InputHash selects the entries of one input (a used approval's).
 	InputHash string
+	// PolicyDigest selects the entries recorded under one policy digest
+	// (with Kind policy_load: the loads of that policy).
+	PolicyDigest string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since time.Time
 	Until time.Time

@@ -24,6 +24,9 @@ type Filter struct {
 	RunID string
 	// InputHash selects the entries of one input (a used approval's).
 	InputHash string
+	// PolicyDigest selects the entries recorded under one policy digest
+	// (with Kind policy_load: the loads of that policy).
+	PolicyDigest string
 	// Since (inclusive) and Until (exclusive) bound the entry Time.
 	Since, Until time.Time
 	// Limit caps a query's result: 0 means DefaultLimit; at most MaxLimit.
@@ -36,7 +39,7 @@ type Filter struct {
 // FilterOf converts a query message into a Filter.
 func FilterOf(q messages.AuditQuery) Filter {
 	return Filter{Kind: q.Kind, RepoID: q.RepoID, Operation: q.Operation, RequestID: q.RequestID, RunID: q.RunID,
-		InputHash: q.InputHash, Since: q.Since, Until: q.Until, Limit: q.Limit, AfterSeq: q.AfterSeq}
+		InputHash: q.InputHash, PolicyDigest: q.PolicyDigest, Since: q.Since, Until: q.Until, Limit: q.Limit, AfterSeq: q.AfterSeq}
 }
 
 // Validate rejects a filter no query can serve: an unknown kind, a negative
@@ -83,6 +86,8 @@ func (f Filter) Match(e Entry) bool {
 	case f.RunID != "" && e.RunID != f.RunID:
 		return false
 	case f.InputHash != "" && e.InputHash != f.InputHash:
+		return false
+	case f.PolicyDigest != "" && e.PolicyDigest != f.PolicyDigest:
 		return false
 	case !f.Since.IsZero() && e.Time.Before(f.Since):
 		return false

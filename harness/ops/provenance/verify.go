@@ -243,8 +243,9 @@ func (v *verifier) checkApprovals(ids []string, repoID string, used []string, kn
 }
 
 // checkPolicy compares the trailer's digest with the one the audit entry
-// of the write recorded; without that entry, with the policies loaded
-// (policy_load entries) and the current one, saying which matched.
+// of the write recorded; without that entry, with the current policy and
+// the policies loaded (policy_load entries, found by digest through the
+// audit index), saying which matched.
 func (v *verifier) checkPolicy(ctx context.Context, digest string, entry *messages.AuditEntry) {
 	if digest == "" {
 		v.add("policy", false, "no Harnessd-Policy trailer")
@@ -258,14 +259,25 @@ func (v *verifier) checkPolicy(ctx context.Context, digest string, entry *messag
 		v.add("policy", true, "%s is the current policy (no audit entry of the write to compare with)", digest)
 		return
 	}
-	loads, err := v.c.Env.Gov.Audit(ctx, messages.AuditQuery{Kind: audit.KindPolicyLoad, Limit: 1000})
-	if err == nil {
-		for _, e := range loads.Entries {
+	// By digest: the audit index reads the loads of this policy, not the
+	// log (a failed load is stamped with the policy it left in force).
+	q := messages.AuditQuery{Kind: audit.KindPolicyLoad, PolicyDigest: digest, Limit: 100}
+	for {
+		page, err := v.c.Env.Gov.Audit(ctx, q)
+		if err != nil {
+			v.add("policy", false, "%s is not the current policy, and the audit log could not be read: %v", digest, errs.From(err).Message)
+			return
+		}
+		for _, e := range page.Entries {
 			if e.Outcome == "loaded" && e.PolicyDigest == digest {
 				v.add("policy", true, "%s was loaded (audit entry %d)", digest, e.Seq)
 				return
 			}
 		}
+		if !page.More || len(page.Entries) == 0 {
+			break
+		}
+		q.AfterSeq = page.Entries[len(page.Entries)-1].Seq
 	}
 	v.add("policy", false, "%s is neither the current policy nor one the audit log records as loaded", digest)
 }
