@@ -44,8 +44,8 @@ func (f Filter) ByPolicy() bool {
 	return f.RequestID == "" && f.InputHash == "" && f.PolicyDigest != "" && f.Kind == KindPolicyLoad
 }
 
-func requestTerm(id string) string { return "request\x00" + id }
-func inputTerm(hash string) string { return "input\x00" + hash }
+func requestTerm(id string) string    { return "request\x00" + id }
+func inputTerm(hash string) string    { return "input\x00" + hash }
 func policyTerm(digest string) string { return "policy\x00" + digest }
 
 // Fork returns a Verifier that continues where v stopped: it accepts the
