@@ -105,7 +105,8 @@ func finalPuts(t *testing.T, cli *clientv3.Client, key string) []map[string]any 
 // worktree job's node; attempt 2 runs on another node with a larger
 // token; job_status agrees on every live node; exactly one completion
 // is recorded; job_start replayed by request id on another node returns
-// the same job. A dirty checkout's job stays on its node and says why.
+// the same job. A job that writes its checkout in place stays on its
+// node and says why.
 func TestFleetJobOutlivesItsNode(t *testing.T) {
 	f := newFleetEnv(t, true)
 	ns := f.nodes(t, "j", 3, f.etcdCached)
@@ -191,16 +192,12 @@ func TestFleetJobOutlivesItsNode(t *testing.T) {
 		}
 	}
 
-	// A job of a checkout with changes beyond HEAD stays on its node.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := b.write(ctx, "dirty-1"); err != nil {
-		t.Fatalf("write to %s's scratch checkout: %v", b.name, errorOf(err))
-	}
-	local := b.jobCall(t, "job_start", map[string]any{"repo_id": b.scratchID, "request_id": "fleet-job-dirty", "isolation": "worktree",
-		"argv": []string{"sh", "-c", "echo local"}})
-	if local.Fleet == nil || !strings.Contains(local.Fleet.Local, "changes beyond HEAD") || local.Fleet.Node != "" {
-		t.Fatalf("a dirty checkout's job = %+v; want it kept on %s with the reason", local.Fleet, b.name)
+	// A job that writes its checkout in place stays on its node (a dirty
+	// checkout's worktree job does not: fleet_dirty_e2e_test.go).
+	local := b.jobCall(t, "job_start", map[string]any{"repo_id": b.scratchID, "request_id": "fleet-job-in-place", "isolation": "none",
+		"writes": true, "argv": []string{"sh", "-c", "echo local"}})
+	if local.Fleet == nil || !strings.Contains(local.Fleet.Local, "writes its checkout in place") || local.Fleet.Node != "" {
+		t.Fatalf("a job writing its checkout = %+v; want it kept on %s with the reason", local.Fleet, b.name)
 	}
 	if keys := f.etcd.keys(t, "/harnessd/jobs/"+local.JobID); len(keys) != 0 {
 		t.Fatalf("a local job has fleet keys %v", keys)
