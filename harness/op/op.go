@@ -60,6 +60,10 @@ type Op struct {
 	aliases      *aliasTable // the field aliases its input schema takes (alias.go)
 	repoOf       func(in any) string
 	prepare      func(ctx context.Context, c *Call, in any) (*Plan, error)
+
+	// plain and stepPlain accept arguments the full check would accept
+	// as they are (plainargs.go).
+	plain, stepPlain *plainSchema
 }
 
 // Spec declares an operation for Def.
@@ -176,7 +180,7 @@ func Def[In any](s Spec[In]) Op {
 		Name: s.Name, Description: s.Description, ReadOnly: s.ReadOnly, Agent: !s.Human, draw: s.Draw, noRun: s.OutsideRuns,
 		Title: title, Destructive: s.Destructive, Idempotent: s.Idempotent || s.ReadOnly, Descriptor: s.descriptor(),
 		InputSchema: schema, OutputSchema: out, resolved: resolved, step: step, stepResolved: stepResolved, inType: reflect.TypeFor[In](),
-		aliases: compileAliases(schema),
+		aliases: compileAliases(schema), plain: plainOf(schema), stepPlain: plainOf(step),
 		outType: reflect.TypeOf(s.Output),
 		decode: func(raw json.RawMessage) (any, error) {
 			var in In
@@ -281,6 +285,19 @@ func (o *Op) check(args json.RawMessage) (json.RawMessage, bool, error) {
 // the step schema) and its resolved form.
 func (o *Op) checkAgainst(args json.RawMessage, schema *jsonschema.Schema, resolved *jsonschema.Resolved) (json.RawMessage, bool, error) {
 	args = normArgs(args)
+	p := o.plain
+	if schema == o.step && o.step != o.InputSchema {
+		p = o.stepPlain
+	}
+	if p.accepts(args) {
+		return args, false, nil
+	}
+	return o.checkFull(args, schema, resolved)
+}
+
+// checkFull is checkAgainst with the validator, for arguments that are
+// not plain (args normalised).
+func (o *Op) checkFull(args json.RawMessage, schema *jsonschema.Schema, resolved *jsonschema.Resolved) (json.RawMessage, bool, error) {
 	var inst any
 	if err := json.Unmarshal(args, &inst); err != nil {
 		return nil, false, errs.New(errs.InvalidArgument, "%s: arguments are not valid JSON: %v", o.Name, err)
