@@ -17,6 +17,9 @@ func FuzzScan(f *testing.F) {
 	f.Add(`(?-m)^x`, true, false, []byte("y\nx\n"))
 	f.Add("é", false, true, []byte("É\xff\n"))
 	f.Add("task", false, true, []byte("TA\u017fK\nx TASK\n"))
+	f.Add(`(?i)func\s+\w+Handler`, true, false, []byte("func Handler1()\nFUNC x_HANDLER\nfunc  aHandler handler\n"))
+	f.Add(`(?i)as+k\d`, true, false, []byte("A\u017f\u017fK1\nASK2\nask\n"))
+	f.Add(`ta(?i:sk)`, true, false, []byte("taSK\nTASK\nta\u017fk\n"))
 	f.Fuzz(func(t *testing.T, q string, isRegex, ci bool, data []byte) {
 		if !utf8.ValidString(q) {
 			return

@@ -187,6 +187,44 @@ func requiredLiteral(re *syntax.Regexp) []byte {
 	return nil
 }
 
+// requiredFoldLiteral is requiredLiteral for the case-folding literals of
+// re: an ASCII literal every match contains in some case, ASCII-lowered
+// (`(?i)func\s+\w+Handler` gives "handler"), or nil. Only literals all
+// of whose runes are ASCII qualify: the scan then finds candidate lines
+// with indexFold, which folds ASCII letters only (k and s, whose orbits
+// hold non-ASCII runes, need all-ASCII data: see matcher.foldKS).
+func requiredFoldLiteral(re *syntax.Regexp) []byte {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase == 0 {
+			return nil
+		}
+		b := make([]byte, 0, len(re.Rune))
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf {
+				return nil
+			}
+			b = append(b, foldASCII(byte(r)))
+		}
+		return b
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredFoldLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredFoldLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []byte
+		for _, s := range re.Sub {
+			if l := requiredFoldLiteral(s); len(l) > 0 && (best == nil || rarer(l, best)) {
+				best = l
+			}
+		}
+		return best
+	}
+	return nil
+}
+
 // rarer reports whether a is a better literal to search for than b.
 func rarer(a, b []byte) bool {
 	ra, rb := byteRank[a[rarestByte(a)]], byteRank[b[rarestByte(b)]]

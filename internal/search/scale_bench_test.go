@@ -28,6 +28,7 @@ var scaleRequests = []struct {
 	{"regex-common-trigrams", Request{Query: `Resolve\w+Index`, Regex: true}},
 	{"case-insensitive-literal", Request{Query: "resolvewidgetindex", CaseInsensitive: true}},
 	{"regex-alternation", Request{Query: `ResolveWidget(Index|Cache)\(`, Regex: true}},
+	{"case-insensitive-regex", Request{Query: `(?i)func\s+\w+Handler`, Regex: true}},
 }
 
 // BenchmarkSearchScale searches a large work tree given by
@@ -57,11 +58,14 @@ func BenchmarkSearchScale(b *testing.B) {
 	b.Logf("%d files, cache filled in %v: %d entries, %d bytes, over bound %d", len(files), time.Since(start), st.Entries, st.Bytes, st.OverBound)
 	for _, c := range scaleRequests {
 		b.Run(c.name, func(b *testing.B) {
+			st0 := cache.Stats()
 			res, err := s.SearchListed(context.Background(), root, files, c.req, cache)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("%d matches, truncated %v", len(res.Matches), res.Truncated)
+			st1 := cache.Stats()
+			b.Logf("%d matches, truncated %v; files looked at: %d (%d read from disk)", len(res.Matches), res.Truncated,
+				st1.Hits+st1.Misses-st0.Hits-st0.Misses, st1.Misses-st0.Misses)
 			b.ReportAllocs()
 			cpu0 := cpuTime(b)
 			for b.Loop() {

@@ -317,8 +317,9 @@ type matcher struct {
 	lineRe  *regexp.Regexp // the same pattern over one line, confirms and finds the column
 	perLine bool           // the pattern has \A or \z: only line-by-line matching is exact
 	rgExpr  string         // the pattern handed to rg (regex mode)
-	// foldLit is the ASCII-lowered query of a case-insensitive ASCII literal:
-	// candidates are then found with bytes.Index on an ASCII-lowered copy.
+	// foldLit is the ASCII-lowered query of a case-insensitive ASCII literal,
+	// or of a literal a case-folding regexp requires (requiredFoldLiteral):
+	// candidates are found as bytes.Index on an ASCII-lowered copy would.
 	foldLit []byte
 	// foldKS: foldLit has k or s, whose case orbits include non-ASCII runes
 	// (KELVIN SIGN, LONG S); the fast path then needs all-ASCII data.
@@ -378,6 +379,12 @@ func newMatcher(req Request) (*matcher, error) {
 	if req.Regex && !m.perLine {
 		m.reqLit = requiredLiteral(tree)
 		m.reqRare = rarestByte(m.reqLit)
+		if f := requiredFoldLiteral(tree); m.reqLit == nil && len(f) >= 2 {
+			// A regex that folds case finds its candidate lines by a
+			// literal it requires, as a case-insensitive literal does;
+			// the line's regexp then decides (scan).
+			m.foldLit, m.foldKS, m.litRare = f, strings.ContainsAny(string(f), "ks"), rarestByte(f)
+		}
 	}
 	m.rgExpr = rustBoundaries(tree.String())
 	return m, nil

@@ -274,25 +274,49 @@ func literalPlan(lit []byte) *tquery {
 
 // trigramsOf is the plan "the file contains one of these strings": the OR
 // over the strings of the AND of their trigrams; every file when one of
-// them is shorter than three bytes (nothing can be required).
+// them is shorter than three bytes (nothing can be required). Trigrams
+// every string has are asked once, beside the OR (A∧B ∨ A∧C = A∧(B∨C)):
+// the strings a class makes ("aHandler", "bHandler", …) share all their
+// trigrams but one, and the plan stays small enough to be kept whole.
 func trigramsOf(set []string) *tquery {
 	if len(set) == 0 {
 		return noneQuery
 	}
-	or := noneQuery
-	for _, s := range set {
+	each := make([][]trigram, len(set))
+	for k, s := range set {
 		if len(s) < 3 {
 			return allQuery
 		}
-		and := &tquery{op: qAnd}
+		var tris []trigram
 		for i := 0; i+3 <= len(s); i++ {
-			and.tris = append(and.tris, makeTrigram(s[i], s[i+1], s[i+2]))
+			tris = append(tris, makeTrigram(s[i], s[i+1], s[i+2]))
 		}
-		slices.Sort(and.tris)
-		and.tris = slices.Compact(and.tris)
-		or = or.or(and)
+		slices.Sort(tris)
+		each[k] = slices.Compact(tris)
 	}
-	return or
+	common := slices.Clone(each[0])
+	for _, tris := range each[1:] {
+		common = slices.DeleteFunc(common, func(t trigram) bool {
+			_, found := slices.BinarySearch(tris, t)
+			return !found
+		})
+	}
+	or := noneQuery
+	for _, tris := range each {
+		rest := slices.DeleteFunc(tris, func(t trigram) bool {
+			_, found := slices.BinarySearch(common, t)
+			return found
+		})
+		if len(rest) == 0 {
+			or = allQuery // this string needs only the common trigrams
+			break
+		}
+		or = or.or(&tquery{op: qAnd, tris: rest})
+	}
+	if len(common) == 0 {
+		return or
+	}
+	return (&tquery{op: qAnd, tris: common}).and(or)
 }
 
 // regexpPlan returns the plan of a regular expression as the matcher
@@ -377,12 +401,14 @@ func foldedPlan(q *tquery) *tquery {
 }
 
 // Limits of the analysis: exact sets of at most maxExact strings,
-// prefix and suffix sets of at most maxSet, classes of at most maxClass
-// runes expanded (a larger one is "any character").
+// prefix and suffix sets of at most maxSet (maxClassSet single runes),
+// classes of at most maxClass runes expanded (a larger one is "any
+// character").
 const (
-	maxExact = 7
-	maxSet   = 20
-	maxClass = 100
+	maxExact    = 7
+	maxSet      = 20
+	maxClassSet = 64
+	maxClass    = 100
 )
 
 // reInfo summarizes a subexpression. Strings are byte strings, with ASCII
@@ -552,6 +578,16 @@ func union(x, y []string) []string {
 	return slices.Compact(out)
 }
 
+// singleRunes reports whether every string of set is at most one rune.
+func singleRunes(set []string) bool {
+	for _, s := range set {
+		if utf8.RuneCountInString(s) > 1 {
+			return false
+		}
+	}
+	return true
+}
+
 func minLen(set []string) int {
 	if len(set) == 0 {
 		return 0
@@ -585,8 +621,10 @@ func concat(x, y reInfo) reInfo {
 			}
 		}
 		// A match of xy holds a suffix of x's match followed by a
-		// prefix of y's: one of those strings is in the file.
-		if x.exact == nil && y.exact == nil && len(x.suffix) <= maxSet && len(y.prefix) <= maxSet &&
+		// prefix of y's: one of those strings is in the file (at most
+		// maxSet² of them: a class of 63 bytes before a literal's prefix
+		// is 63).
+		if x.exact == nil && y.exact == nil && len(x.suffix)*len(y.prefix) <= maxSet*maxSet &&
 			minLen(x.suffix)+minLen(y.prefix) >= 3 {
 			xy.match = xy.match.and(trigramsOf(cross(x.suffix, y.prefix)))
 		}
@@ -643,9 +681,13 @@ func (info *reInfo) simplify(force bool) {
 
 // simplifySet returns set cut to at most maxSet strings: the plan first
 // takes what the full set says, then the strings are shortened (keeping
-// their ends for a suffix set, their starts for a prefix set).
+// their ends for a suffix set, their starts for a prefix set). A set of
+// single characters (a class such as \w: 63 of them, 39 once case is
+// folded, ſ and the Kelvin sign included) is kept up to maxClassSet: no shorter strings could stand for it, and
+// crossed with a literal next to it (`\w+Handler`) it gives the trigrams
+// across the junction ("rHa", "_ha"…), which common words alone lack.
 func (info *reInfo) simplifySet(set []string, suffix bool) []string {
-	if len(set) <= maxSet {
+	if len(set) <= maxSet || len(set) <= maxClassSet && singleRunes(set) {
 		return set
 	}
 	info.match = info.match.and(trigramsOf(set))

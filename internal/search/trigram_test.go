@@ -211,7 +211,8 @@ func TestPlanCase(t *testing.T) {
 		{Request{Query: `Resolve\w+Index`, Regex: true}, "func resolver(index int)", false},
 		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver of the INDEX", false},
 		{Request{Query: `Resolve\w+Index`, Regex: true}, "x := ResolveWidgetIndex(1)", true},
-		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver\nIndex", true}, // the plan knows no lines
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver\nWidgetIndex", true}, // the plan knows no lines
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolver\nIndex", false},      // but a word byte must come before Index
 		{Request{Query: "ResolveWidget"}, "resolvewidget", false},
 		{Request{Query: "ResolveWidget"}, "ResolveWidget", true},
 		{Request{Query: "resolvewidget", CaseInsensitive: true}, "RESOLVEWIDGET", true},
@@ -224,6 +225,15 @@ func TestPlanCase(t *testing.T) {
 		{Request{Query: `Resolve(?i:Wid)get`, Regex: true}, "resolve widget", false}, // which still needs the strings
 		{Request{Query: `[Rr]esolve`, Regex: true}, "resolve", true},
 		{Request{Query: `[Rr]esolve`, Regex: true}, "RESOLVE", false},
+		// A class next to a literal: the trigrams across the junction.
+		// Files that hold "func" and the word "handler" only apart are
+		// not read (the common words alone would pick them).
+		{Request{Query: `(?i)func\s+\w+Handler`, Regex: true}, "func Handler12(name string)\n// the handler of it", false},
+		{Request{Query: `(?i)func\s+\w+Handler`, Regex: true}, "FUNC \"handler\" x_HANDLER", true},
+		{Request{Query: `(?i)func\s+\w+Handler`, Regex: true}, "func serveHandler()", true},
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "WidgetIndex Resolver", true}, // "tIn", "ver": the plan knows no order
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolve the Index", false},
+		{Request{Query: `Resolve\w+Index`, Regex: true}, "Resolve the _index", false},
 	}
 	for _, tt := range tests {
 		m, err := newMatcher(tt.req)
