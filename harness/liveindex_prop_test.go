@@ -20,9 +20,11 @@ import (
 
 // TestLiveIndexProperty: after every step of a random sequence of file
 // creates, edits, renames, deletes, directory moves, git add, commits,
-// branch checkouts and forced watcher overflows, the live index's
-// git_status equals git's own and its search equals the exec path's (a
-// second harness with the live index off, which runs rg or git ls-files).
+// branch checkouts and forced watcher overflows (and, with a submodule,
+// commits in it and diff.submodule), the live index's git_status equals
+// git's own, its git_diff git diff's byte for byte, and its search equals
+// the exec path's (a second harness with the live index off, which runs
+// rg or git ls-files) and rg's.
 func TestLiveIndexProperty(t *testing.T) {
 	ctx := context.Background()
 	live := open(t)
@@ -37,7 +39,7 @@ func TestLiveIndexProperty(t *testing.T) {
 		f.Value.Set("25")
 		defer f.Value.Set(f.DefValue)
 	}
-	checks, fromIndex, diffsInProcess := 0, 0, 0
+	checks, fromIndex, diffsInProcess, submoduleDiffs := 0, 0, 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
 		// The repository: attributes (text, eol, linguist lines) and CRLF
 		// files, checked out as is, as a linked worktree, or as a
@@ -90,7 +92,7 @@ func TestLiveIndexProperty(t *testing.T) {
 		dirs := []string{"d", "d/e", "f", "build", "m"}
 		kinds := 13
 		if sm != "" {
-			kinds = 14
+			kinds = 15
 		}
 		for step := range rapid.IntRange(1, 12).Draw(rt, "steps") {
 			var what string
@@ -148,6 +150,10 @@ func TestLiveIndexProperty(t *testing.T) {
 				gitIn(sm, "add", "-A")
 				gitIn(sm, "commit", "-q", "--allow-empty", "-m", fmt.Sprint("s", step))
 				what = "commit in the submodule"
+			case 14:
+				format := rapid.SampledFrom([]string{"log", "short"}).Draw(rt, "diff.submodule")
+				git("config", "diff.submodule", format)
+				what = "diff.submodule=" + format
 			}
 			checks++
 			got, err := live.GitStatus(ctx, harness.GitStatusArgs{RepoID: liveID})
@@ -173,6 +179,9 @@ func TestLiveIndexProperty(t *testing.T) {
 			}
 			if d.Source != "exec" {
 				diffsInProcess++
+				if slices.ContainsFunc(d.Files, func(f gitx.FileStat) bool { return f.Path == "sm" }) {
+					submoduleDiffs++ // the rest in process, the submodule's entry by git
+				}
 			}
 			for _, q := range []string{"needle", "one"} {
 				ls, err := live.Search(ctx, harness.SearchArgs{RepoID: liveID, Query: q})
@@ -195,7 +204,7 @@ func TestLiveIndexProperty(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("%d steps checked, %d statuses and %d diffs in process", checks, fromIndex, diffsInProcess)
+	t.Logf("%d steps checked, %d statuses and %d diffs in process (%d of them with a changed submodule entry)", checks, fromIndex, diffsInProcess, submoduleDiffs)
 	if fromIndex < checks/3 {
 		t.Fatalf("only %d of %d statuses came from the index: the property tests the fallback, not the index", fromIndex, checks)
 	}

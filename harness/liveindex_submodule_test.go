@@ -102,10 +102,11 @@ func liveEqualsGit(t testing.TB, h *harness.Harness, id, root, step string, quer
 // TestLiveIndexSubmodules: a superproject with a submodule answers
 // git_status, git_diff and search as git and rg do while the submodule's
 // files change (a dirty submodule, an untracked file in it, a new commit
-// in it, then the superproject recording it) and the superproject's own
-// files change; the status and search stay in process throughout (the
-// submodule's entry asked of git for its path only), and the diff is in
-// process whenever no submodule entry changed.
+// in it, then the superproject recording it, then diff.submodule=log) and
+// the superproject's own files change (before and after the submodule's
+// path); all three stay in process throughout: the submodule's entry is
+// asked of git for its path only, for the status and for the diff, whose
+// other files are diffed in process.
 func TestLiveIndexSubmodules(t *testing.T) {
 	ctx := context.Background()
 	h := open(t)
@@ -124,22 +125,31 @@ func TestLiveIndexSubmodules(t *testing.T) {
 	steps := []struct {
 		name       string
 		do         func()
-		diffInProc bool // no submodule entry changed: the diff is in process
-		indexWrite bool // the superproject's index changed: the view takes a new base from git once
+		smInDiff   bool // the diff holds the submodule's entry
+		indexWrite bool // the superproject's index or config changed: the view takes a new base from git once
 	}{
-		{"warm", func() {}, true, false},
-		{"superproject file", func() { testutil.WriteFile(t, super, "top.txt", "top needle edited\n") }, true, false},
-		{"submodule file", func() { testutil.WriteFile(t, sm, "s.txt", "needle changed in the submodule\n") }, false, false},
-		{"submodule untracked", func() { testutil.WriteFile(t, sm, "new/u.txt", "an untracked needle\n") }, false, false},
+		{"warm", func() {}, false, false},
+		{"superproject files", func() {
+			testutil.WriteFile(t, super, "top.txt", "top needle edited\n")
+			testutil.WriteFile(t, super, "d/a.txt", "a edited\n")
+		}, false, false},
+		{"submodule file", func() { testutil.WriteFile(t, sm, "s.txt", "needle changed in the submodule\n") }, true, false},
+		{"submodule untracked", func() { testutil.WriteFile(t, sm, "new/u.txt", "an untracked needle\n") }, true, false},
 		{"submodule commit", func() {
 			testutil.Git(t, sm, "add", "-A")
 			testutil.Git(t, sm, "commit", "-qm", "in sm")
-		}, false, false},
+		}, true, false},
 		{"superproject records it", func() {
 			testutil.Git(t, super, "add", "sm", "top.txt")
 			testutil.Git(t, super, "commit", "-qm", "record sm")
+		}, false, true},
+		{"superproject untracked", func() { testutil.WriteFile(t, super, "d/new.txt", "needle\n") }, false, false},
+		{"diff.submodule=log and a new submodule commit", func() {
+			testutil.Git(t, super, "config", "diff.submodule", "log")
+			testutil.WriteFile(t, sm, "s.txt", "needle once more\n")
+			testutil.Git(t, sm, "commit", "-qam", "again in sm")
 		}, true, true},
-		{"superproject untracked", func() { testutil.WriteFile(t, super, "d/new.txt", "needle\n") }, true, false},
+		{"submodule file after it", func() { testutil.WriteFile(t, sm, "lib/l.go", "package lib // needle moved\n") }, true, false},
 	}
 	for _, s := range steps {
 		s.do()
@@ -147,8 +157,18 @@ func TestLiveIndexSubmodules(t *testing.T) {
 		if (st != "index" && !s.indexWrite) || search != "index" {
 			t.Fatalf("%s: status from %s, search from %s: the submodule turned the index off", s.name, st, search)
 		}
-		if s.diffInProc && diff == "exec" {
-			t.Fatalf("%s: git_diff ran git though no submodule entry changed", s.name)
+		if diff == "exec" && !s.indexWrite {
+			t.Fatalf("%s: git_diff ran git for the whole tree", s.name)
+		}
+		d, err := h.GitDiff(ctx, harness.GitDiffArgs{RepoID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Source == "exec" {
+			t.Fatalf("%s: a second git_diff ran git for the whole tree (%s)", s.name, d.IndexReason)
+		}
+		if got := slices.ContainsFunc(d.Files, func(f gitx.FileStat) bool { return f.Path == "sm" }); got != s.smInDiff {
+			t.Fatalf("%s: the diff lists the submodule: %v, want %v (%+v)", s.name, got, s.smInDiff, d.Files)
 		}
 	}
 }

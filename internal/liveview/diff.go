@@ -32,9 +32,12 @@ import (
 // object names abbreviated as git abbreviates them. Everything that could
 // make git print something else — a diff.* or core.* setting that changes
 // the output, an attribute anywhere on the path, a binary file, a mode or
-// type change, a submodule, a path git quotes, a pathspec with magic —
-// makes the whole diff run git instead (Source exec, with the reason). A
-// diff whose files changed while they were read is computed again.
+// type change, a path git quotes, a pathspec with magic — makes the whole
+// diff run git instead (Source exec, with the reason). A changed
+// submodule entry is the exception: git is asked for that entry alone
+// (`git diff -- <submodule>`) and its lines take their place among the
+// files diffed in process. A diff whose files changed while they were
+// read is computed again.
 
 // DiffResult is a diff with where it came from.
 type DiffResult struct {
@@ -236,12 +239,25 @@ func (v *View) diffInProcess(ctx context.Context, pos Position, o gitx.DiffOptio
 	attrs := attrChecker{root: v.root, ix: snap.ix, seen: map[string]bool{}}
 	var patch []byte
 	files := []gitx.FileStat{}
+	subs := 0
 	for _, e := range entries {
 		if !spec.selects(e.Path) {
 			continue
 		}
 		if e.Submodule {
-			return gitx.Diff{}, "submodules", nil
+			// Only git knows what its diff of a submodule says (its
+			// commits, whether its work tree is dirty, diff.submodule):
+			// that entry is asked of git, in its place in the order.
+			if subs++; subs > maxSubmoduleDiffs {
+				return gitx.Diff{}, "more than " + strconv.Itoa(maxSubmoduleDiffs) + " submodules changed", nil
+			}
+			sd, reason, err := v.submoduleDiff(ctx, e.Path, o)
+			if err != nil || reason != "" {
+				return gitx.Diff{}, reason, err
+			}
+			patch = append(patch, sd.Patch...)
+			files = append(files, sd.Files...)
+			continue
 		}
 		if e.Status != gitx.StatusModified && e.Status != gitx.StatusDeleted {
 			return gitx.Diff{}, "a " + e.Status + " path", nil
@@ -271,6 +287,34 @@ func (v *View) diffInProcess(ctx context.Context, pos Position, o gitx.DiffOptio
 		}
 	}
 	return bound(patch, files, o.MaxBytes)
+}
+
+// maxSubmoduleDiffs is how many changed submodule entries a diff asks
+// of git one by one; past it the whole diff runs git (one process then
+// costs less than many).
+const maxSubmoduleDiffs = 8
+
+// maxSubmoduleDiff bounds what git prints for one submodule entry (a
+// line or two, unless diff.submodule=diff prints its content's diff);
+// past it the whole diff runs git.
+const maxSubmoduleDiff = 1 << 20
+
+// submoduleDiff runs `git diff` for the submodule entry at rel alone, with
+// o's context and excludes: what the whole diff prints for that entry.
+func (v *View) submoduleDiff(ctx context.Context, rel string, o gitx.DiffOptions) (gitx.Diff, string, error) {
+	if strings.ContainsAny(rel, "*?[\\") || strings.HasPrefix(rel, ":") || strings.HasPrefix(rel, "-") {
+		return gitx.Diff{}, "a submodule path git would read as a pattern", nil
+	}
+	d, err := v.git.Diff(ctx, v.root, gitx.DiffOptions{Paths: []string{rel}, Exclude: o.Exclude, Context: o.Context, MaxBytes: maxSubmoduleDiff})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return gitx.Diff{}, "", ctx.Err()
+	case err != nil:
+		return gitx.Diff{}, "git diff of a submodule: " + err.Error(), nil
+	case d.Truncated:
+		return gitx.Diff{}, "a submodule's diff past 1 MiB", nil
+	}
+	return d, "", nil
 }
 
 // bound caps the patch as gitx.Git.Diff does: at MaxBytes (default
