@@ -366,15 +366,22 @@ func leaseAtLoad(live bool, holder holderState) loadFate {
 // (after a restart the jobs actor kills its leftover processes, then
 // releases li).
 func (a *Checkout) holderAtLoad(li messages.LeaseInfo) holderState {
+	return jobHolder(a.store, a.lg, li)
+}
+
+// jobHolder reads what the store says of the holder of durable lease li
+// (holderAtLoad; and an expired lease whose owner never showed up, see
+// Lease.holderMayRun).
+func jobHolder(store *persistence.Store, lg *zap.Logger, li messages.LeaseInfo) holderState {
 	if li.Operation != JobLeaseOperation || li.Owner == "" {
 		return holderGone
 	}
 	var j messages.Job
-	switch err := a.store.Get(persistence.JobKey(li.Owner), &j); {
+	switch err := store.Get(persistence.JobKey(li.Owner), &j); {
 	case errors.Is(err, persistence.ErrNotFound):
 		return holderGone
 	case err != nil:
-		a.lg.Warn("read the job holding a durable lease", zap.String("lease_id", li.ID), zap.String("job_id", li.Owner), zap.Error(err))
+		lg.Warn("read the job holding a durable lease", zap.String("lease_id", li.ID), zap.String("job_id", li.Owner), zap.Error(err))
 		return holderUnknown
 	case j.State == messages.JobRunning && j.LeaseID == li.ID:
 		return holderMayRun

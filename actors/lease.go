@@ -29,7 +29,10 @@ import (
 // and Fence answer LEASE_LOST, and its owner is told LeaseLost (again on
 // every tick) until it confirms with a Release that its processes are
 // dead; only then is the checkout told. An owner nobody knows (a lease
-// restored at boot that no job renewed) is waited for FenceOwnerWait, an
+// restored at boot that no job renewed) is waited for FenceOwnerWait, or
+// FenceOutMax while its job's record says the job runs under it (the
+// restarted jobs actor, still loading, sweeps its leftovers, then
+// releases it), an
 // owner that never confirms FenceOutMax, then the keys go with an error
 // in the log. A durable lease found expired when its checkout loads, while
 // its job's record says the job runs under it (its processes may have
@@ -257,7 +260,8 @@ func (a *Lease) check(ctx actor.Context, now time.Time) {
 // the owner hears LeaseLost (again), and past the bounds (FenceOwnerWait,
 // FenceOutMax) the keys go without its confirmation.
 func (a *Lease) fenceOut(ctx actor.Context, now time.Time) {
-	if fenceGivesUp(a.owner != nil, now.Sub(a.fencingSince)) {
+	waited := now.Sub(a.fencingSince)
+	if fenceGivesUp(a.owner != nil || a.holderMayRun(waited), waited) {
 		a.lg.Error("fence-out not confirmed: the expired lease's keys go without its holder saying its processes are dead",
 			zap.String("operation", a.held.Operation), zap.String("owner", a.held.Owner), zap.Duration("waited", now.Sub(a.fencingSince)))
 		a.fencing = false
@@ -270,9 +274,23 @@ func (a *Lease) fenceOut(ctx actor.Context, now time.Time) {
 	a.arm(ctx)
 }
 
+// holderMayRun says, once an expired durable lease whose owner never showed
+// up has waited FenceOwnerWait, whether the store says its holder may
+// still run: a job whose record says it runs under the lease (or a record
+// that cannot be read). Its processes may have outlived a killed daemon,
+// and the restarted jobs actor, still loading, has not swept them yet: the
+// fence waits for its release (FenceOutMax), not for an owner to renew.
+func (a *Lease) holderMayRun(waited time.Duration) bool {
+	if waited < FenceOwnerWait || waited >= FenceOutMax {
+		return false // the answer changes nothing: no store read
+	}
+	return jobHolder(a.cfg.Store, a.lg, a.current()) != holderGone
+}
+
 // fenceGivesUp says whether an expired durable lease that has waited
-// waited for its owner's confirmation gives up: after FenceOwnerWait when
-// no owner is known, after FenceOutMax otherwise.
+// waited for its holder's confirmation gives up: after FenceOwnerWait when
+// no holder is known (no owner renewed it, no job record says it runs
+// under it), after FenceOutMax otherwise.
 func fenceGivesUp(ownerKnown bool, waited time.Duration) bool {
 	if ownerKnown {
 		return waited >= FenceOutMax
