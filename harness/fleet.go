@@ -184,11 +184,12 @@ type tokenKeeper struct {
 	repos map[string]*keptTokens
 }
 
-// keptTokens is a home checkout's block and its highest token at the
-// last look.
+// keptTokens is a home checkout's block, its highest token at the last
+// look, and the floor its session's first block gave it.
 type keptTokens struct {
-	blk  fleet.TokenBlock
-	seen uint64
+	blk   fleet.TokenBlock
+	seen  uint64
+	floor uint64
 }
 
 func newTokenKeeper(n *fleet.Node, rt *runtime.Runtime, lg *zap.Logger) *tokenKeeper {
@@ -272,9 +273,9 @@ func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
 	k.mu.Lock()
 	kt := k.repos[repoID]
 	var cur fleet.TokenBlock
-	var seen uint64
+	var seen, floor uint64
 	if kt != nil {
-		cur, seen = kt.blk, kt.seen
+		cur, seen, floor = kt.blk, kt.seen, kt.floor
 	}
 	k.mu.Unlock()
 	e, ok := k.rt.Registry.Lookup(repoID)
@@ -282,14 +283,14 @@ func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
 		k.remove(repoID)
 		return
 	}
-	set, err := k.send(e.Checkout, actors.TokenBlock{Floor: cur.Floor, Ceiling: cur.Ceiling})
+	set, err := k.send(e.Checkout, actors.TokenBlock{Floor: floor, Ceiling: cur.Ceiling})
 	if err != nil {
 		k.lg.Warn("fleet tokens: ask the checkout", zap.String("repo_id", repoID), zap.Error(err))
 		return
 	}
 	epoch := k.n.Epoch()
 	if !fleet.NeedBlock(cur, set.High, epoch) {
-		k.note(repoID, cur, set.High)
+		k.note(repoID, cur, set.High, floor)
 		return
 	}
 	used := uint64(0)
@@ -305,19 +306,33 @@ func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
 		}
 		return
 	}
-	if _, err := k.send(e.Checkout, actors.TokenBlock{Floor: blk.Floor, Ceiling: blk.Ceiling}); err != nil {
+	floor = sessionFloor(cur, blk, floor)
+	if _, err := k.send(e.Checkout, actors.TokenBlock{Floor: floor, Ceiling: blk.Ceiling}); err != nil {
 		k.lg.Warn("fleet tokens: give the checkout its block", zap.String("repo_id", repoID), zap.Error(err))
 		return
 	}
-	k.note(repoID, blk, set.High)
+	k.note(repoID, blk, set.High, floor)
 }
 
-// note records repoID's block and its highest token at this look.
-func (k *tokenKeeper) note(repoID string, blk fleet.TokenBlock, high uint64) {
+// sessionFloor is the checkout's floor once blk follows cur: a block that
+// continues the session's last one (the same epoch, no other reservation
+// between) keeps the session's floor (every token above it is above every
+// earlier owner's, and the checkout's tokens do not jump); any other
+// block raises it to the block's start.
+func sessionFloor(cur, blk fleet.TokenBlock, floor uint64) uint64 {
+	if blk.Epoch != cur.Epoch || blk.Floor != cur.Ceiling {
+		return blk.Floor
+	}
+	return floor
+}
+
+// note records repoID's block, its highest token at this look and the
+// floor the checkout has.
+func (k *tokenKeeper) note(repoID string, blk fleet.TokenBlock, high, floor uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if kt := k.repos[repoID]; kt != nil {
-		kt.blk, kt.seen = blk, high
+		kt.blk, kt.seen, kt.floor = blk, high, floor
 	}
 }
 
