@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"io"
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -428,5 +429,44 @@ func TestJobStateStoredFetchedAndRefused(t *testing.T) {
 	resp, err := cli.Get(ctx, a.keys.jobState(rec.JobID), clientv3.WithPrefix())
 	if err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("after the job's end, %d state keys are left (%v)", len(resp.Kvs), err)
+	}
+}
+
+// TestLargeJobStateGoesToTheRemoteCache: a state blob over StateEtcdMax
+// goes to the remote cache by its digest (nothing in etcd) and comes
+// back on another node; the cache answering other bytes is refused.
+func TestLargeJobStateGoesToTheRemoteCache(t *testing.T) {
+	remote := &bazelRemote{ac: map[string][]byte{}, cas: map[string][]byte{}}
+	srv := httptest.NewServer(remote)
+	t.Cleanup(srv.Close)
+	prefix := testPrefix(t)
+	cfg := func(name string) Config {
+		hc, err := NewHTTPCache(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Config{Endpoints: ClientURLs(shared), Prefix: prefix, Node: name, Cache: hc}
+	}
+	a, b := join(t, cfg("a")), join(t, cfg("b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	blob := make([]byte, StateEtcdMax+1)
+	_, _ = rand.Read(blob)
+	d, err := a.PutJobState(ctx, "job_large", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := a.cli.Get(ctx, a.keys.jobState("job_large"), clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("a large state went to etcd (%d keys, %v)", len(resp.Kvs), err)
+	}
+	rec := JobRecord{JobID: "job_large", StateBlob: d}
+	if got, err := b.JobState(ctx, rec); err != nil || !bytes.Equal(got, blob) {
+		t.Fatalf("JobState on b = %d bytes, %v", len(got), err)
+	}
+	remote.mu.Lock()
+	remote.cas[d.Hash] = bytes.Repeat([]byte("A"), len(blob))
+	remote.mu.Unlock()
+	if _, err := b.JobState(ctx, rec); errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), "the remote cache") {
+		t.Fatalf("other bytes from the remote cache: %v; want them refused", err)
 	}
 }
