@@ -53,8 +53,10 @@ func (w Wiring) Check() error {
 //     with the blockers). Registered by ops/run.
 //  2. Keep, as the write changes files, for each one before it changes:
 //     the pre-image capture, which names the file's state before in the
-//     receipt (and stores its bytes for revert). Registered by ops/undo;
-//     the write hands Call.KeepPreImages to patch.Options.PreImage.
+//     receipt (and stores its bytes for revert: a small one's file
+//     without an fsync, its bytes in the write's synced commit, see
+//     preimages.go). Registered by ops/undo; the write hands
+//     Call.KeepPreImages to patch.Options.PreImage.
 //  3. Trailers, as a commit's message is written: the provenance trailers
 //     (Harnessd-Receipt, -Run, -Policy, -Approvals, -Verified, -Repo)
 //     that commit_verify checks. Registered by ops/provenance; the write

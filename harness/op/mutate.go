@@ -33,13 +33,18 @@ import (
 //     verification gate (WriteHooks.Verify), then t.Run, which calls the
 //     hooks of what it writes: Keep before each file changes, Trailers
 //     and Committed around a commit (see WriteHooks for the order);
-//  4. one synced commit: the audit entry, the ledger's completion and the
-//     receipt in the audit actor's transaction (AuditAppend.With), whose
-//     failures are reported beside the success, never instead of it.
+//  4. one synced commit: the audit entry, the ledger's completion, the
+//     receipt and the durable copies of the pre-images whose files are
+//     not yet fsynced (preimages.go) in the audit actor's transaction
+//     (AuditAppend.With), whose failures are reported beside the success,
+//     never instead of it.
 //
-// So a write pays two synced commits of the store: the ledger's begin,
-// durable before any file changes (each pre-image is fsynced by its own
-// store as it is kept, before its file changes), and step 4's.
+// So a write pays one synced commit of the store, step 4's: the ledger's
+// begin is written before any file changes but not fsynced (a kill -9
+// keeps it; step 4's sync makes it durable with the rest), and a small
+// pre-image's file is written without an fsync, its bytes riding step 4.
+// A power cut between the file's change and step 4 can lose the begin,
+// and the retry then runs again (docs/DESIGN.md §3 has the argument).
 //
 // A failure before or during the write is audited and recorded in the
 // ledger as failed, so the request may be retried.

@@ -7,6 +7,8 @@
 // request gave up before writing anything (shutdown began while it waited for
 // its lease) is abandoned: deleted, as if never begun (Abandon). The functions here do no I/O:
 // the owner loads the existing entry, calls Begin, persists the returned entry
-// with sync before executing when the decision is Proceed, and persists the
-// result of Complete or Fail before replying.
+// before executing when the decision is Proceed (with sync, unless the
+// caller's own synced commit of the completion follows before anything is
+// acknowledged: a write's), and persists the result of Complete or Fail
+// before replying.
 package ledger
