@@ -470,3 +470,40 @@ func TestLargeJobStateGoesToTheRemoteCache(t *testing.T) {
 		t.Fatalf("other bytes from the remote cache: %v; want them refused", err)
 	}
 }
+
+// TestSealedJobStateIsCiphertext: with the fleet key, what etcd holds of
+// a state is ciphertext (its plain bytes appear nowhere), a node with the
+// key reads it back, and the stored bytes moved to another job (its
+// record naming their digest) do not open.
+func TestSealedJobStateIsCiphertext(t *testing.T) {
+	prefix := testPrefix(t)
+	key := []byte("fleet key of the test, 32 bytes!")
+	cfg := func(name string) Config {
+		return Config{Endpoints: ClientURLs(shared), Prefix: prefix, Node: name, SealKey: key}
+	}
+	a, b := join(t, cfg("a")), join(t, cfg("b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plain := []byte("package main // uncommitted code of the checkout, a marker: 7f3a9c")
+	d, err := a.PutJobState(ctx, "job_sealed", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.cli.Get(ctx, a.keys.jobState("job_sealed"), clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("stored state: %d keys, %v", len(resp.Kvs), err)
+	}
+	stored := resp.Kvs[0].Value
+	if bytes.Contains(stored, []byte("7f3a9c")) || d != DigestOf(stored) {
+		t.Fatalf("etcd holds the plain state (or its digest is not the stored bytes')")
+	}
+	if got, err := b.JobState(ctx, JobRecord{JobID: "job_sealed", StateBlob: d}); err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("JobState on b = %q, %v", got, err)
+	}
+	if _, err := a.cli.Put(ctx, stateChunkKey(a.keys, "job_moved", 0), string(stored)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JobState(ctx, JobRecord{JobID: "job_moved", StateBlob: d}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("another job's sealed state: %v; want it refused", err)
+	}
+}

@@ -2,6 +2,11 @@ package fleet
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,6 +24,11 @@ import (
 //
 // A larger blob goes to the remote cache (--remote-cache) by its digest,
 // up to StateMax; without one it is not shipped.
+//
+// With the fleet key (Config.SealKey) the blob is stored encrypted
+// (AES-256-GCM under a key derived from it, sealState): etcd's readers
+// and the remote cache see ciphertext, and only a fleet member can read
+// the checkout's uncommitted code. The digest is the stored bytes'.
 
 // StateEtcdMax is the largest state blob (compressed) the fleet keeps in
 // etcd; a larger one needs a remote cache.
@@ -40,6 +50,12 @@ func (k keys) jobState(id string) string { return k.jobStates() + id + "/" }
 // StateEtcdMax bytes, else in the remote cache (up to StateMax). A blob
 // neither can keep is refused (BUDGET_EXCEEDED, saying why).
 func (n *Node) PutJobState(ctx context.Context, jobID string, blob []byte) (Digest, error) {
+	if key := n.cfg.SealKey; key != nil {
+		var err error
+		if blob, err = sealState(key, jobID, blob); err != nil {
+			return Digest{}, err
+		}
+	}
 	d := DigestOf(blob)
 	switch {
 	case len(blob) <= StateEtcdMax:
@@ -117,10 +133,61 @@ func (n *Node) JobState(ctx context.Context, rec JobRecord) ([]byte, error) {
 	if !d.verify(blob) {
 		return nil, refusedState(rec, from)
 	}
+	if key := n.cfg.SealKey; key != nil {
+		plain, err := openState(key, rec.JobID, blob)
+		if err != nil {
+			return nil, refusedState(rec, from)
+		}
+		return plain, nil
+	}
 	return blob, nil
 }
 
+// stateKeyDomain derives the state blobs' encryption key from the fleet key.
+const stateKeyDomain = "harnessd-fleet-job-state-v1"
+
+func stateAEAD(key []byte) (cipher.AEAD, error) {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(stateKeyDomain))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "fleet: state cipher: %v", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// sealState encrypts blob for job jobID: a random nonce, then the
+// AES-256-GCM ciphertext with the job id as additional data (a blob
+// moved to another job does not open).
+func sealState(key []byte, jobID string, blob []byte) ([]byte, error) {
+	aead, err := stateAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(blob)+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "fleet: state nonce: %v", err)
+	}
+	return aead.Seal(nonce, nonce, blob, []byte(jobID)), nil
+}
+
+// openState decrypts what sealState made for jobID.
+func openState(key []byte, jobID string, sealed []byte) ([]byte, error) {
+	aead, err := stateAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return nil, errs.New(errs.InvalidArgument, "fleet: a sealed state is too short")
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(jobID))
+	if err != nil {
+		return nil, errs.Wrap(errs.InvalidArgument, err, "fleet: a sealed state does not open under the fleet key")
+	}
+	return plain, nil
+}
+
 func refusedState(rec JobRecord, from string) error {
-	return errs.New(errs.InvalidArgument, "fleet job %s: the uncommitted state from %s does not match its digest %s: refused (corrupted or substituted)", rec.JobID, from, rec.StateBlob).
+	return errs.New(errs.InvalidArgument, "fleet job %s: the uncommitted state from %s does not match its digest %s (or, sealed, does not open under the fleet key): refused (corrupted or substituted)", rec.JobID, from, rec.StateBlob).
 		With("job_id", rec.JobID)
 }
