@@ -187,9 +187,10 @@ type tokenKeeper struct {
 // keptTokens is a home checkout's block, its highest token at the last
 // look, and the floor its session's first block gave it.
 type keptTokens struct {
-	blk   fleet.TokenBlock
-	seen  uint64
-	floor uint64
+	blk    fleet.TokenBlock
+	seen   uint64
+	floor  uint64
+	failed string // the last failure logged (logged again only when it changes)
 }
 
 func newTokenKeeper(n *fleet.Node, rt *runtime.Runtime, lg *zap.Logger) *tokenKeeper {
@@ -285,7 +286,7 @@ func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
 	}
 	set, err := k.send(e.Checkout, actors.TokenBlock{Floor: floor, Ceiling: cur.Ceiling})
 	if err != nil {
-		k.lg.Warn("fleet tokens: ask the checkout", zap.String("repo_id", repoID), zap.Error(err))
+		k.warn(repoID, "fleet tokens: ask the checkout", err)
 		return
 	}
 	epoch := k.n.Epoch()
@@ -302,13 +303,13 @@ func (k *tokenKeeper) keep(ctx context.Context, repoID string) {
 	cancel()
 	if err != nil {
 		if errs.CodeOf(err) != errs.LeaseLost {
-			k.lg.Warn("fleet tokens: reserve a block", zap.String("repo_id", repoID), zap.Error(err))
+			k.warn(repoID, "fleet tokens: reserve a block", err)
 		}
 		return
 	}
 	floor = sessionFloor(cur, blk, floor)
 	if _, err := k.send(e.Checkout, actors.TokenBlock{Floor: floor, Ceiling: blk.Ceiling}); err != nil {
-		k.lg.Warn("fleet tokens: give the checkout its block", zap.String("repo_id", repoID), zap.Error(err))
+		k.warn(repoID, "fleet tokens: give the checkout its block", err)
 		return
 	}
 	k.note(repoID, blk, set.High, floor)
@@ -326,13 +327,28 @@ func sessionFloor(cur, blk fleet.TokenBlock, floor uint64) uint64 {
 	return floor
 }
 
+// warn logs a failure of repoID's pass unless it is the one logged last.
+func (k *tokenKeeper) warn(repoID, what string, err error) {
+	msg := what + ": " + errs.From(err).Message
+	k.mu.Lock()
+	kt := k.repos[repoID]
+	repeat := kt != nil && kt.failed == msg
+	if kt != nil {
+		kt.failed = msg
+	}
+	k.mu.Unlock()
+	if !repeat {
+		k.lg.Warn(what, zap.String("repo_id", repoID), zap.Error(err))
+	}
+}
+
 // note records repoID's block, its highest token at this look and the
 // floor the checkout has.
 func (k *tokenKeeper) note(repoID string, blk fleet.TokenBlock, high, floor uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if kt := k.repos[repoID]; kt != nil {
-		kt.blk, kt.seen, kt.floor = blk, high, floor
+		kt.blk, kt.seen, kt.floor, kt.failed = blk, high, floor, ""
 	}
 }
 
