@@ -9,12 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/harnessd/harnessd/harness"
 	"github.com/harnessd/harnessd/harness/ops/provenance"
 	"github.com/harnessd/harnessd/internal/audit"
+	"github.com/harnessd/harnessd/internal/sandbox"
 	"github.com/harnessd/harnessd/internal/testutil"
 	"github.com/harnessd/harnessd/messages"
 )
+
+func TestMain(m *testing.M) {
+	sandbox.Main() // the test binary is the launcher of the harness's confined processes
+	goleak.VerifyTestMain(m)
+}
 
 // policyB differs from the first policy ("version: 1"), so it has another
 // digest.
