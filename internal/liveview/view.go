@@ -410,6 +410,9 @@ func (v *View) warmUp(ctx context.Context) {
 				v.installLocked(b)
 			}
 			v.mu.Unlock()
+			if b.ix != nil && len(b.ix.Entries) >= settleMin {
+				settle() // what the build allocated and dropped goes back (memory.go)
+			}
 			return
 		}
 	}
@@ -797,6 +800,9 @@ func (v *View) filled(s *search.Searcher, files []string) bool {
 		}
 		v.cache.Adopt(v.root, s)
 		err := v.cache.Fill(ctx, s, v.root, files)
+		if err == nil && len(files) >= settleMin {
+			settle() // the fill read every file: what it dropped goes back (memory.go)
+		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		if v.fillGen != gen || v.fillOwner != s || v.fill != warming {
