@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -403,10 +404,51 @@ func runScaleSize(ctx context.Context, cfg config, n int, work string, rep *Repo
 		}
 		rep.Scale = append(rep.Scale, r)
 	}
+	if cfg.memProfile != "" || n >= 10000 {
+		settledRSS(ctx, n, stderr)
+	}
 	if cfg.memProfile != "" {
 		errList = append(errList, writeMemProfile(fmt.Sprintf("%s-%d.pprof", cfg.memProfile, n), n, stderr))
 	}
 	return errors.Join(errList...)
+}
+
+// rssMiB returns VmRSS, RssAnon and RssFile of this process in MiB.
+func rssMiB() (vm, anon, file float64) {
+	kb := func(key string) float64 { v, _ := procKB("/proc/self/status", key); return float64(v) / 1024 }
+	return kb("VmRSS"), kb("RssAnon"), kb("RssFile")
+}
+
+// settledRSS prints the settled RSS after a size's cases, with the harness
+// still open and idle: the median of three samples a second apart of
+// VmRSS, RssAnon (what the process itself keeps: heaps, the off-heap
+// index) and RssFile (the binary and the files mapped), and the Go heap.
+func settledRSS(ctx context.Context, n int, stderr io.Writer) {
+	var vms, anons, files []float64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for len(vms) < 3 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		vm, anon, file := rssMiB()
+		vms, anons, files = append(vms, vm), append(anons, anon), append(files, file)
+	}
+	med := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(stderr, "scale: %d files: settled RSS (median of 3, 1 s apart): VmRSS %.1f MiB, RssAnon %.1f, RssFile %.1f; Go heap in use %.1f MiB, idle not released %.1f, memory limit %s\n",
+		n, med(vms), med(anons), med(files), mib(ms.HeapInuse), mib(ms.HeapIdle-ms.HeapReleased), memLimit())
+}
+
+// memLimit describes the Go runtime's soft memory limit.
+func memLimit() string {
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		return fmt.Sprintf("%.1f MiB", mib(uint64(l)))
+	}
+	return "none"
 }
 
 // writeMemProfile writes the heap profile in use after a GC to path, with
@@ -415,9 +457,9 @@ func writeMemProfile(path string, n int, stderr io.Writer) error {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	kb, _ := procKB("/proc/self/status", "VmRSS")
-	fmt.Fprintf(stderr, "scale: %d files: RSS %.1f MiB, heap in use %.1f MiB (live %.1f), heap idle not released %.1f MiB, stacks %.1f MiB, runtime other %.1f MiB; heap profile %s\n",
-		n, float64(kb)/1024, mib(ms.HeapInuse), mib(ms.HeapAlloc), mib(ms.HeapIdle-ms.HeapReleased), mib(ms.StackSys),
+	vm, anon, file := rssMiB()
+	fmt.Fprintf(stderr, "scale: %d files: RSS %.1f MiB (anon %.1f, file %.1f), heap in use %.1f MiB (live %.1f), heap idle not released %.1f MiB, stacks %.1f MiB, runtime other %.1f MiB; heap profile %s\n",
+		n, vm, anon, file, mib(ms.HeapInuse), mib(ms.HeapAlloc), mib(ms.HeapIdle-ms.HeapReleased), mib(ms.StackSys),
 		mib(ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys), path)
 	f, err := os.Create(path)
 	if err != nil {
