@@ -22,7 +22,6 @@ package preimage
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -240,11 +239,13 @@ func (s *Store) Due() bool {
 	return s.settling.CompareAndSwap(false, true)
 }
 
-// Settle fsyncs the files of the pending pre-images (and their
-// directories, so their renames hold too) and returns the digests now
-// durable on their own: their durable copies may be deleted. A file the
-// store pruned meanwhile is no longer pending and not returned. The
-// fsyncs run outside the store's lock: Puts go on meanwhile.
+// Settle makes the files of the pending pre-images durable with one
+// syncfs of the store's file system (their contents and their renames:
+// one flush for many writes, where an fsync of each file and directory
+// would be two a write) and returns their digests: their durable copies
+// may be deleted. A file the store pruned meanwhile is no longer pending
+// and not returned. The sync runs outside the store's lock: Puts go on
+// meanwhile.
 func (s *Store) Settle() ([]string, error) {
 	defer s.settling.Store(false)
 	s.mu.Lock()
@@ -256,45 +257,18 @@ func (s *Store) Settle() ([]string, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	dirs := map[string]bool{}
-	var synced []sum
-	var firstErr error
-	for _, k := range keys {
-		d := hex.EncodeToString(k[:])
-		err := s.syncFile(s.path(d))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // pruned meanwhile
-		case err != nil:
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		dirs[filepath.Dir(s.path(d))] = true
-		synced = append(synced, k)
-	}
-	for dir := range dirs {
-		if err := s.syncFile(dir); err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "preimage: sync %s: %v", dir, err)
-		}
+	if err := s.Sync(); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(synced))
-	for _, k := range synced {
-		if b, ok := s.pending[k]; ok {
-			s.pendingBytes -= int64(len(b))
-			delete(s.pending, k)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, ok := s.pending[k]; !ok {
+			continue // pruned meanwhile: nothing left to sync
 		}
-		delete(s.unsynced, k)
+		s.dropPendingLocked(k)
 		out = append(out, hex.EncodeToString(k[:]))
-	}
-	for _, k := range keys { // pruned meanwhile: nothing left to sync
-		if _, kept := s.index[k]; !kept {
-			s.dropPendingLocked(k)
-		}
-	}
-	if firstErr != nil {
-		return out, errs.Wrap(errs.Internal, firstErr, "preimage: settle: %v", firstErr)
 	}
 	return out, nil
 }
