@@ -50,13 +50,13 @@ type fleetJobs struct {
 	local  map[string]string            // jobs this process kept on this node, and why
 	picked map[string]runtime.RepoEntry // canRun's checkout of a job, for takeOver
 	roots  map[string][]string          // root commits by commit (fixed for a commit)
-	staged map[string]stagedInputs      // taken-over jobs running on rebuilt inputs, by id
+	staged map[string]stagedInputs      // taken-over jobs that ran on rebuilt inputs, by id
 }
 
 // stagedInputs is the worktree a taken-over job's shipped state was
 // rebuilt in (the job's own worktree is made from it).
 type stagedInputs struct {
-	dir       string // <data dir>/fleet-inputs/<job id>-<attempt>
+	dir       string // <data dir>/fleet-inputs/<job id>-<attempt>; "" once removed
 	checkout  string // the registered checkout it is a worktree of
 	isolation string // the job's own isolation (a read-only job runs in a worktree of its inputs)
 }
@@ -484,13 +484,16 @@ func (fj *fleetJobs) rebuild(ctx context.Context, rec fleet.JobRecord, checkout 
 	return dir, nil
 }
 
-// unstage removes the rebuilt inputs of job id, if any.
+// unstage removes the rebuilt inputs of job id, if any (the entry stays,
+// without its dir, for the isolation Status answers).
 func (fj *fleetJobs) unstage(id string) {
 	fj.mu.Lock()
 	sg, ok := fj.staged[id]
-	delete(fj.staged, id)
+	if ok {
+		fj.staged[id] = stagedInputs{isolation: sg.isolation}
+	}
 	fj.mu.Unlock()
-	if !ok {
+	if !ok || sg.dir == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(fj.ctx), time.Minute)
