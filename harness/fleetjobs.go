@@ -151,7 +151,9 @@ func (fj *fleetJobs) Start(ctx context.Context, c *op.Call, s op.JobSpec, _, id 
 	rec, claim, replayed, err := fj.n.StartJob(ctx, fleet.JobRecord{JobID: id, RequestID: s.RequestID, InputHash: hash,
 		Spec:  fleet.JobSpec{Argv: s.Argv, Cwd: s.Cwd, TimeoutS: s.TimeoutS, Isolation: s.Isolation, Writes: s.Writes, Network: s.Network},
 		Roots: roots, Commit: head, StateBlob: state, StateTree: tree})
-	if (err != nil || replayed) && state.Size > 0 {
+	if state.Size > 0 && (replayed || (err != nil && !fleetOutcomeUnknown(err))) {
+		// Not this job's (an etcd error whose outcome is unknown leaves
+		// it: the job may be recorded; the retention lease removes it).
 		fj.n.DropJobState(context.WithoutCancel(ctx), id)
 	}
 	if err != nil {
@@ -230,6 +232,16 @@ func (fj *fleetJobs) ship(ctx context.Context, root, head, id string) (fleet.Dig
 		zap.Int("untracked", len(st.Files)), zap.Int64("blob_bytes", d.Size), zap.String("tree", tree),
 		zap.Duration("took", time.Since(start)))
 	return d, tree, ""
+}
+
+// fleetOutcomeUnknown reports whether err leaves open whether etcd
+// applied the request (a timeout, a lost connection).
+func fleetOutcomeUnknown(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.Timeout, errs.Cancelled, errs.Unavailable:
+		return true
+	}
+	return false
 }
 
 // fleetLocalWrites reports whether a job writes its checkout in place
