@@ -446,6 +446,9 @@ func (fj *fleetJobs) takeOverState(rec fleet.JobRecord, claim fleet.JobClaim, e 
 	defer cancel()
 	start := time.Now()
 	dir, err := fj.rebuild(ctx, rec, e.Repo.Root)
+	if err != nil && fj.ctx.Err() != nil {
+		return // stopping: the attempt goes with the lease, for another node
+	}
 	if err != nil {
 		fj.lg.Warn("fleet: a taken-over job's inputs could not be rebuilt; it does not run", zap.String("job_id", rec.JobID),
 			zap.Int("attempt", claim.Attempt), zap.Int64("token", claim.Token), zap.Error(err))
