@@ -14,6 +14,7 @@
 //	jobs/<id>                a fleet job's record (sealed with the fleet key when there is one)
 //	jobs/<id>/attempt        the running attempt's claim; bound to its node's session lease
 //	req/<request_id>         the job a fleet-wide request id started
+//	jobstate/<id>/<nnnn>     a job's uncommitted state blob in 1 MiB chunks (statestore.go); deleted by its end
 //	retention/<period>       the evidence retention lease of a period (bound to itself)
 //
 // result, ac and cas keys are bound to the retention lease of the period

@@ -58,7 +58,7 @@ type JobRecord struct {
 	InputHash string  `json:"input_hash"`
 	Spec      JobSpec `json:"spec"`
 	// Roots are the root commits of the repository (its fingerprint on
-	// every node); Commit is the commit the job runs at (a clean checkout).
+	// every node); Commit is the commit the job runs at (HEAD where it started).
 	Roots  []string `json:"roots"`
 	Commit string   `json:"commit"`
 	Origin string   `json:"origin"` // the node job_start was asked on
