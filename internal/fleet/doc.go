@@ -13,7 +13,12 @@
 //	cas/<hex>                a blob of at most InlineBlobMax bytes (sha256 <hex>)
 //	jobs/<id>                a fleet job's record (sealed with the fleet key when there is one)
 //	jobs/<id>/attempt        the running attempt's claim; bound to its node's session lease
-//	req/<request_id>         the job a fleet-wide request id started
+//	req/<request_id>         the job a fleet job_start's request id started, or the Request record
+//	                         {request_id, op, input_hash, node, epoch, created} of a mutation's
+//	                         (reqs.go; bound to the request retention lease, reqretention/<period>)
+//	homes/<repo_id>          the Home of a registered repository; no lease; its create revision is the ownership epoch
+//	tokens/<repo_id>         {high, node, epoch}: the fencing tokens reserved for the repository's checkout
+//	                         (tokens.go); no lease
 //	jobstate/<id>/<nnnn>     a job's uncommitted state blob in 1 MiB chunks (statestore.go); deleted by its end
 //	retention/<period>       the evidence retention lease of a period (bound to itself)
 //
