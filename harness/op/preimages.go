@@ -2,6 +2,7 @@ package op
 
 import (
 	"errors"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -36,7 +37,7 @@ func preImageRecords(pre *preimage.Store, r *Receipt) ([]messages.StoreRecord, e
 			if !ok {
 				continue // synced: its file is its own durable copy
 			}
-			b, err := persistence.Encode(data)
+			b, err := persistence.Encode(copyOf(data))
 			if err != nil {
 				return nil, err
 			}
@@ -44,6 +45,29 @@ func preImageRecords(pre *preimage.Store, r *Receipt) ([]messages.StoreRecord, e
 		}
 	}
 	return out, nil
+}
+
+// preImageCopy is the stored form of a pre-image's durable copy: its text
+// when it is valid UTF-8, so the store's dump redacts it as it redacts
+// every other record (base64 would hide a secret value from the
+// redactor), else its bytes.
+type preImageCopy struct {
+	Text string `json:"text,omitempty"`
+	Data []byte `json:"data,omitempty"`
+}
+
+func copyOf(data []byte) preImageCopy {
+	if utf8.Valid(data) {
+		return preImageCopy{Text: string(data)}
+	}
+	return preImageCopy{Data: data}
+}
+
+func (c preImageCopy) bytes() []byte {
+	if c.Data != nil {
+		return c.Data
+	}
+	return []byte(c.Text)
 }
 
 // settlePreImages settles the pending pre-images in a task when enough
@@ -101,12 +125,12 @@ func RestorePreImages(store *persistence.Store, pre *preimage.Store) (int, error
 	err := store.Scan([]byte(persistence.PrefixPreImage), func(key []byte, decode func(any) error) error {
 		keys = append(keys, key)
 		d := string(key[len(persistence.PrefixPreImage):])
-		var data []byte
-		if err := decode(&data); err != nil {
+		var cp preImageCopy
+		if err := decode(&cp); err != nil {
 			bad = append(bad, errs.Wrap(errs.StoreDamaged, err, "the durable copy of pre-image %s does not decode: %v", d, err))
 			return nil
 		}
-		if err := pre.Restore(d, data); err != nil {
+		if err := pre.Restore(d, cp.bytes()); err != nil {
 			if errs.CodeOf(err) != errs.StoreDamaged {
 				return err // the pre-image store's disk: keep the copy for the next start
 			}
