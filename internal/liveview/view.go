@@ -801,7 +801,9 @@ func (v *View) filled(s *search.Searcher, files []string) bool {
 		v.cache.Adopt(v.root, s)
 		err := v.cache.Fill(ctx, s, v.root, files)
 		if err == nil && len(files) >= settleMin {
-			settle() // the fill read every file: what it dropped goes back (memory.go)
+			// The fill read every file: what it dropped goes back
+			// (memory.go), once the index answers and the lock is free.
+			defer settle()
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()
