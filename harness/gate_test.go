@@ -101,6 +101,7 @@ func everyOpCall(t *testing.T, h *harness.Harness) []opCall {
 		{"repository_register", map[string]any{"path": root}, nil},
 		{"repository_list", map[string]any{}, nil},
 		{"read_file", with("path", "README.md"), nil},
+		{"list_dir", with("path", "."), nil},
 		{"search", with("query", "hello"), nil},
 		{"git_status", repo, nil},
 		{"git_diff", repo, nil},

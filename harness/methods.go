@@ -41,6 +41,8 @@ type (
 	GitStatusResult = read.GitStatusResult
 	GitDiffArgs     = read.GitDiffArgs
 	GitDiffResult   = read.GitDiffResult
+	ListDirArgs     = read.ListDirArgs
+	ListDirResult   = read.ListDirResult
 
 	RunCommandArgs     = command.RunCommandArgs
 	RunCommandResult   = command.RunCommandResult
@@ -104,6 +106,7 @@ type handles struct {
 	Search                 op.Handle[SearchArgs, *SearchResult]
 	GitStatus              op.Handle[GitStatusArgs, *GitStatusResult]
 	GitDiff                op.Handle[GitDiffArgs, *GitDiffResult]
+	ListDir                op.Handle[ListDirArgs, *ListDirResult]
 	RunCommand             op.Handle[RunCommandArgs, *RunCommandResult]
 	RouteExplain           op.Handle[RouteExplainArgs, *RouteExplainResult]
 	ApplyPatch             op.Handle[ApplyPatchArgs, *MutationResult]
@@ -178,6 +181,7 @@ func newHandles(reg *op.Registry) *handles {
 	bind(reg, &hs.Search, "search")
 	bind(reg, &hs.GitStatus, "git_status")
 	bind(reg, &hs.GitDiff, "git_diff")
+	bind(reg, &hs.ListDir, "list_dir")
 	bind(reg, &hs.RunCommand, "run_command")
 	bind(reg, &hs.RouteExplain, "route_explain")
 	bind(reg, &hs.ApplyPatch, "apply_patch")
@@ -265,6 +269,11 @@ func (h *Harness) UnregisterRepository(ctx context.Context, args UnregisterArgs)
 // ReadFile reads a window of a file.
 func (h *Harness) ReadFile(ctx context.Context, args ReadFileArgs) (*ReadFileResult, error) {
 	return call(ctx, h, h.handles.ReadFile, args)
+}
+
+// ListDir lists a directory of the repository.
+func (h *Harness) ListDir(ctx context.Context, args ListDirArgs) (*ListDirResult, error) {
+	return call(ctx, h, h.handles.ListDir, args)
 }
 
 // Search searches the repository's files.

@@ -240,7 +240,7 @@ func checkType(p string, typ fs.FileMode) error {
 	case typ.IsRegular():
 		return nil
 	case typ.IsDir():
-		return errs.New(errs.IsDirectory, "path %q is a directory", p).With("path", p)
+		return errs.New(errs.IsDirectory, "path %q is a directory: list it with list_dir", p).With("path", p)
 	default:
 		return errs.New(errs.InvalidArgument, "path %q is not a regular file (%s)", p, typeName(typ)).With("path", p)
 	}

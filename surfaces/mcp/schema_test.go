@@ -61,7 +61,11 @@ func schemaProblems(path string, s map[string]any, out *[]string) {
 	for _, n := range names {
 		p, _ := props[n].(map[string]any)
 		d, _ := p["description"].(string)
-		if strings.TrimSpace(d) == "" {
+		// The Instructions say once where a repo_id comes from and what an
+		// approval_id is (CompactInput drops their descriptions).
+		statedOnce := !strings.Contains(path, ".") && (n == "repo_id" || n == "approval_id") &&
+			strings.Contains(mcpserver.Instructions, n)
+		if strings.TrimSpace(d) == "" && !statedOnce {
 			*out = append(*out, path+"."+n+": no description")
 		}
 		if strings.HasPrefix(strings.ToLower(d), "required:") && !req[n] {

@@ -57,7 +57,8 @@ const commonRunID = "the run this call belongs to"
 // CompactInput returns s without the parameters every tool takes, which
 // the Instructions state once: include_latency_breakdown, the common
 // run_id, every write's wait_ms and on_busy, and approval_id on a read-only tool (a
-// person is asked to approve only work that is not read-only). Its top level stays open
+// person is asked to approve only work that is not read-only); repo_id and
+// approval_id keep no description the Instructions give (statedOnce). Its top level stays open
 // (no additionalProperties: false), so a call that passes them is still
 // valid; the server decodes them as before. s itself is not changed.
 func CompactInput(s *jsonschema.Schema, readOnly bool) *jsonschema.Schema {
@@ -86,15 +87,32 @@ func CompactInput(s *jsonschema.Schema, readOnly bool) *jsonschema.Schema {
 		if drop(name, p) {
 			delete(c.Properties, name)
 			c.PropertyOrder = slices.DeleteFunc(c.PropertyOrder, func(n string) bool { return n == name })
+			continue
+		}
+		if d, ok := statedOnce[name]; ok && p.Description == d {
+			q := *p
+			q.Description = ""
+			c.Properties[name] = &q
 		}
 	}
 	return &c
 }
 
-// commonResult are the fields every result carries (op.Meta): the docs
-// state them once (docs/mcp.md), as the Instructions state the common
-// parameters, so no output schema repeats them.
-var commonResult = []string{"route", "latency"}
+// statedOnce are the descriptions of parameters the Instructions explain
+// once (where the repo_id comes from, what an approval_id is): a tool's
+// schema keeps the parameter and drops the description, unless the tool
+// says something else of it.
+var statedOnce = map[string]string{
+	"repo_id":     "from repository_list",
+	"approval_id": "from APPROVAL_REQUIRED, once a person approved it",
+}
+
+// commonResult are the fields every result carries (op.Meta), and the
+// record of the call every receipt carries (when it was, in which run and
+// span, how long it took): the docs state them once (docs/mcp.md), as the
+// Instructions state the common parameters, so no output schema repeats
+// them.
+var commonResult = []string{"route", "latency", "at", "run_id", "span_id", "latency_ms"}
 
 // CompactOutput returns the output schema a client validates structured
 // content against, without what costs tokens and tells it nothing: the

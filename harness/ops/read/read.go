@@ -1,5 +1,5 @@
-// Package read holds the Fast Path reads: read_file, search, git_status and
-// git_diff.
+// Package read holds the Fast Path reads: read_file, list_dir, search,
+// git_status and git_diff.
 package read
 
 import (
@@ -23,7 +23,7 @@ func Ops() []op.Op {
 	return []op.Op{
 		op.Def(op.Spec[ReadFileArgs]{Name: "read_file", Output: ReadFileResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
-			Description: "Read a file, or a window of its lines: before you edit it, or to follow what search found. The text comes as is, with a note of the lines shown; continue a truncated read at offset_line. To find where something is: search. Example: {\"path\":\"src/app.go\",\"offset_line\":120}",
+			Description: "Read a file, or a window of its lines: before you edit it, or to follow a search hit. A truncated read continues at offset_line. To find where something is: search; what a directory holds: list_dir. Example: {\"path\":\"src/app.go\",\"offset_line\":120}",
 			Repo:        func(a ReadFileArgs) string { return a.RepoID }, Prepare: readFile}),
 		op.Def(op.Spec[SearchArgs]{Name: "search", Output: SearchResult{}, ReadOnly: true,
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
@@ -37,6 +37,7 @@ func Ops() []op.Op {
 			Route: route.Readonly, Toolset: op.Core, Roles: op.ReadRoles, BatchStep: true, Lane: true,
 			Description: "Review changes as a unified diff: the work tree's (default), the index's (staged) or against rev, with numstat; before git_commit. Just the changed paths: git_status. Example: {\"paths\":[\"src\"]}",
 			Repo:        func(a GitDiffArgs) string { return a.RepoID }, Prepare: gitDiff}),
+		listDirOp(),
 	}
 }
 
