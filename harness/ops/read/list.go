@@ -65,7 +65,9 @@ func (r *ListDirResult) TextBlock() (text, note string, ok bool) {
 
 // WithoutText is list_dir's result without its entries, for the MCP
 // structured content when the text block carries them.
-func (r *ListDirResult) WithoutText() any { return listDirMeta{ListDirResult: r, Count: len(r.Entries)} }
+func (r *ListDirResult) WithoutText() any {
+	return listDirMeta{ListDirResult: r, Count: len(r.Entries)}
+}
 
 // listDirMeta is a ListDirResult whose entries are left out of its JSON,
 // with their count.
