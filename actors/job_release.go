@@ -147,13 +147,26 @@ func (a *jobActor) doneIfSettled(ctx actor.Context) {
 
 // releaseAtStart releases the lease of a job whose release is pending
 // (loaded at start-up) once its checkout is known, and records the outcome.
+// The releases the load sends hold the stashed requests until answered
+// (startReleases); a release retried later, its checkout published late,
+// holds nothing.
 func (a *Jobs) releaseAtStart(ctx actor.Context, j messages.Job) bool {
 	e, ok := a.cfg.Index.Lookup(j.RepoID)
 	if !ok {
 		return false
 	}
-	id, leaseID := j.ID, j.LeaseID
-	askRelease(ctx, e.Checkout, leaseID, func(failure error) { a.releaseRecorded(id, leaseID, failure) })
+	id, leaseID, held := j.ID, j.LeaseID, a.holding
+	if held {
+		a.startReleases++
+	}
+	askRelease(ctx, e.Checkout, leaseID, func(failure error) {
+		a.releaseRecorded(id, leaseID, failure)
+		if held {
+			if a.startReleases--; a.startReleases == 0 {
+				a.drainStash(ctx) // the load's releases are answered
+			}
+		}
+	})
 	return true
 }
 

@@ -199,6 +199,12 @@ type Jobs struct {
 
 	loading bool
 	stash   []stashed
+	// startReleases counts the releases of interrupted jobs' leases sent
+	// by the load (holding is set while it sends them): requests stay
+	// stashed until they are answered, so nobody hears of an interrupted
+	// job before its lease let its keys go.
+	startReleases int
+	holding       bool
 
 	jobs        map[string]*messages.Job
 	kids        map[string]*actor.PID
@@ -228,7 +234,7 @@ func (a *Jobs) Receive(ctx actor.Context) {
 	case jobsLoaded:
 		a.loaded(ctx, m)
 	case messages.JobSubmit, messages.JobGet, messages.JobCancel, messages.JobList, messages.JobStats, messages.JobClean:
-		if a.loading {
+		if a.loading || a.startReleases > 0 {
 			a.stash = append(a.stash, stashed{msg: m, sender: ctx.Sender()})
 			return
 		}
@@ -305,7 +311,7 @@ func (a *Jobs) start(ctx actor.Context) {
 	a.pendingRelease = map[string]messages.Job{}
 	a.logRoot = JobLogRoot(a.cfg.DataDir)
 	a.wtRoot = filepath.Join(a.cfg.DataDir, "worktrees")
-	a.loading, a.stash = true, nil
+	a.loading, a.stash, a.startReleases = true, nil, 0
 	a.ticker = startTicker(ctx, jobsTickEvery, func() any { return jobsTick{} })
 	self, root, cfg, logRoot := ctx.Self(), ctx.ActorSystem().Root, a.cfg, a.logRoot
 	a.cfg.Tasks.Go(func() { root.Send(self, loadJobs(cfg, logRoot, a.lg)) })
@@ -400,11 +406,20 @@ func (a *Jobs) loaded(ctx actor.Context, m jobsLoaded) {
 	for _, j := range m.release {
 		a.pendingRelease[j.ID] = j
 	}
+	a.holding = true
 	a.releasePending(ctx)
+	a.holding = false
 	if len(m.expired) > 0 {
 		a.removeWorktrees(ctx, m.expired, nil)
 	}
 	a.schedule(ctx)
+	if a.startReleases == 0 {
+		a.drainStash(ctx)
+	}
+}
+
+// drainStash handles the stashed requests, in order.
+func (a *Jobs) drainStash(ctx actor.Context) {
 	stash := a.stash
 	a.stash = nil
 	for _, s := range stash {
