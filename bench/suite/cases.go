@@ -108,6 +108,28 @@ func readStep(path string) step {
 	}
 }
 
+// opListDir is harnessd's directory listing.
+const opListDir = "list_dir"
+
+var listStep = step{
+	op: opListDir,
+	args: func(it iter) map[string]any {
+		return withBreakdown(map[string]any{"repo_id": it.repoID, "path": "."})
+	},
+	floor: func(_ context.Context, f *floors) error {
+		ents, err := os.ReadDir(f.fx.Path("."))
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				if _, err := e.Info(); err != nil {
+					return err
+				}
+			}
+		}
+		return err
+	},
+	floorName: func(*floors) string { return "os.ReadDir + lstat of each file" },
+}
+
 var searchStep = step{
 	op: "search",
 	args: func(it iter) map[string]any {
@@ -194,12 +216,10 @@ func Cases() []string {
 func allCases() []caseDef {
 	return []caseDef{
 		{name: CaseSmallFileRead, steps: []step{readStep(ReadmePath)}},
-		// A plain listing of the repository's top directory. harnessd has
-		// no listing operation in core (target_list_dir lists a target,
-		// not a repository; search needs a query): an agent runs ls, a
-		// read-only command on the Fast Path. server-filesystem's
-		// list_directory answers the same entries (fsmcp.go).
-		{name: CaseListDir, steps: []step{commandStep(append([]string{"ls"}, append(fsListFlags, ".")...)...)}},
+		// A listing of the repository's top directory: list_dir;
+		// server-filesystem's list_directory (fsmcp.go); Forge has no
+		// listing tool, so its agent runs ls -A -p (forge.go).
+		{name: CaseListDir, steps: []step{listStep}},
 		{name: CaseSymbolSearch, steps: []step{searchStep}},
 		{name: CaseGitStatus, steps: []step{statusStep}},
 		{name: CaseGitDiff, steps: []step{diffStep}, dirty: true},

@@ -212,7 +212,9 @@ func forgeTool(op string) string {
 		return "search_repository"
 	case "git_diff":
 		return "repository_git_diff"
-	case "run_command":
+	case "run_command", opListDir:
+		// Forge's MCP has no directory listing: an agent lists one with
+		// its command tool (forgeCall).
 		return "repository_command_execute"
 	case opApplyPatch:
 		return "repository_safe_patch_apply"
@@ -220,6 +222,23 @@ func forgeTool(op string) string {
 		return "repository_workbench"
 	}
 	return ""
+}
+
+// lsCommand is list_dir's arguments as the run_command a Forge agent
+// lists the directory with: ls -A -p DIR.
+func lsCommand(a map[string]any) (string, map[string]any, error) {
+	if err := onlyKeys(opListDir, a, "repo_id", "include_latency_breakdown", "path"); err != nil {
+		return "", nil, err
+	}
+	dir, _ := a["path"].(string)
+	if dir == "" {
+		dir = "."
+	}
+	c := map[string]any{"repo_id": a["repo_id"], "argv": []any{"ls", "-A", "-p", dir}}
+	if b, ok := a["include_latency_breakdown"]; ok {
+		c["include_latency_breakdown"] = b
+	}
+	return "run_command", c, nil
 }
 
 // forgeKinds maps harnessd's operations to the step kinds of Forge's
@@ -241,6 +260,11 @@ func forgeCall(op string, args map[string]any) (string, map[string]any, error) {
 		return "", nil, err
 	}
 	repoID := a["repo_id"]
+	if op == opListDir {
+		if op, a, err = lsCommand(a); err != nil {
+			return "", nil, err
+		}
+	}
 	switch op {
 	case "repository_register":
 		if err := onlyKeys(op, a, "path"); err != nil {
@@ -544,6 +568,10 @@ func checkForge(op string, args map[string]any, body []byte, read func(rel strin
 	case "read_lanes":
 		lanes, _ := a["lanes"].([]any)
 		return checkSteps(op, lanes, ans.OK, ans.ReadLanes, read)
+	case opListDir:
+		if op, a, err = lsCommand(a); err != nil {
+			return err
+		}
 	}
 	return checkKind(op, a, body, read)
 }

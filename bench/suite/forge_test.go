@@ -31,6 +31,7 @@ func TestForgeCallMapsEveryCase(t *testing.T) {
 	want := map[string]string{
 		"read_file": "read_repository_file", "search": "search_repository", "git_status": "repository_workbench",
 		"git_diff": "repository_git_diff", "run_command": "repository_command_execute", opApplyPatch: "repository_safe_patch_apply",
+		opListDir: "repository_command_execute",
 	}
 	for _, c := range allCases() {
 		for _, st := range c.steps {
@@ -84,6 +85,12 @@ func TestForgeCallArguments(t *testing.T) {
 	_, a, _ = forgeCall("run_command", map[string]any{"repo_id": "r", "argv": []string{"git", "status", "--short"}})
 	if got, _ := json.Marshal(a); string(got) != `{"command":["git","status","--short"],"repo_id":"r"}` {
 		t.Errorf("run_command args: %s", got)
+	}
+
+	// Forge has no listing tool: list_dir is the ls its agent runs.
+	tool, a, _ = forgeCall(opListDir, map[string]any{"repo_id": "r", "path": "src"})
+	if got, _ := json.Marshal(a); tool != "repository_command_execute" || string(got) != `{"command":["ls","-A","-p","src"],"repo_id":"r"}` {
+		t.Errorf("list_dir -> %s %s", tool, got)
 	}
 
 	tool, a, _ = forgeCall("git_status", map[string]any{"repo_id": "r", "include_latency_breakdown": true})

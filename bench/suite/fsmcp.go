@@ -200,21 +200,16 @@ func (s *fsSurface) HasOp(op string) bool {
 		return true
 	case "read_file":
 		return s.raw != nil && fsReadTool(s.raw.tools) != ""
-	case "run_command":
+	case opListDir:
 		return s.raw != nil && s.raw.tools["list_directory"]
 	}
 	return false
 }
 
-// fsListFlags are the ls flags of the list_dir case: every entry but . and
-// .. (-A), directories marked with a slash (-p): what list_directory
-// answers ([FILE] and [DIR] per entry).
-var fsListFlags = []string{"-A", "-p"}
-
 // fsCall maps harnessd's op and its JSON arguments to server-filesystem's
 // tool and arguments, paths made absolute under root (the registered
-// fixture); readTool names its read tool. Only a read and a plain
-// directory listing (run_command `ls -A -p DIR`) have an equivalent; any
+// fixture); readTool names its read tool. Only a read and a directory
+// listing (list_dir, to list_directory) have an equivalent; any
 // other operation or argument is an error wrapping errNoEquivalentFS, and
 // a path that leaves root is an invalid argument.
 func fsCall(op string, args map[string]any, root, readTool string) (string, map[string]any, error) {
@@ -248,14 +243,13 @@ func fsCall(op string, args map[string]any, root, readTool string) (string, map[
 			return "", nil, err
 		}
 		return readTool, map[string]any{"path": p}, nil
-	case "run_command":
-		if err := onlyKeysFS(op, a, append(common, "argv")...); err != nil {
+	case opListDir:
+		if err := onlyKeysFS(op, a, append(common, "path")...); err != nil {
 			return "", nil, err
 		}
-		argv, _ := a["argv"].([]any)
-		dir, ok := lsDir(argv)
-		if !ok {
-			return "", nil, fmt.Errorf("%w: run_command %v (only `ls %s DIR` is mapped, to list_directory)", errNoEquivalentFS, argv, strings.Join(fsListFlags, " "))
+		dir, _ := a["path"].(string)
+		if dir == "" {
+			dir = "."
 		}
 		p, err := abs(dir)
 		if err != nil {
@@ -264,20 +258,6 @@ func fsCall(op string, args map[string]any, root, readTool string) (string, map[
 		return "list_directory", map[string]any{"path": p}, nil
 	}
 	return "", nil, fmt.Errorf("%w: %q", errNoEquivalentFS, op)
-}
-
-// lsDir returns DIR of argv `ls -A -p DIR`.
-func lsDir(argv []any) (string, bool) {
-	if len(argv) != len(fsListFlags)+2 || argv[0] != "ls" {
-		return "", false
-	}
-	for i, f := range fsListFlags {
-		if argv[1+i] != f {
-			return "", false
-		}
-	}
-	dir, ok := argv[len(argv)-1].(string)
-	return dir, ok && dir != "" && !strings.HasPrefix(dir, "-")
 }
 
 // onlyKeysFS is onlyKeys with server-filesystem's error.
@@ -408,7 +388,7 @@ func checkFS(op string, fargs map[string]any, text string) error {
 			return fmt.Errorf("read_file %s: %d bytes answered, not the file's %d", p, len(text), len(want))
 		}
 		return nil
-	case "run_command":
+	case opListDir:
 		ents, err := os.ReadDir(p)
 		if err != nil {
 			return fmt.Errorf("list_directory: read %s: %w", p, err)

@@ -26,11 +26,11 @@ func TestFSCallMapsReadAndList(t *testing.T) {
 	if got, _ := json.Marshal(a); err != nil || tool != "read_file" || string(got) != `{"path":"/fx/root/src/app.go"}` {
 		t.Errorf("read on an older server -> %s %s, %v", tool, got, err)
 	}
-	tool, a, err = fsCall("run_command", byName[CaseListDir].steps[0].args(it), root, "read_text_file")
+	tool, a, err = fsCall(opListDir, byName[CaseListDir].steps[0].args(it), root, "read_text_file")
 	if got, _ := json.Marshal(a); err != nil || tool != "list_directory" || string(got) != `{"path":"/fx/root"}` {
 		t.Errorf("list -> %s %s, %v", tool, got, err)
 	}
-	tool, a, err = fsCall("run_command", map[string]any{"repo_id": "/r", "argv": []string{"ls", "-A", "-p", "src"}}, root, "")
+	tool, a, err = fsCall(opListDir, map[string]any{"repo_id": "/r", "path": "src"}, root, "")
 	if got, _ := json.Marshal(a); err != nil || tool != "list_directory" || string(got) != `{"path":"/fx/root/src"}` {
 		t.Errorf("list src -> %s %s, %v", tool, got, err)
 	}
@@ -47,10 +47,8 @@ func TestFSCallNoEquivalent(t *testing.T) {
 		{"batch", map[string]any{"repo_id": "r", "steps": []any{}}, `"batch"`},
 		{"read_file", map[string]any{"repo_id": "r", "path": "a", "offset_line": 3}, "read_file argument offset_line"},
 		{"read_file", map[string]any{"repo_id": "r", "path": "a"}, "neither read_text_file nor read_file"},
-		{"run_command", map[string]any{"repo_id": "r", "argv": []string{"git", "status", "--short"}}, "only `ls -A -p DIR` is mapped"},
-		{"run_command", map[string]any{"repo_id": "r", "argv": []string{"ls", "-l", "."}}, "only `ls -A -p DIR` is mapped"},
-		{"run_command", map[string]any{"repo_id": "r", "argv": []string{"ls", "-A", "-p", "-R"}}, "only `ls -A -p DIR` is mapped"},
-		{"run_command", map[string]any{"repo_id": "r", "argv": []string{"ls", "-A", "-p", "."}, "timeout_ms": 5}, "run_command argument timeout_ms"},
+		{"run_command", map[string]any{"repo_id": "r", "argv": []string{"ls", "-A", "-p", "."}}, `"run_command"`},
+		{opListDir, map[string]any{"repo_id": "r", "path": ".", "max_entries": 5}, "list_dir argument max_entries"},
 	} {
 		readTool := "read_text_file"
 		if strings.Contains(tt.want, "neither") {
@@ -90,7 +88,7 @@ func TestFSNoEquivalentPerCase(t *testing.T) {
 	// A server without list_directory has no listing.
 	s.raw.tools = map[string]bool{"read_file": true}
 	for _, c := range allCases() {
-		if c.name == CaseListDir && !strings.Contains(s.noEquivalent(c), "does not offer a tool for run_command") {
+		if c.name == CaseListDir && !strings.Contains(s.noEquivalent(c), "does not offer a tool for list_dir") {
 			t.Errorf("list_dir without list_directory: %q", s.noEquivalent(c))
 		}
 		if c.name == CaseSmallFileRead && s.noEquivalent(c) != "" {
@@ -129,11 +127,11 @@ func TestCheckFS(t *testing.T) {
 		{"read", "read_file", readArgs, "# widgets\n", ""},
 		{"read of other text", "read_file", readArgs, "# widget\n", "not the file's"},
 		{"read of a missing file", "read_file", map[string]any{"path": filepath.Join(dir, "nope")}, "", "no such file"},
-		{"list", "run_command", listArgs, "[FILE] README.md\n[DIR] src", ""},
-		{"list in another order", "run_command", listArgs, "[DIR] src\n[FILE] README.md\n", ""},
-		{"list short", "run_command", listArgs, "[FILE] README.md", "the directory has"},
-		{"list with a wrong kind", "run_command", listArgs, "[FILE] README.md\n[FILE] src", "the directory has"},
-		{"list with an extra entry", "run_command", listArgs, "[FILE] README.md\n[DIR] src\n[FILE] x", "the directory has"},
+		{"list", opListDir, listArgs, "[FILE] README.md\n[DIR] src", ""},
+		{"list in another order", opListDir, listArgs, "[DIR] src\n[FILE] README.md\n", ""},
+		{"list short", opListDir, listArgs, "[FILE] README.md", "the directory has"},
+		{"list with a wrong kind", opListDir, listArgs, "[FILE] README.md\n[FILE] src", "the directory has"},
+		{"list with an extra entry", opListDir, listArgs, "[FILE] README.md\n[DIR] src\n[FILE] x", "the directory has"},
 		{"other op", "search", nil, "", "no equivalent in server-filesystem"},
 	} {
 		err := checkFS(tt.op, tt.args, tt.text)
