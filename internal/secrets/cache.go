@@ -97,9 +97,12 @@ type Set struct {
 // mtime, inode, ctime) of the learned files and of the repository's index,
 // HEAD and current branch ref, and learns again when one changed (or when
 // one was modified less than a second before the last learning, which a
-// stamp cannot tell from a later rewrite of the same size). The tree
-// is walked again in the background when the last walk is older than
-// Config.Rewalk. A Cache is safe for concurrent use; Close stops it.
+// stamp cannot tell from a later rewrite of the same size). While an
+// inotify watch of the stamps' directories has queued nothing that
+// matters, the stamps are not taken at all, for at most Config.Recheck
+// (watch.go). The tree is walked again in the background when the last
+// walk is older than Config.Rewalk. A Cache is safe for concurrent use;
+// Close stops it.
 type Cache struct {
 	cfg    Config
 	ctx    context.Context // of the background walks; Close cancels it

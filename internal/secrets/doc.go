@@ -4,7 +4,8 @@
 //
 // [Find] walks a work tree for secret paths; [Learn] extracts values from
 // secret files (KEY=VALUE, YAML and JSON values, PEM bodies and the like);
-// [Cache] keeps both per root and revalidates them cheaply by file stamps,
+// [Cache] keeps both per root and revalidates them cheaply by file stamps
+// (not even those while an inotify watch of their directories is quiet),
 // re-walking the tree in the background.
 //
 // Values are never logged, printed or put in error messages.
