@@ -155,6 +155,7 @@ type entry struct {
 	histNew     bool          // histValues changed since the last learning
 
 	watch     *dirWatch // the directories of the stamps (watch.go); nil: none
+	gets      int       // Gets so far, up to watchAfter
 	noWatch   bool      // inotify gave none, or the entry is gone: never again
 	trusted   bool      // the watch covered the whole last revalidation
 	checkedAt time.Time // start of the last revalidation with the stamps
@@ -254,6 +255,9 @@ func (c *Cache) get(ctx context.Context, root string) (Set, <-chan struct{}, err
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
+	if e.gets < watchAfter {
+		e.gets++
+	}
 	quiet := c.poll(e, now)
 	if !e.ready {
 		t, err := c.scan(ctx, root, e.deny)
@@ -322,6 +326,9 @@ func (c *Cache) arm(root string, e *entry, start time.Time) {
 		return
 	}
 	if e.watch == nil {
+		if e.gets < watchAfter {
+			return // a checkout read now and then keeps to the stamps
+		}
 		if e.watch = newDirWatch(); e.watch == nil {
 			e.noWatch = true
 			return
@@ -338,6 +345,11 @@ func (c *Cache) arm(root string, e *entry, start time.Time) {
 	added, ok := e.watch.ensure(watchSpots(root, bases, paths), e.deny)
 	e.trusted, e.checkedAt = ok && !added, start
 }
+
+// watchAfter is how many Gets of a root come before its watch: an inotify
+// instance (128 per user by default, shared with the live index's
+// watchers) is spent only on a checkout in steady use.
+const watchAfter = 16
 
 // drop closes the watch of an entry no longer in the cache.
 func (e *entry) drop() {

@@ -22,11 +22,11 @@ func watchedCache(t *testing.T) (*Cache, *atomic.Int64) {
 	return c, &n
 }
 
-// settle gets root until its watch is trusted: the first Get adds the
-// watches, the second revalidates under them.
+// settle gets root until its watch is trusted: a watch is made from the
+// watchAfter-th Get, the next revalidates under it.
 func settle(t *testing.T, c *Cache, root string) {
 	t.Helper()
-	for range 2 {
+	for range watchAfter + 1 {
 		if _, err := c.Get(testCtx(t), root); err != nil {
 			t.Fatal(err)
 		}
