@@ -58,7 +58,6 @@ type Request struct {
 	RequestID string    `json:"request_id"`
 	Op        string    `json:"op"`
 	InputHash string    `json:"input_hash"`
-	RepoID    string    `json:"repo_id,omitempty"`
 	Node      string    `json:"node"`  // the node that holds the request (its ledger has it)
 	Epoch     int64     `json:"epoch"` // that node's session epoch when it recorded it
 	Created   time.Time `json:"created"`
@@ -82,7 +81,6 @@ func sealRequest(key []byte, r Request) string {
 	w.str(r.RequestID)
 	w.str(r.Op)
 	w.str(r.InputHash)
-	w.str(r.RepoID)
 	w.str(r.Node)
 	w.u64(uint64(r.Epoch))
 	w.u64(uint64(r.Created.UnixNano()))
@@ -125,8 +123,8 @@ func decideRequest(prev, want Request) (Request, error) {
 }
 
 // ReserveRequest records request id r.RequestID for r.Op with r.InputHash
-// (and r.RepoID) as this node's, create-if-absent, in one Txn compared
-// on this node's session (its member key's epoch): one etcd round trip.
+// as this node's, create-if-absent, in one Txn compared on this node's
+// session (its member key's epoch): one etcd round trip.
 // It answers the record that holds: this node's (new, or its own from
 // before, any epoch: its local ledger decides), or another node's with
 // the same operation and input (the request is that node's: forward it

@@ -50,13 +50,12 @@ func TestDecideRequest(t *testing.T) {
 // record (or the key) changes its seal.
 func TestRequestSealCoversEveryField(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	base := Request{RequestID: "r1", Op: "apply_patch", InputHash: "sha256:a", RepoID: "repo_1", Node: "n1", Epoch: 7, Created: time.Unix(100, 5)}
+	base := Request{RequestID: "r1", Op: "apply_patch", InputHash: "sha256:a", Node: "n1", Epoch: 7, Created: time.Unix(100, 5)}
 	want := sealRequest(key, base)
 	cases := map[string]func(r *Request){
 		"request id": func(r *Request) { r.RequestID = "r2" },
 		"op":         func(r *Request) { r.Op = "write_file" },
 		"input":      func(r *Request) { r.InputHash = "sha256:b" },
-		"repo":       func(r *Request) { r.RepoID = "repo_2" },
 		"node":       func(r *Request) { r.Node = "n2" },
 		"epoch":      func(r *Request) { r.Epoch = 8 },
 		"created":    func(r *Request) { r.Created = r.Created.Add(1) },
@@ -85,7 +84,7 @@ func TestReserveRequestFleetWide(t *testing.T) {
 	n1, n2 := nodes[0], nodes[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	want := Request{RequestID: "req-1", Op: "apply_patch", InputHash: "sha256:a", RepoID: "repo_1", Node: "forged", Epoch: 99}
+	want := Request{RequestID: "req-1", Op: "apply_patch", InputHash: "sha256:a", Node: "forged", Epoch: 99}
 	got, err := n1.ReserveRequest(ctx, want)
 	if err != nil || got.Node != "n1" || got.Epoch != n1.Epoch() || got.Rev <= 0 {
 		t.Fatalf("first ReserveRequest = %+v, %v; want n1's record at its epoch %d", got, err, n1.Epoch())
@@ -108,8 +107,8 @@ func TestReserveRequestFleetWide(t *testing.T) {
 		t.Fatalf("another node = %+v, %v; want n1's record: the request is n1's", other, err)
 	}
 	for name, r := range map[string]Request{
-		"other input":     {RequestID: "req-1", Op: "apply_patch", InputHash: "sha256:b", RepoID: "repo_1"},
-		"other operation": {RequestID: "req-1", Op: "write_file", InputHash: "sha256:a", RepoID: "repo_1"},
+		"other input":     {RequestID: "req-1", Op: "apply_patch", InputHash: "sha256:b"},
+		"other operation": {RequestID: "req-1", Op: "write_file", InputHash: "sha256:a"},
 	} {
 		for _, n := range nodes {
 			if _, err := n.ReserveRequest(ctx, r); errs.CodeOf(err) != errs.RequestConflict {
@@ -198,14 +197,14 @@ func BenchmarkReserveRequest(b *testing.B) {
 	b.Run("new", func(b *testing.B) {
 		for b.Loop() {
 			i++
-			if _, err := n.ReserveRequest(ctx, Request{RequestID: fmt.Sprintf("r-%d", i), Op: "apply_patch", InputHash: "sha256:a", RepoID: "repo_1"}); err != nil {
+			if _, err := n.ReserveRequest(ctx, Request{RequestID: fmt.Sprintf("r-%d", i), Op: "apply_patch", InputHash: "sha256:a"}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("held", func(b *testing.B) {
 		for b.Loop() {
-			if r, err := n.ReserveRequest(ctx, Request{RequestID: "r-1", Op: "apply_patch", InputHash: "sha256:a", RepoID: "repo_1"}); err != nil || r.Node != "bench" {
+			if r, err := n.ReserveRequest(ctx, Request{RequestID: "r-1", Op: "apply_patch", InputHash: "sha256:a"}); err != nil || r.Node != "bench" {
 				b.Fatal(r, err)
 			}
 		}
