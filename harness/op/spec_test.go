@@ -201,6 +201,7 @@ func TestRouteClassesAgreeWithTheOldSwitch(t *testing.T) {
 		"target_write_file": route.Mutation, "target_apply_patch": route.Mutation, "target_copy": route.Mutation, "target_move": route.Mutation,
 		"target_execute_command": route.Command,
 		"git_push":               route.RemoteWrite,
+		"list_dir":               route.Readonly,
 	}
 	for _, o := range reg.All() {
 		got := route.Decide(route.Request{Tool: o.Name, Kind: o.Route})
@@ -353,7 +354,7 @@ func TestHashIgnoreLeavesFieldsOut(t *testing.T) {
 func TestToolsets(t *testing.T) {
 	reg := ops.Registry()
 	core := reg.Names(func(o *op.Op) bool { return o.Toolset == op.Core })
-	want := sorted([]string{"repository_list", "read_file", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_commit", "job_start", "job_status"})
+	want := sorted([]string{"repository_list", "read_file", "list_dir", "search", "git_status", "git_diff", "apply_patch", "run_command", "run_check", "git_commit", "job_start", "job_status"})
 	if !slices.Equal(core, want) {
 		t.Errorf("core = %v, want %v", core, want)
 	}
