@@ -23,7 +23,7 @@
 //
 //	Meta, Latency, Receipt, MutationResult, ProgressFunc, Op   harness/op (every result's meta, the write receipt)
 //	Repository, RegisterArgs ... UnregisterResult              harness/ops/repo
-//	ReadFile*, Search*, GitStatus*, GitDiff*                   harness/ops/read
+//	ReadFile*, ListDir*, Search*, GitStatus*, GitDiff*         harness/ops/read
 //	RunCommand*, RouteExplain*                                 harness/ops/command
 //	ApplyPatchArgs, GitStageArgs, GitCommitArgs                harness/ops/mutation
 //	GitPushArgs                                                harness/ops/push
