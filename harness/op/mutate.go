@@ -240,14 +240,14 @@ func (c *Call) leased(ctx context.Context, t Txn, w *writing, l runtime.Lease, l
 	} else {
 		with = append(with, pres...)
 	}
-	crashAt("before-commit")
+	CrashAt("before-commit")
 	if err := env.Gov.AuditAppendDurable(auditEntry, with...)(); err != nil {
 		warn(out, "the write succeeded but its audit entry, ledger completion and receipt could not be made durable (harnessd retries them): "+errs.From(err).Message)
 	} else {
 		c.pruneReceipts(kept.RepoID)
 		c.settlePreImages()
 	}
-	crashAt("after-commit")
+	CrashAt("after-commit")
 	c.receipt = kept
 	return out, nil
 }

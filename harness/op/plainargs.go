@@ -38,9 +38,15 @@ type plainSchema struct {
 	required []string
 }
 
-// plainKeys are the keywords of a plain property or object schema that
-// constrain nothing.
-var plainKeys = []string{"type", "description", "title", "default", "examples"}
+// constrainsNothing reports whether k is a keyword of a plain property or object
+// schema that constrains nothing.
+func constrainsNothing(k string) bool {
+	switch k {
+	case "type", "description", "title", "default", "examples":
+		return true
+	}
+	return false
+}
 
 // plainOf returns the plain check of s, nil when it has none.
 func plainOf(s *jsonschema.Schema) *plainSchema {
@@ -52,7 +58,7 @@ func plainOf(s *jsonschema.Schema) *plainSchema {
 		return nil
 	}
 	for _, k := range top {
-		if !slices.Contains(plainKeys, k) && k != "properties" && k != "required" && k != "additionalProperties" {
+		if !constrainsNothing(k) && k != "properties" && k != "required" && k != "additionalProperties" {
 			return nil
 		}
 	}
@@ -80,7 +86,7 @@ func plainKindOf(s *jsonschema.Schema) plainKind {
 		return plainNone
 	}
 	for _, k := range keys {
-		if !slices.Contains(plainKeys, k) {
+		if !constrainsNothing(k) {
 			return plainNone
 		}
 	}

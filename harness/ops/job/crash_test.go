@@ -7,11 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/harnessd/harnessd/harness"
-	"github.com/harnessd/harnessd/harness/ops/job"
 	"github.com/harnessd/harnessd/internal/testutil"
 )
 
@@ -19,8 +17,9 @@ import (
 const crashEnv = "HARNESSD_JOB_CRASH_DIR"
 
 // TestJobStartCrashHelper is the process killed by TestJobStartKilledAfterItsRecord:
-// it starts a job and is killed (SIGKILL, by itself) as soon as the jobs
-// actor has stored the job, before job_start answers.
+// it starts a job and is killed (SIGKILL, by itself: the failpoint
+// HARNESSD_FAILPOINT=after-job-record) as soon as the jobs actor has
+// stored the job, before job_start answers.
 func TestJobStartCrashHelper(t *testing.T) {
 	dir := os.Getenv(crashEnv)
 	if dir == "" {
@@ -35,7 +34,6 @@ func TestJobStartCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job.SetAfterSubmit(func(string) { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) })
 	_, err = h.JobStart(ctx, crashArgs(reg.ID))
 	t.Fatalf("job_start answered (%v) though the process was to be killed before", err)
 }
@@ -59,7 +57,7 @@ func TestJobStartKilledAfterItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestJobStartCrashHelper$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir, "HARNESSD_FAILPOINT=after-job-record")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || !strings.Contains(ee.String(), "killed") {
