@@ -268,6 +268,12 @@ func (n *Node) StartJob(ctx context.Context, rec JobRecord) (JobRecord, JobClaim
 		if len(kvs) == 0 {
 			return JobRecord{}, JobClaim{}, false, errs.New(errs.Internal, "fleet: job id %s is already taken by another request; start it again (a new job id is drawn)", rec.JobID)
 		}
+		if v := kvs[0].Value; len(v) > 0 && v[0] == '{' {
+			// A mutation's request record (reqs.go), not a job id.
+			return JobRecord{}, JobClaim{}, false, errs.New(errs.RequestConflict,
+				"request_id %q was already used by another operation in the fleet; use a new request_id", rec.RequestID).
+				With("request_id", rec.RequestID)
+		}
 		prev, err := n.Job(ctx, string(kvs[0].Value))
 		if err != nil {
 			return JobRecord{}, JobClaim{}, false, err

@@ -140,6 +140,17 @@ func TestStartJobReplayedByRequestOnAnotherNode(t *testing.T) {
 			t.Fatalf("conflicting replay = %v, want REQUEST_CONFLICT naming job_a", err)
 		}
 	}
+	// A request id a mutation holds fleet-wide (reqs.go): job_start with
+	// it is the same reuse of a request id, not a missing job.
+	if _, err := nodes[0].ReserveRequest(ctx, Request{RequestID: "req-mut", Op: "apply_patch", InputHash: "sha256:a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := nodes[1].StartJob(ctx, jobRec("job_d", "req-mut")); errs.CodeOf(err) != errs.RequestConflict {
+		t.Fatalf("job_start with a mutation's request id = %v, want REQUEST_CONFLICT", err)
+	}
+	if _, err := nodes[1].Job(ctx, "job_d"); errs.CodeOf(err) != errs.NotFound {
+		t.Fatalf("Job(job_d) = %v, want NOT_FOUND: the refusal recorded nothing", err)
+	}
 	if _, err := nodes[0].JobByRequest(ctx, "nope"); errs.CodeOf(err) != errs.NotFound {
 		t.Fatalf("JobByRequest(nope) = %v, want NOT_FOUND", err)
 	}
