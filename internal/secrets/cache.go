@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/contract/errs"
@@ -51,7 +52,16 @@ type Config struct {
 	// 0 means [DefaultRecheck], a negative value takes the stamps on every
 	// Get.
 	Recheck time.Duration
+	// MaxWatches bounds the inotify instances the cache's watches hold at
+	// once (each watched checkout takes one of the user's
+	// max_user_instances, 128 by default, shared with every other program
+	// and with the live index); 0 means [DefaultMaxWatches], a negative
+	// value no watch at all. A checkout beyond it keeps to its stamps.
+	MaxWatches int
 }
+
+// DefaultMaxWatches is how many checkouts' stamps are watched at once.
+const DefaultMaxWatches = 8
 
 // DefaultRecheck is how long a watched Set is served without its stamps.
 const DefaultRecheck = 100 * time.Millisecond
@@ -115,6 +125,10 @@ type Cache struct {
 	roots  map[string]*entry
 	closed bool
 
+	// watches counts the entries' watches (each an inotify instance),
+	// bounded by cfg.MaxWatches.
+	watches atomic.Int64
+
 	// Tests: walkHook runs at the start of a background walk, walkDone
 	// after it published its result; histHook at the start of a learning
 	// of the history, histDone after it published its values.
@@ -154,11 +168,12 @@ type entry struct {
 	trackedOids []string      // the blobs of the tracked secret paths (index, HEAD)
 	histNew     bool          // histValues changed since the last learning
 
-	watch     *dirWatch // the directories of the stamps (watch.go); nil: none
-	gets      int       // Gets so far, up to watchAfter
-	noWatch   bool      // inotify gave none, or the entry is gone: never again
-	trusted   bool      // the watch covered the whole last revalidation
-	checkedAt time.Time // start of the last revalidation with the stamps
+	watch     *dirWatch     // the directories of the stamps (watch.go); nil: none
+	gets      int           // Gets so far, up to watchAfter
+	noWatch   bool          // inotify gave none, or the entry is gone: never again
+	trusted   bool          // the watch covered the whole last revalidation
+	checkedAt time.Time     // start of the last revalidation with the stamps
+	counted   *atomic.Int64 // the cache's count of watches, while watch is set
 }
 
 // treeScan is the result of one walk.
@@ -185,6 +200,9 @@ func NewCache(cfg Config) *Cache {
 	}
 	if cfg.Recheck == 0 {
 		cfg.Recheck = DefaultRecheck
+	}
+	if cfg.MaxWatches == 0 {
+		cfg.MaxWatches = DefaultMaxWatches
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Cache{cfg: cfg, ctx: ctx, cancel: cancel, roots: make(map[string]*entry)}
@@ -329,10 +347,16 @@ func (c *Cache) arm(root string, e *entry, start time.Time) {
 		if e.gets < watchAfter {
 			return // a checkout read now and then keeps to the stamps
 		}
+		if c.watches.Add(1) > int64(c.cfg.MaxWatches) {
+			c.watches.Add(-1)
+			return // the cap: the stamps, until another watch ends
+		}
 		if e.watch = newDirWatch(); e.watch == nil {
+			c.watches.Add(-1)
 			e.noWatch = true
 			return
 		}
+		e.counted = &c.watches
 	}
 	paths := slices.Concat(e.gitPaths, e.git.keyPaths(root))
 	for _, r := range e.learned {
@@ -359,6 +383,7 @@ func (e *entry) drop() {
 	if e.watch != nil {
 		e.watch.close()
 		e.watch = nil
+		e.counted.Add(-1)
 	}
 }
 

@@ -170,3 +170,51 @@ func TestCacheWithoutAWatchTakesTheStamps(t *testing.T) {
 		t.Fatalf("without a watch: redacts %v, revalidations %d, %v", redacts(s.Known, v), n.Load()-before, err)
 	}
 }
+
+// TestCacheBoundsItsWatches: each watched checkout holds one of the
+// user's inotify instances, so the cache holds at most MaxWatches; a
+// checkout beyond it keeps to its stamps (every Get revalidates) and gets
+// a watch once another checkout's ends.
+func TestCacheBoundsItsWatches(t *testing.T) {
+	a := testutil.Repo(t, map[string]string{"README.md": "a\n"})
+	b := testutil.Repo(t, map[string]string{"README.md": "b\n"})
+	c := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour, Recheck: time.Hour, MaxWatches: 1})
+	t.Cleanup(func() { c.Close() })
+	var n atomic.Int64
+	c.revalidated = func(string) { n.Add(1) }
+	revalidations := func(root string, gets int) int64 {
+		t.Helper()
+		before := n.Load()
+		for range gets {
+			if _, err := c.Get(testCtx(t), root); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n.Load() - before
+	}
+	settle(t, c, a)
+	settle(t, c, b)
+	if got := c.watches.Load(); got != 1 {
+		t.Fatalf("%d watches held, want the cap of 1", got)
+	}
+	if got := revalidations(a, 20); got != 0 {
+		t.Errorf("the watched checkout revalidated %d times over 20 Gets, want 0", got)
+	}
+	if got := revalidations(b, 20); got != 20 {
+		t.Errorf("the checkout beyond the cap revalidated %d times over 20 Gets, want every one (its stamps)", got)
+	}
+	c.Forget(a)
+	if got := c.watches.Load(); got != 0 {
+		t.Fatalf("%d watches held after the watched checkout was forgotten, want 0", got)
+	}
+	revalidations(b, 2) // the watch is made, then trusted
+	if got := revalidations(b, 20); got != 0 {
+		t.Errorf("once the cap had room, b revalidated %d times over 20 Gets, want 0", got)
+	}
+	none := NewCache(Config{Deny: defaultDeny(t), Git: testGit, Rewalk: time.Hour, Recheck: time.Hour, MaxWatches: -1})
+	t.Cleanup(func() { none.Close() })
+	settle(t, none, a)
+	if got := none.watches.Load(); got != 0 {
+		t.Errorf("MaxWatches -1: %d watches, want none", got)
+	}
+}
