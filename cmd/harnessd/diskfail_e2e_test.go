@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -114,4 +115,107 @@ func TestReadOnlyDataDir(t *testing.T) {
 		t.Fatalf("the log does not say the store was left unflushed:\n%s", log)
 	}
 	t.Logf("SIGTERM on a read-only data dir: exited in %s (%v)", took, fmt.Sprint(a.d.err))
+}
+
+// The data dir's file system is frozen (fsfreeze, as a snapshot or a
+// stalled device does) while a write waits on it: read_file, git_status
+// and /healthz still answer at once (reads never wait on the store's
+// disk), the write is never acknowledged while its store cannot take it,
+// and after the thaw it lands exactly once (its retry replays), and
+// SIGTERM ends the daemon.
+func TestFrozenDataDir(t *testing.T) {
+	dataDir := mountExt4(t, 128<<20)
+	if _, err := exec.LookPath("fsfreeze"); err != nil {
+		t.Skip("no fsfreeze here; skipped")
+	}
+	repo := testutil.Repo(t, map[string]string{"a.txt": "one\n"})
+	a := newAtkAt(t, dataDir, "--shutdown-wait", "5s")
+	id := a.register(t, repo)
+	a.tool(t, "apply_patch", map[string]any{"repo_id": id, "request_id": "before-freeze",
+		"operations": []map[string]any{{"op": "replace", "path": "a.txt", "old_text": "one", "new_text": "two"}}}).mustWork(t)
+
+	// The live index warm: its syncs raise a cookie in the data dir.
+	eventually(t, "git_status from the live index", func() bool {
+		return a.tool(t, "git_status", map[string]any{"repo_id": id}).mustWork(t).str("source") == "index"
+	})
+
+	// Registered after the mount's and the daemon's clean-ups, so it runs
+	// before them: a frozen file system is never left behind.
+	t.Cleanup(func() { _ = exec.Command("fsfreeze", "-u", dataDir).Run() })
+	if out, err := exec.Command("fsfreeze", "-f", dataDir).CombinedOutput(); err != nil {
+		t.Skipf("cannot freeze the loop file system (%v: %s); skipped", err, out)
+	}
+	frozen := true
+	thaw := func() {
+		if frozen {
+			if out, err := exec.Command("fsfreeze", "-u", dataDir).CombinedOutput(); err != nil {
+				t.Fatalf("fsfreeze -u: %v: %s", err, out)
+			}
+			frozen = false
+		}
+	}
+	patch := map[string]any{"repo_id": id, "request_id": "frozen-1",
+		"operations": []map[string]any{{"op": "replace", "path": "a.txt", "old_text": "two", "new_text": "three"}}}
+	write := make(chan out, 1)
+	go func() { write <- a.tool(t, "apply_patch", patch) }()
+
+	for round := range 3 {
+		for _, call := range []struct {
+			name string
+			args map[string]any
+		}{
+			{"read_file", map[string]any{"repo_id": id, "path": "a.txt"}},
+			{"git_status", map[string]any{"repo_id": id}},
+		} {
+			start := time.Now()
+			o := a.tool(t, call.name, call.args)
+			if took := time.Since(start); o.isErr || took > 5*time.Second {
+				thaw()
+				t.Fatalf("round %d: %s on a frozen data dir took %s: %s", round, call.name, took, o)
+			}
+			// The live index's sync cookie is in the data dir: it waits
+			// at most a second for it, then answers by git, saying why.
+			if call.name == "git_status" && (o.str("source") == "index" || !strings.Contains(o.str("index_reason"), "frozen or stalled")) {
+				thaw()
+				t.Fatalf("round %d: git_status on a frozen data dir = %s; want git's answer with the reason", round, o)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := a.bare.Healthy(ctx)
+		cancel()
+		if err != nil {
+			thaw()
+			t.Fatalf("round %d: /healthz on a frozen data dir: %v", round, err)
+		}
+	}
+	select {
+	case o := <-write:
+		if !o.isErr {
+			thaw()
+			t.Fatalf("a write was acknowledged while its store was frozen: %s", o)
+		}
+		t.Logf("the write during the freeze answered %s", o.code)
+	default:
+		t.Log("the write waits for the thaw")
+	}
+
+	thaw()
+	select {
+	case <-write:
+	case <-time.After(70 * time.Second):
+		t.Fatal("the write did not end after the thaw")
+	}
+	r := a.tool(t, "apply_patch", patch).mustWork(t)
+	if got, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(got) != "three\n" {
+		t.Fatalf("after the thaw and the retry a.txt = %q, want the write once (%s)", got, r)
+	}
+
+	if err := a.d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.d.done:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("the daemon is alive 40s after SIGTERM\n%s", a.d.stderr.String())
+	}
 }

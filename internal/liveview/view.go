@@ -156,8 +156,13 @@ func New(root, cookieDir string, git *gitx.Git, sync Syncer, cache *search.Cache
 	v := &View{root: root, gitDir: filepath.Join(root, ".git"), cookieDir: cookieDir, git: git, sync: sync, cache: cache,
 		cookieTag: strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(tag[:]) + "-",
 		pending:   map[string]bool{}, results: map[string]any{}}
-	_ = os.MkdirAll(cookieDir, 0o700) // a failure shows at the first sync
-	removeDeadCookies(cookieDir)
+	// In the background: the cookie dir is in the data dir, whose disk
+	// may be frozen or stalled, and a view is made on a call's path (a
+	// failure shows at the first sync, answered by git).
+	go func() {
+		_ = os.MkdirAll(cookieDir, 0o700)
+		removeDeadCookies(cookieDir)
+	}()
 	return v
 }
 
@@ -241,12 +246,48 @@ func (v *View) raiseCookie(name string, exists bool) error {
 	return f.Close()
 }
 
+// cookieWait bounds how long a call waits for its sync cookie's file:
+// the cookie dir is in the data dir (where confined processes cannot
+// raise one), and a frozen or stalled data-dir disk must not hold a read.
+const cookieWait = time.Second
+
+// ReasonCookieStalled is the reason of a sync whose cookie the data dir
+// did not take within cookieWait: the call is answered by git.
+const ReasonCookieStalled = "the data dir did not take the sync cookie within 1s (a frozen or stalled disk): answered by git"
+
+// raiseCookieWithin raises cookie name (raiseCookie), waiting at most d
+// (or until ctx ends): ok is false when it did not end by then; the name
+// is then never used again and its file is removed once the system call
+// returns.
+func (v *View) raiseCookieWithin(ctx context.Context, name string, exists bool, d time.Duration) (ok bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- v.raiseCookie(name, exists) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return true, err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	go func() {
+		<-done
+		os.Remove(filepath.Join(v.cookieDir, name))
+	}()
+	return false, nil
+}
+
 // syncAt raises a cookie and asks the watcher for the changes since
 // (epoch, gen). A checkout whose git dir cannot hold a cookie, or whose
 // watcher does not answer, is reported not Ready.
 func (v *View) syncAt(ctx context.Context, epoch, gen uint64) (Sync, error) {
 	name, exists := v.takeCookie()
-	if err := v.raiseCookie(name, exists); err != nil {
+	if ok, err := v.raiseCookieWithin(ctx, name, exists, cookieWait); !ok {
+		if ctx.Err() != nil {
+			return Sync{}, ctx.Err()
+		}
+		return Sync{Reason: ReasonCookieStalled}, nil
+	} else if err != nil {
 		os.Remove(filepath.Join(v.cookieDir, name))
 		return Sync{Reason: "cannot make a sync cookie: " + err.Error()}, nil
 	}
