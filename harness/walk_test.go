@@ -158,5 +158,5 @@ func TestApplyPatchWalk(t *testing.T) {
 // The walk's bounds (see TestApplyPatchWalk).
 const (
 	walkMaxAsks  = 6
-	walkMaxSyncs = 1
+	walkMaxSyncs = 2
 )

@@ -39,12 +39,13 @@ import (
 //     (AuditAppend.With), whose failures are reported beside the success,
 //     never instead of it.
 //
-// So a write pays one synced commit of the store, step 4's: the ledger's
-// begin is written before any file changes but not fsynced (a kill -9
-// keeps it; step 4's sync makes it durable with the rest), and a small
-// pre-image's file is written without an fsync, its bytes riding step 4.
-// A power cut between the file's change and step 4 can lose the begin,
-// and the retry then runs again (docs/DESIGN.md §3 has the argument).
+// So a write pays two synced commits of the store: step 1's begin, synced
+// before any file changes, and step 4's; a small pre-image's file is
+// written without an fsync, its bytes riding step 4. The begin stays
+// synced: a data dir whose file system was aborted read-only takes an
+// unsynced write without an error (it lands in Badger's mapped log), so
+// only the begin's sync refuses the write before the file changes, and it
+// keeps a retry after a power cut from running twice (docs/DESIGN.md §3).
 //
 // A failure before or during the write is audited and recorded in the
 // ledger as failed, so the request may be retried.
@@ -102,7 +103,7 @@ func (c *Call) writeHash(t Txn) (string, error) {
 // result (replayed true); a conflict, a request in progress or an unknown
 // outcome (with the current digests of t.Paths) is the error.
 func (c *Call) begin(ctx context.Context, t Txn, hash string) (any, bool, error) {
-	begun, err := c.Env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths, Unsynced: true})
+	begun, err := c.Env.Ledger.Begin(ctx, messages.LedgerBegin{RequestID: t.RequestID, Operation: t.Op, InputHash: hash, Paths: t.Paths})
 	if err != nil {
 		if errs.CodeOf(err) == errs.RequestOutcomeUnknown {
 			return nil, false, withDigests(err, c.Repo)

@@ -14,7 +14,7 @@ import (
 
 // A small write's pre-images are not fsynced before its file changes
 // (preimage.Store.PutPending): each pending one's content rides the
-// write's one synced commit as a durable copy (preImageRecords), so the
+// write's closing synced commit as a durable copy (preImageRecords), so the
 // receipt that names a pre-image is never durable without it. Settling
 // fsyncs the files in the background, many at once, and deletes their
 // copies; a copy a crash left restores its file at the next start.
