@@ -406,6 +406,13 @@ func (n *Node) Live() error {
 	return err
 }
 
+// deadlineOf answers s's deadline (a renewal moves it).
+func (n *Node) deadlineOf(s *session) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return s.deadline
+}
+
 // liveSession answers the current session while it is live.
 func (n *Node) liveSession() (*session, error) {
 	now := time.Now()

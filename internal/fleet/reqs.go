@@ -142,6 +142,19 @@ func (n *Node) ReserveRequest(ctx context.Context, r Request) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
+	// Bounded by the session's deadline: a node cut from etcd answers
+	// LEASE_LOST once its session is past, not whenever its caller gives up.
+	parent := ctx
+	ctx, cancel := context.WithDeadline(ctx, n.deadlineOf(s))
+	defer cancel()
+	lost := func(err error) error {
+		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if lerr := n.Live(); lerr != nil {
+				return lerr
+			}
+		}
+		return err
+	}
 	r.Node, r.Epoch, r.Rev = n.cfg.Node, s.epoch, 0
 	if r.Created.IsZero() {
 		r.Created = time.Now().UTC()
@@ -156,7 +169,7 @@ func (n *Node) ReserveRequest(ctx context.Context, r Request) (Request, error) {
 	for range 5 {
 		rl, err := n.reqs.lease(ctx)
 		if err != nil {
-			return Request{}, err
+			return Request{}, lost(err)
 		}
 		resp, err := n.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(rk), "=", 0), clientv3.Compare(clientv3.CreateRevision(mk), "=", s.epoch)).
@@ -167,7 +180,7 @@ func (n *Node) ReserveRequest(ctx context.Context, r Request) (Request, error) {
 			continue
 		}
 		if err != nil {
-			return Request{}, etcdError(err, "record request "+r.RequestID)
+			return Request{}, lost(etcdError(err, "record request "+r.RequestID))
 		}
 		if resp.Succeeded {
 			r.Rev = resp.Header.Revision
