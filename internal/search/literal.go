@@ -155,30 +155,41 @@ func equalFoldLower(a, lower []byte) bool {
 // candidate lines with indexRare and confirms each with the line regexp,
 // instead of running the regexp over every byte. Case-folded literals and
 // literals with U+FFFD (which matches any invalid byte) give nil.
-func requiredLiteral(re *syntax.Regexp) []byte {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
+func requiredLiteral(re *syntax.Regexp) []byte { return requiredBy(re, exactLiteral) }
+
+// exactLiteral is the bytes of a literal node matched as written, or nil
+// (a case-folded literal, or one with U+FFFD).
+func exactLiteral(re *syntax.Regexp) []byte {
+	if re.Flags&syntax.FoldCase != 0 {
+		return nil
+	}
+	var b []byte
+	for _, r := range re.Rune {
+		if r == utf8.RuneError || !utf8.ValidRune(r) {
 			return nil
 		}
-		var b []byte
-		for _, r := range re.Rune {
-			if r == utf8.RuneError || !utf8.ValidRune(r) {
-				return nil
-			}
-			b = utf8.AppendRune(b, r)
-		}
-		return b
+		b = utf8.AppendRune(b, r)
+	}
+	return b
+}
+
+// requiredBy walks re for a literal every match contains, as leaf reads
+// a literal node: through captures, pluses and repeats of at least one,
+// and, in a concatenation, the rarest of its parts' (byteRank).
+func requiredBy(re *syntax.Regexp, leaf func(*syntax.Regexp) []byte) []byte {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return leaf(re)
 	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
+		return requiredBy(re.Sub[0], leaf)
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
+			return requiredBy(re.Sub[0], leaf)
 		}
 	case syntax.OpConcat:
 		var best []byte
 		for _, s := range re.Sub {
-			if l := requiredLiteral(s); l != nil && (best == nil || rarer(l, best)) {
+			if l := requiredBy(s, leaf); len(l) > 0 && (best == nil || rarer(l, best)) {
 				best = l
 			}
 		}
@@ -193,36 +204,22 @@ func requiredLiteral(re *syntax.Regexp) []byte {
 // of whose runes are ASCII qualify: the scan then finds candidate lines
 // with indexFold, which folds ASCII letters only (k and s, whose orbits
 // hold non-ASCII runes, need all-ASCII data: see matcher.foldKS).
-func requiredFoldLiteral(re *syntax.Regexp) []byte {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase == 0 {
+func requiredFoldLiteral(re *syntax.Regexp) []byte { return requiredBy(re, foldLiteral) }
+
+// foldLiteral is the ASCII-lowered bytes of a case-folding literal node
+// whose runes are all ASCII, or nil.
+func foldLiteral(re *syntax.Regexp) []byte {
+	if re.Flags&syntax.FoldCase == 0 {
+		return nil
+	}
+	b := make([]byte, 0, len(re.Rune))
+	for _, r := range re.Rune {
+		if r >= utf8.RuneSelf {
 			return nil
 		}
-		b := make([]byte, 0, len(re.Rune))
-		for _, r := range re.Rune {
-			if r >= utf8.RuneSelf {
-				return nil
-			}
-			b = append(b, foldASCII(byte(r)))
-		}
-		return b
-	case syntax.OpCapture, syntax.OpPlus:
-		return requiredFoldLiteral(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return requiredFoldLiteral(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		var best []byte
-		for _, s := range re.Sub {
-			if l := requiredFoldLiteral(s); len(l) > 0 && (best == nil || rarer(l, best)) {
-				best = l
-			}
-		}
-		return best
+		b = append(b, foldASCII(byte(r)))
 	}
-	return nil
+	return b
 }
 
 // rarer reports whether a is a better literal to search for than b.
