@@ -140,22 +140,28 @@ func childRel(rel, name string) string {
 // entryOf describes e, a member of the directory dirfd; a regular file's
 // size comes from an fstatat that does not follow a symlink.
 func entryOf(dirfd int, e os.DirEntry) Entry {
-	d := Entry{Name: e.Name()}
-	switch t := e.Type(); {
-	case t.IsDir():
-		d.Type = "dir"
-	case t&os.ModeSymlink != 0:
-		d.Type = "symlink"
-	case t.IsRegular():
-		d.Type = "file"
+	d := Entry{Name: e.Name(), Type: TypeName(e.Type())}
+	if d.Type == "file" {
 		var st unix.Stat_t
 		if fstatat(dirfd, e.Name(), &st) == nil {
 			d.Size = st.Size
 		}
-	default:
-		d.Type = "other"
 	}
 	return d
+}
+
+// TypeName is how a listing names an entry of type t (os.DirEntry.Type,
+// not followed): dir, symlink, file or other.
+func TypeName(t os.FileMode) string {
+	switch {
+	case t.IsDir():
+		return "dir"
+	case t&os.ModeSymlink != 0:
+		return "symlink"
+	case t.IsRegular():
+		return "file"
+	}
+	return "other"
 }
 
 func openDir(abs string) (int, error) {

@@ -146,20 +146,12 @@ func listDir(_ context.Context, c *op.Call, args ListDirArgs) (*op.Plan, error) 
 }
 
 func dirEntry(dir, rel string, e os.DirEntry) DirEntry {
-	d := DirEntry{Name: e.Name(), Path: rel}
-	switch t := e.Type(); {
-	case t.IsDir():
-		d.Type = "dir"
-	case t&os.ModeSymlink != 0:
-		d.Type = "symlink"
-	case t.IsRegular():
-		d.Type = "file"
+	d := DirEntry{Name: e.Name(), Path: rel, Type: readfile.TypeName(e.Type())}
+	if d.Type == "file" {
 		var st syscall.Stat_t
 		if syscall.Lstat(filepath.Join(dir, e.Name()), &st) == nil {
 			d.Size = st.Size
 		}
-	default:
-		d.Type = "other"
 	}
 	return d
 }
