@@ -17,9 +17,7 @@ import (
 // Ledger is the request ledger: it turns a retried mutation into a replay
 // of the stored result instead of a second write. Begin is
 // create-if-absent and completion compare-and-set, both decided in mailbox
-// order and written with sync (an Unsynced begin without: its caller's
-// own synced commit follows before anything is acknowledged; a Deferred
-// completion is decided here and
+// order and written with sync (a Deferred completion is decided here and
 // written by the caller in its own synced transaction: a mutation's rides
 // the audit's group commit with its entry and receipt). A request that gave up before writing
 // anything (shutdown began while it waited for its lease) is abandoned:
@@ -45,9 +43,6 @@ type Ledger struct {
 	staged map[string]ledger.Entry
 	held   []heldReply
 	kicked bool
-	// synced is set when a staged entry must be fsynced (all but an
-	// Unsynced begin): the flush syncs only then.
-	synced bool
 }
 
 // LedgerConfig configures NewLedger. Zero fields mean the defaults.
@@ -93,7 +88,7 @@ func (a *ledgerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.lg = a.lg.With(zap.String("actor", "ledger"))
-		a.staged, a.held, a.kicked, a.synced = nil, nil, false, false
+		a.staged, a.held, a.kicked = nil, nil, false
 		a.startPruning(ctx)
 	case messages.LedgerBegin:
 		r, err := a.begin(m)
@@ -164,7 +159,7 @@ func (a *ledgerActor) flush(ctx actor.Context) {
 	if len(a.staged) == 0 && len(a.held) == 0 {
 		return
 	}
-	err := a.store.Update(a.synced, func(tx *persistence.Txn) error {
+	err := a.store.Update(true, func(tx *persistence.Txn) error {
 		for id, e := range a.staged {
 			var err error
 			if e.State == "" {
@@ -188,7 +183,7 @@ func (a *ledgerActor) flush(ctx actor.Context) {
 	if err != nil {
 		a.lg.Error("ledger write failed", zap.Int("entries", len(a.staged)), zap.Error(err))
 	}
-	a.staged, a.held, a.synced = nil, nil, false
+	a.staged, a.held = nil, nil
 }
 
 // startPruning starts the goroutine that asks for a prune periodically.
@@ -269,7 +264,7 @@ func (a *Ledger) begin(m messages.LedgerBegin) (messages.LedgerBegun, error) {
 	case ledger.Replay:
 		return messages.LedgerBegun{Entry: toMsg(next), Replay: true}, nil
 	case ledger.Proceed:
-		a.stage(next, !m.Unsynced)
+		a.stage(next)
 		return messages.LedgerBegun{Entry: toMsg(next)}, nil
 	}
 	return messages.LedgerBegun{}, errs.New(errs.Internal, "ledger: unexpected decision %s", d)
@@ -284,7 +279,7 @@ func (a *Ledger) complete(m messages.LedgerComplete) (messages.LedgerDone, error
 	if err != nil {
 		return messages.LedgerDone{}, err
 	}
-	a.stage(next, true)
+	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
 }
 
@@ -321,7 +316,7 @@ func (a *Ledger) fail(m messages.LedgerFail) (messages.LedgerDone, error) {
 	if err != nil {
 		return messages.LedgerDone{}, err
 	}
-	a.stage(next, true)
+	a.stage(next)
 	return messages.LedgerDone{Entry: toMsg(next)}, nil
 }
 
@@ -335,18 +330,16 @@ func (a *Ledger) abandon(m messages.LedgerAbandon) (messages.LedgerDone, error) 
 	if err := ledger.Abandon(e, m.InputHash); err != nil {
 		return messages.LedgerDone{}, err
 	}
-	a.stage(ledger.Entry{RequestID: m.RequestID}, true) // no state: a deletion
+	a.stage(ledger.Entry{RequestID: m.RequestID}) // no state: a deletion
 	return messages.LedgerDone{Entry: toMsg(e)}, nil
 }
 
-// stage records a transition for the next group commit; sync says whether
-// that commit must be synced for it (an Unsynced begin need not).
-func (a *Ledger) stage(e ledger.Entry, sync bool) {
+// stage records a transition for the next group commit.
+func (a *Ledger) stage(e ledger.Entry) {
 	if a.staged == nil {
 		a.staged = map[string]ledger.Entry{}
 	}
 	a.staged[e.RequestID] = e
-	a.synced = a.synced || sync
 }
 
 // startPrune walks the ledger in a goroutine (not on the mailbox every

@@ -25,11 +25,6 @@ type LedgerBegin struct {
 	Operation string
 	InputHash string
 	Paths     []string
-	// Unsynced writes a new executing entry without an fsync (it outlives
-	// a kill -9, not a power loss): for a caller whose own synced commit
-	// (the completion's) follows before anything is acknowledged, so a
-	// write pays one synced commit (see op.Call.Write).
-	Unsynced bool
 }
 
 // LedgerBegun answers LedgerBegin. Replay is true when the request already

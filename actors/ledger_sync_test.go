@@ -11,10 +11,10 @@ import (
 	"github.com/harnessd/harnessd/persistence"
 )
 
-// An Unsynced begin is written (a kill -9 keeps it: the store's write-ahead
-// log is a mapped file) but not fsynced: its caller's one synced commit
-// follows. A plain begin, a failure and an abandon are synced as before.
-func TestLedgerUnsyncedBegin(t *testing.T) {
+// A begin and a failure are each one synced commit, answered only once
+// written (the write protocol's begin is synced before any file changes:
+// docs/DESIGN.md §3).
+func TestLedgerBeginAndFailureAreSynced(t *testing.T) {
 	s, st := newTestSystem(t), newStore(t)
 	pid, err := s.Root.SpawnNamed(actor.PropsFromProducer(NewLedger(st, zap.NewNop(), LedgerConfig{PruneEvery: -1})), "ledger")
 	if err != nil {
@@ -26,10 +26,10 @@ func TestLedgerUnsyncedBegin(t *testing.T) {
 		syncs     uint64
 		wantState ledger.State
 	}{
-		{"unsynced begin", messages.LedgerBegin{RequestID: "u1", Operation: "apply_patch", InputHash: "sha256:a", Unsynced: true}, 0, ledger.StateExecuting},
+		{"a begin", messages.LedgerBegin{RequestID: "u1", Operation: "apply_patch", InputHash: "sha256:a"}, 1, ledger.StateExecuting},
 		{"its failure", messages.LedgerFail{RequestID: "u1", Code: "PATCH_CONFLICT", Message: "no"}, 1, ledger.StateFailed},
-		{"its retry, unsynced", messages.LedgerBegin{RequestID: "u1", Operation: "apply_patch", InputHash: "sha256:a", Unsynced: true}, 0, ledger.StateExecuting},
-		{"a plain begin", messages.LedgerBegin{RequestID: "p1", Operation: "apply_patch", InputHash: "sha256:b"}, 1, ledger.StateExecuting},
+		{"its retry", messages.LedgerBegin{RequestID: "u1", Operation: "apply_patch", InputHash: "sha256:a"}, 1, ledger.StateExecuting},
+		{"another begin", messages.LedgerBegin{RequestID: "p1", Operation: "apply_patch", InputHash: "sha256:b"}, 1, ledger.StateExecuting},
 	} {
 		syncs, writes := st.Syncs(), st.Writes()
 		r := request(t, s, pid, c.msg)
